@@ -1,0 +1,163 @@
+/**
+ * The agent wire contract (DESIGN.md, "Agent protocol"), defined once.
+ * The Worker validates frames with these schemas, the SDK builds frames from them,
+ * and the tests import them. Environment-neutral: no Node and no Workers APIs here.
+ */
+import { z } from "zod";
+
+export const LIMITS = {
+  frameBytes: 256 * 1024,
+  jsonDepth: 64,
+  pendingPerSession: 32,
+  options: 8,
+  rpcIdChars: 128,
+} as const;
+
+/** The SDK pings this often; the gate closes a socket that stays silent for two intervals. */
+export const HEARTBEAT_INTERVAL_MS = 15_000;
+
+export const METHODS = {
+  hello: "_tapgate/hello",
+  sessionUpdate: "session/update",
+  requestPermission: "session/request_permission",
+  cancelRequest: "$/cancel_request",
+  sessionCancel: "session/cancel",
+} as const;
+
+export const RPC_ERROR = {
+  parse: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  /** Server-defined: the session already holds `LIMITS.pendingPerSession` requests. */
+  tooManyPending: -32001,
+} as const;
+
+export const sessionIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,128}$/, "sessionId must be 1-128 characters of [A-Za-z0-9._:-]");
+
+/** JSON-RPC ids: strings up to 128 characters or safe integers, echoed exactly. */
+export const rpcIdSchema = z.union([
+  z.string().max(LIMITS.rpcIdChars),
+  z.number().refine(Number.isSafeInteger, "numeric ids must be safe integers"),
+]);
+export type RpcId = z.infer<typeof rpcIdSchema>;
+
+const metaSchema = z.record(z.string(), z.unknown()).nullish();
+
+export const permissionOptionKindSchema = z.enum(["allow_once", "allow_always", "reject_once", "reject_always"]);
+export type PermissionOptionKind = z.infer<typeof permissionOptionKindSchema>;
+
+export const permissionOptionSchema = z.looseObject({
+  optionId: z.string().min(1).max(128),
+  name: z.string().max(512),
+  kind: permissionOptionKindSchema,
+  _meta: metaSchema,
+});
+export type PermissionOption = z.infer<typeof permissionOptionSchema>;
+
+export const toolKindSchema = z.enum([
+  "read",
+  "edit",
+  "delete",
+  "move",
+  "search",
+  "execute",
+  "think",
+  "fetch",
+  "switch_mode",
+  "other",
+]);
+
+/** ACP `ToolCallUpdate`: every field but the id may be absent; unknown fields pass through. */
+export const toolCallUpdateSchema = z.looseObject({
+  toolCallId: z.string().min(1).max(256),
+  title: z.string().nullish(),
+  kind: toolKindSchema.nullish(),
+  status: z.enum(["pending", "in_progress", "completed", "failed"]).nullish(),
+  content: z.array(z.looseObject({ type: z.string() })).nullish(),
+  locations: z.array(z.looseObject({ path: z.string(), line: z.number().int().nonnegative().nullish() })).nullish(),
+  rawInput: z.unknown().optional(),
+  rawOutput: z.unknown().optional(),
+  _meta: metaSchema,
+});
+export type ToolCallUpdate = z.infer<typeof toolCallUpdateSchema>;
+
+export const requestPermissionParamsSchema = z
+  .looseObject({
+    sessionId: sessionIdSchema,
+    toolCall: toolCallUpdateSchema,
+    options: z.array(permissionOptionSchema).min(1).max(LIMITS.options),
+    _meta: metaSchema,
+  })
+  .refine((p) => new Set(p.options.map((o) => o.optionId)).size === p.options.length, {
+    message: "optionId values must be unique",
+    path: ["options"],
+  });
+export type RequestPermissionParams = z.infer<typeof requestPermissionParamsSchema>;
+
+export const requestPermissionResponseSchema = z.looseObject({
+  outcome: z.discriminatedUnion("outcome", [
+    z.object({ outcome: z.literal("cancelled") }),
+    z.object({ outcome: z.literal("selected"), optionId: z.string() }),
+  ]),
+});
+export type RequestPermissionResponse = z.infer<typeof requestPermissionResponseSchema>;
+
+/** `session/update` params. Only `tool_call` and `tool_call_update` matter to Tapgate. */
+export const sessionUpdateParamsSchema = z.looseObject({
+  sessionId: sessionIdSchema,
+  update: z.looseObject({ sessionUpdate: z.string() }),
+});
+export type SessionUpdateParams = z.infer<typeof sessionUpdateParamsSchema>;
+
+export const helloParamsSchema = z.object({
+  title: z.string().max(256).optional(),
+  agent: z.object({ name: z.string().min(1).max(128), version: z.string().max(64).optional() }).optional(),
+  host: z.string().max(256).optional(),
+  cwd: z.string().max(4096).optional(),
+});
+export type HelloParams = z.infer<typeof helloParamsSchema>;
+
+export const cancelRequestParamsSchema = z.object({ requestId: rpcIdSchema });
+export const sessionCancelParamsSchema = z.looseObject({ sessionId: sessionIdSchema });
+
+/**
+ * How an agent asks for a shorter lifetime than its team's: `params._meta.tapgate.timeoutMs`.
+ * The gate uses the smaller of this and the team lifetime.
+ */
+export const tapgateMetaSchema = z.object({
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1000)
+    .max(24 * 60 * 60 * 1000)
+    .optional(),
+});
+
+/**
+ * The answer given without a human decision (expiry, revocation, shutdown, any error):
+ * the first `reject_once` option if one was offered, otherwise `cancelled`.
+ * Never an allow, never `reject_always` (a refusal must not widen into a standing rule).
+ *
+ * @example
+ * failClosedAnswer([{ optionId: "ok", name: "Allow", kind: "allow_once" },
+ *                   { optionId: "no", name: "Deny", kind: "reject_once" }])
+ * // → { outcome: { outcome: "selected", optionId: "no" } }
+ */
+export function failClosedAnswer(
+  options: ReadonlyArray<{ optionId: string; kind: string }> | undefined,
+): RequestPermissionResponse {
+  const reject = options?.find((o) => o.kind === "reject_once");
+  return reject
+    ? { outcome: { outcome: "selected", optionId: reject.optionId } }
+    : { outcome: { outcome: "cancelled" } };
+}
+
+export interface RpcError {
+  code: number;
+  message: string;
+  data?: unknown;
+}

@@ -1,0 +1,165 @@
+/** Test helpers: real sign-up through the dev outbox, real API keys, real agent WebSockets. */
+import { env, runInDurableObject, SELF } from "cloudflare:test";
+import type { RequestPermissionParams } from "../../sdk/src/protocol";
+import type { Approval } from "../../worker/types";
+
+export const ORIGIN = "https://tapgate.test";
+
+let counter = 0;
+export const unique = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++counter}`;
+
+export function api(path: string, init: RequestInit & { cookie?: string } = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (init.cookie) headers.set("Cookie", init.cookie);
+  if (init.body !== undefined && !headers.has("Content-Type")) headers.set("Content-Type", "application/json");
+  if (init.method && init.method !== "GET" && !headers.has("Origin")) headers.set("Origin", ORIGIN);
+  return SELF.fetch(`${ORIGIN}${path}`, { ...init, headers });
+}
+
+export async function json<T = Record<string, unknown>>(response: Response): Promise<T> {
+  return (await response.json()) as T;
+}
+
+export async function lastMailLink(email: string): Promise<string> {
+  const { messages } = await json<{ messages: Array<{ link: string }> }>(
+    await api(`/v1/dev/outbox?to=${encodeURIComponent(email)}`),
+  );
+  const link = messages.at(-1)?.link;
+  if (!link) throw new Error(`no mail for ${email}`);
+  return link;
+}
+
+export function tokenOf(link: string): string {
+  return new URL(link).searchParams.get("token") ?? "";
+}
+
+export async function confirmLink(link: string): Promise<Response> {
+  return api("/v1/auth/link", { method: "POST", body: JSON.stringify({ token: tokenOf(link) }) });
+}
+
+export function cookieOf(response: Response): string {
+  const setCookie = response.headers.get("Set-Cookie") ?? "";
+  return setCookie.split(";")[0] ?? "";
+}
+
+export interface Member {
+  cookie: string;
+  email: string;
+  userId: string;
+  teamId: string;
+}
+
+/** Signs up a new user with a new team, the way a person would: sign-up, mail, confirm. */
+export async function signUp(name = "Ada"): Promise<Member> {
+  const email = `${unique(name.toLowerCase())}@example.com`;
+  const signup = await api("/v1/auth/signup", { method: "POST", body: JSON.stringify({ email, name, team: `${name}'s team` }) });
+  if (signup.status !== 202) throw new Error(`signup answered ${signup.status}`);
+  const confirmed = await confirmLink(await lastMailLink(email));
+  if (confirmed.status !== 200) throw new Error(`confirm answered ${confirmed.status}`);
+  const cookie = cookieOf(confirmed);
+  const me = await json<{ user: { id: string }; team: { id: string } }>(await api("/v1/me", { cookie }));
+  return { cookie, email, userId: me.user.id, teamId: me.team.id };
+}
+
+export async function createKey(member: Member, label = "laptop"): Promise<{ id: string; key: string }> {
+  const response = await api("/v1/keys", { method: "POST", cookie: member.cookie, body: JSON.stringify({ label }) });
+  if (response.status !== 201) throw new Error(`key create answered ${response.status}`);
+  return json(response);
+}
+
+/** An agent connection with an inbox: `next()` waits for the next frame the gate sends. */
+export class AgentSocket {
+  private inbox: unknown[] = [];
+  private waiters: Array<(m: unknown) => void> = [];
+  closed: Promise<CloseEvent>;
+
+  constructor(readonly ws: WebSocket) {
+    ws.accept();
+    ws.addEventListener("message", (e) => {
+      const data = typeof e.data === "string" ? (e.data === "pong" ? e.data : JSON.parse(e.data)) : e.data;
+      const waiter = this.waiters.shift();
+      if (waiter) waiter(data);
+      else this.inbox.push(data);
+    });
+    this.closed = new Promise((resolve) => ws.addEventListener("close", resolve));
+  }
+
+  send(message: unknown): void {
+    this.ws.send(typeof message === "string" ? message : JSON.stringify(message));
+  }
+
+  next<T = Record<string, unknown>>(): Promise<T> {
+    if (this.inbox.length > 0) return Promise.resolve(this.inbox.shift() as T);
+    return new Promise((resolve) => this.waiters.push(resolve as (m: unknown) => void));
+  }
+
+  /** Frames are handled in order, so once this answers, everything sent before it was handled. */
+  async barrier(): Promise<void> {
+    const id = `barrier-${++counter}`;
+    this.send({ jsonrpc: "2.0", id, method: "_tapgate/hello", params: {} });
+    const reply = await this.next<{ id: unknown }>();
+    if (reply.id !== id) throw new Error(`expected the barrier reply, got ${JSON.stringify(reply)}`);
+  }
+
+  pending(): number {
+    return this.inbox.length;
+  }
+}
+
+export async function connectAgent(key: string, sessionId: string): Promise<AgentSocket> {
+  const response = await SELF.fetch(`${ORIGIN}/v1/agent/sessions/${sessionId}`, {
+    headers: { Upgrade: "websocket", Authorization: `Bearer ${key}` },
+  });
+  if (!response.webSocket) throw new Error(`upgrade answered ${response.status}: ${await response.text()}`);
+  return new AgentSocket(response.webSocket);
+}
+
+export function permissionParams(sessionId: string, overrides: Partial<RequestPermissionParams> = {}) {
+  return {
+    sessionId,
+    toolCall: { toolCallId: unique("call"), title: "rm -rf build", kind: "execute", rawInput: { command: "rm -rf build" } },
+    options: [
+      { optionId: "allow", name: "Allow once", kind: "allow_once" },
+      { optionId: "always", name: "Always allow", kind: "allow_always" },
+      { optionId: "deny", name: "Deny", kind: "reject_once" },
+    ],
+    ...overrides,
+  };
+}
+
+export function gateStub(teamId: string, sessionId: string) {
+  return env.SESSION_GATE.get(env.SESSION_GATE.idFromName(`${teamId}/${sessionId}`));
+}
+
+/** Hands the gate's outbox to D1 now, so the index can be read without waiting. */
+export async function flush(teamId: string, sessionId: string): Promise<void> {
+  await runInDurableObject(gateStub(teamId, sessionId), (gate) => gate.flushOutbox());
+}
+
+export async function pendingApprovals(member: Member, sessionId: string): Promise<Approval[]> {
+  await flush(member.teamId, sessionId);
+  const { approvals } = await json<{ approvals: Approval[] }>(await api("/v1/approvals?state=pending", { cookie: member.cookie }));
+  return approvals.filter((a) => a.sessionId === sessionId);
+}
+
+export function decide(member: Member, approval: Approval, optionId: string, requestHash = approval.requestHash) {
+  return api(`/v1/approvals/${approval.id}/decision`, {
+    method: "POST",
+    cookie: member.cookie,
+    body: JSON.stringify({ optionId, requestHash }),
+  });
+}
+
+/** A signed-up member with a key, an open agent session and one pending request. */
+export async function askOnce(member?: Member) {
+  const owner = member ?? (await signUp());
+  const { key, id: keyId } = await createKey(owner);
+  const sessionId = unique("sess");
+  const agent = await connectAgent(key, sessionId);
+  const params = permissionParams(sessionId);
+  agent.send({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params });
+  await agent.barrier();
+  const [approval] = await pendingApprovals(owner, sessionId);
+  if (!approval) throw new Error("the request did not become a pending approval");
+  return { owner, key, keyId, sessionId, agent, params, approval };
+}

@@ -1,0 +1,39 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        // Worker and Durable Object tests, inside workerd with real D1 (SQLite).
+        plugins: [
+          cloudflareTest(async () => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                DEV_OUTBOX: "1",
+                TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "worker",
+          include: ["test/worker/**/*.test.ts"],
+          setupFiles: ["./test/worker/setup.ts"],
+          silent: "passed-only",
+        },
+      },
+      {
+        // SDK tests: Node, against the Worker started by `wrangler dev` on a loopback port.
+        test: {
+          name: "sdk",
+          include: ["test/sdk/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});

@@ -1,0 +1,29 @@
+/**
+ * The Tapgate Worker: the human API (cookie sessions), the agent WebSocket (API keys), and the
+ * Durable Objects behind them. Routes live in routes/, one file per resource.
+ */
+import { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { apiError } from "./http";
+import { agentRoutes } from "./routes/agent";
+import { approvalRoutes } from "./routes/approvals";
+import { authRoutes } from "./routes/auth";
+import { keyRoutes } from "./routes/keys";
+import type { AppEnv } from "./types";
+
+export { SessionGate } from "./session-gate";
+
+const app = new Hono<AppEnv>()
+  .route("/", authRoutes)
+  .route("/", keyRoutes)
+  .route("/", approvalRoutes)
+  .route("/", agentRoutes)
+  .get("/v1/health", (c) => c.json({ ok: true }))
+  .notFound((c) => apiError(c, 404, "not_found", "no such route"))
+  .onError((err, c) => {
+    if (err instanceof HTTPException) return apiError(c, err.status as 400, "bad_request", err.message);
+    console.error("unhandled error", err instanceof Error ? err.name : "unknown");
+    return apiError(c, 500, "internal_error", "something went wrong; nothing was decided");
+  });
+
+export default app;

@@ -1,0 +1,43 @@
+/**
+ * Sending mail. Production posts JSON to an HTTP mail provider configured by secrets
+ * (MAIL_API_URL, MAIL_API_KEY, MAIL_FROM; Resend-compatible). Local mode (DEV_OUTBOX) prints
+ * to the console and keeps messages for `GET /v1/dev/outbox`.
+ */
+import type { Context } from "hono";
+import { saveDevMessage } from "./db";
+import type { AppEnv, Env } from "./types";
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+  link: string | null;
+}
+
+async function send(env: Env, mail: Mail): Promise<void> {
+  if (env.DEV_OUTBOX) {
+    console.log(`[dev outbox] to ${mail.to}: ${mail.subject}\n${mail.text}`);
+    await saveDevMessage(env.DB, { ...mail, sentAt: Date.now() });
+    return;
+  }
+  if (!env.MAIL_API_URL || !env.MAIL_API_KEY || !env.MAIL_FROM) {
+    console.error("mail is not configured: set MAIL_API_URL, MAIL_API_KEY and MAIL_FROM");
+    return;
+  }
+  const response = await fetch(env.MAIL_API_URL, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${env.MAIL_API_KEY}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ from: env.MAIL_FROM, to: [mail.to], subject: mail.subject, text: mail.text }),
+  });
+  if (!response.ok) console.error(`mail provider answered ${response.status}`);
+}
+
+/**
+ * In production the mail goes out after the response, so answering takes as long whether or not
+ * the address has an account. Locally it is written before answering, so scripts can read it.
+ */
+export async function deliverMail(c: Context<AppEnv>, mail: Mail): Promise<void> {
+  const sending = send(c.env, mail);
+  if (c.env.DEV_OUTBOX) return sending;
+  c.executionCtx.waitUntil(sending.catch((e) => console.error("mail failed", String(e))));
+}

@@ -1,0 +1,37 @@
+import { z } from "zod";
+import type { PermissionOption } from "../sdk/src/protocol";
+
+const MINUTE = 60_000;
+
+/** Team policy (DESIGN.md, "Team policy"); stored as JSON on the team, defaults filled in. */
+export const teamPolicySchema = z.object({
+  lifetimeMs: z
+    .number()
+    .int()
+    .min(MINUTE)
+    .max(24 * 60 * MINUTE)
+    .default(10 * MINUTE),
+  onceOnlyOptions: z.boolean().default(true),
+  notify: z.enum(["session_owner", "all_approvers"]).default("session_owner"),
+  deciders: z.enum(["any_approver", "session_owner"]).default("any_approver"),
+  lockScreen: z.enum(["tool_title", "generic"]).default("tool_title"),
+});
+export type TeamPolicy = z.infer<typeof teamPolicySchema>;
+
+export const DEFAULT_POLICY: TeamPolicy = teamPolicySchema.parse({});
+
+export function parsePolicy(json: string | null | undefined): TeamPolicy {
+  const parsed = teamPolicySchema.safeParse(JSON.parse(json || "{}"));
+  return parsed.success ? parsed.data : DEFAULT_POLICY;
+}
+
+/** The options humans are offered: with once-only on, standing rules are hidden. */
+export function offeredOptions(options: PermissionOption[], policy: TeamPolicy): PermissionOption[] {
+  if (!policy.onceOnlyOptions) return options;
+  return options.filter((o) => o.kind === "allow_once" || o.kind === "reject_once");
+}
+
+/** How long a request may wait: the team lifetime, or less if the agent asked for less. */
+export function requestLifetimeMs(policy: TeamPolicy, agentTimeoutMs: number | undefined): number {
+  return agentTimeoutMs === undefined ? policy.lifetimeMs : Math.min(policy.lifetimeMs, agentTimeoutMs);
+}

@@ -1,0 +1,126 @@
+/** The human side of approvals: list, read, decide. Decisions go straight to the SessionGate. */
+import { Hono } from "hono";
+import { z } from "zod";
+import { requireRole, requireSameOrigin, requireWeb } from "../auth";
+import { getApprovalRecord, listApprovals } from "../db";
+import { apiError, validate } from "../http";
+import { APPROVAL_ID_PATTERN, type DecisionResult } from "../session-gate";
+import type { AppEnv, Env } from "../types";
+
+const listQuery = z.object({
+  state: z.enum(["pending", "resolved"]).default("pending"),
+  scope: z.enum(["mine", "team"]).default("team"),
+  cursor: z
+    .string()
+    .max(200)
+    .transform((s, ctx) => {
+      const parsed = cursorSchema.safeParse(safeJson(Buffer.from(s, "base64url").toString()));
+      if (parsed.success) return parsed.data;
+      ctx.addIssue({ code: "custom", message: "invalid cursor" });
+      return z.NEVER;
+    })
+    .optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+const cursorSchema = z.object({ createdAt: z.number().int(), id: z.string().max(200) });
+const decisionBody = z.object({
+  optionId: z.string().min(1).max(128),
+  requestHash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
+});
+
+/** The SessionGate an approval id names, or null for ids that cannot be ours. */
+function gateFor(env: Env, approvalId: string) {
+  const hex = APPROVAL_ID_PATTERN.exec(approvalId)?.[1];
+  if (!hex) return null;
+  try {
+    return env.SESSION_GATE.get(env.SESSION_GATE.idFromString(hex));
+  } catch {
+    return null;
+  }
+}
+
+const notFound = "no such approval";
+
+export const approvalRoutes = new Hono<AppEnv>()
+  .use("/v1/approvals", requireWeb)
+  .use("/v1/approvals/*", requireWeb, requireSameOrigin)
+  .get("/v1/approvals", validate("query", listQuery), async (c) => {
+    const w = c.get("web");
+    const q = c.req.valid("query");
+    const approvals = await listApprovals(c.env.DB, {
+      teamId: w.teamId,
+      userId: w.userId,
+      state: q.state,
+      scope: q.scope,
+      cursor: q.cursor ?? null,
+      limit: q.limit,
+    });
+    const last = approvals.length === q.limit ? approvals[approvals.length - 1] : undefined;
+    const cursor = last
+      ? Buffer.from(JSON.stringify({ createdAt: last.createdAt, id: last.id })).toString("base64url")
+      : null;
+    return c.json({ approvals, cursor });
+  })
+  .get("/v1/approvals/:id", async (c) => {
+    const w = c.get("web");
+    const id = c.req.param("id");
+    const gate = gateFor(c.env, id);
+    const approval = gate
+      ? ((await gate.getApproval(w.teamId, id)) ?? (await getApprovalRecord(c.env.DB, w.teamId, id)))
+      : null;
+    return approval ? c.json(approval) : apiError(c, 404, "not_found", notFound);
+  })
+  .post(
+    "/v1/approvals/:id/decision",
+    requireRole("owner", "admin", "approver"),
+    validate("json", decisionBody),
+    async (c) => {
+      const w = c.get("web");
+      const id = c.req.param("id");
+      const gate = gateFor(c.env, id);
+      if (!gate) return apiError(c, 404, "not_found", notFound);
+      const { optionId, requestHash } = c.req.valid("json");
+      const device = c.req.header("X-Tapgate-Device")?.slice(0, 64) || "web";
+      // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
+      const result = (await gate.decide({
+        approvalId: id,
+        teamId: w.teamId,
+        userId: w.userId,
+        name: w.name,
+        role: w.role,
+        device,
+        optionId,
+        requestHash,
+      })) as unknown as DecisionResult;
+      if (result.status === 404) return apiError(c, 404, "not_found", notFound);
+      if (result.status === 400)
+        return apiError(c, 400, result.error, `option ${JSON.stringify(optionId)} was not offered`);
+      if (result.status === 403)
+        return apiError(c, 403, result.error, "team policy lets only the session's owner decide");
+      if ("error" in result) {
+        return apiError(c, 409, result.error, "the request differs from what you saw; reload it", {
+          approval: result.approval,
+        });
+      }
+      if (result.status === 409) {
+        return apiError(c, 409, "already_decided", "someone already decided this request", {
+          approval: result.approval,
+        });
+      }
+      if (result.status === 410) {
+        const message = `resolved without a human: ${result.approval.reason}`;
+        return apiError(c, 410, "already_resolved", message, { approval: result.approval });
+      }
+      return c.json(result.approval, 200);
+    },
+  );
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,614 @@
+/**
+ * SessionGate: one Durable Object per agent session (`${teamId}/${sessionId}`).
+ * It holds the session's permission requests until a human decides, and is the source of truth
+ * for every approval of the session. Everything it must not lose lives in its SQLite storage,
+ * so hibernation and eviction lose nothing; D1 gets a copy from an outbox after the agent has
+ * its answer.
+ */
+import { DurableObject } from "cloudflare:workers";
+import {
+  cancelRequestParamsSchema,
+  failClosedAnswer,
+  HEARTBEAT_INTERVAL_MS,
+  helloParamsSchema,
+  LIMITS,
+  METHODS,
+  type PermissionOption,
+  type RequestPermissionParams,
+  type RequestPermissionResponse,
+  RPC_ERROR,
+  type RpcId,
+  requestPermissionParamsSchema,
+  sessionCancelParamsSchema,
+  sessionUpdateParamsSchema,
+  tapgateMetaSchema,
+  toolCallUpdateSchema,
+} from "../sdk/src/protocol";
+import { canonicalJson, randomBase62, sha256Hex } from "./crypto";
+import { type OutboxOp, outboxStatement } from "./db";
+import {
+  keyTag,
+  parseFrame,
+  type RpcMessage,
+  rpcError,
+  rpcIdKey,
+  rpcResult,
+  type SocketIdentity,
+  socketTag,
+} from "./gate-socket";
+import { offeredOptions, requestLifetimeMs, type TeamPolicy } from "./policy";
+import type { Approval, ApprovalState, DecidedBy, Env, ResolutionReason, Role, SessionInfo } from "./types";
+
+/** Who opens a socket: set by the Worker after it checked the API key. */
+export interface GateJoin {
+  teamId: string;
+  sessionId: string;
+  ownerUserId: string;
+  keyId: string;
+  userId: string;
+  policy: TeamPolicy;
+}
+
+export interface DecisionInput {
+  approvalId: string;
+  teamId: string;
+  userId: string;
+  name: string;
+  role: Role;
+  device: string;
+  optionId: string;
+  requestHash: string;
+}
+
+export type DecisionResult =
+  | { status: 200 | 409 | 410; approval: Approval }
+  | { status: 409; error: "request_changed"; approval: Approval }
+  | { status: 400; error: "option_not_offered" }
+  | { status: 403; error: "not_session_owner" }
+  | { status: 404 };
+
+interface SessionMeta {
+  teamId: string;
+  sessionId: string;
+  ownerUserId: string;
+  policy: TeamPolicy;
+  info: SessionInfo;
+}
+
+interface PendingRow {
+  id: string;
+  rpc_id: string;
+  socket_id: string;
+  key_id: string;
+  agent_options: string;
+  record: string;
+  [key: string]: SqlStorageValue;
+}
+
+interface Resolution {
+  state: Exclude<ApprovalState, "pending">;
+  reason: ResolutionReason;
+  optionId?: string;
+  decidedBy?: DecidedBy;
+}
+
+const IDENTITY_HEADER = "x-tapgate-join";
+const OUTBOX_RETRY_MS = 5_000;
+const KEPT_TOOL_CALLS = 256;
+const EMPTY_INFO: SessionInfo = { title: null, agent: null, host: null, cwd: null };
+
+/** Approval ids name their Durable Object, so a decision is routed without a D1 lookup. */
+export const APPROVAL_ID_PATTERN = /^apr_([0-9a-f]{64})_[0-9A-Za-z]{22}$/;
+
+export function joinRequest(request: Request, join: GateJoin): Request {
+  const headers = new Headers({ Upgrade: "websocket", [IDENTITY_HEADER]: JSON.stringify(join) });
+  for (const name of ["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol"]) {
+    const value = request.headers.get(name);
+    if (value) headers.set(name, value);
+  }
+  return new Request(request.url, { headers });
+}
+
+export class SessionGate extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private flushing: Promise<void> | null = null;
+  private flushAgain = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+    this.migrate();
+    // A pending request whose socket is gone was held by a previous instance (restart, reset,
+    // deploy): nobody can answer it any more, so it ends now rather than never.
+    this.resolveOrphans(Date.now());
+  }
+
+  // ── sockets ──────────────────────────────────────────────────────────────
+
+  override async fetch(request: Request): Promise<Response> {
+    const joinHeader = request.headers.get(IDENTITY_HEADER);
+    if (request.headers.get("Upgrade") !== "websocket" || !joinHeader) {
+      return new Response("expected a WebSocket upgrade from the Worker", { status: 400 });
+    }
+    const join = JSON.parse(joinHeader) as GateJoin;
+    if (this.sql.exec("SELECT 1 FROM revoked_keys WHERE key_id = ?", join.keyId).toArray().length > 0) {
+      return Response.json({ error: "key_revoked", message: "this API key was revoked" }, { status: 401 });
+    }
+    const meta = this.meta();
+    this.saveMeta({
+      teamId: join.teamId,
+      sessionId: join.sessionId,
+      ownerUserId: join.ownerUserId,
+      policy: join.policy,
+      info: meta?.info ?? EMPTY_INFO,
+    });
+    const { 0: client, 1: server } = new WebSocketPair();
+    const now = Date.now();
+    const identity: SocketIdentity = {
+      socketId: randomBase62(16),
+      keyId: join.keyId,
+      userId: join.userId,
+      connectedAt: now,
+      lastMessageAt: now,
+    };
+    this.ctx.acceptWebSocket(server, [socketTag(identity.socketId), keyTag(join.keyId)]);
+    server.serializeAttachment(identity);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const identity = ws.deserializeAttachment() as SocketIdentity;
+    identity.lastMessageAt = Date.now();
+    ws.serializeAttachment(identity);
+    if (typeof message !== "string") {
+      send(ws, rpcError(null, RPC_ERROR.invalidRequest, "binary frames are not supported; send JSON text"));
+      return;
+    }
+    const parsed = parseFrame(message);
+    if (!parsed.ok) {
+      send(ws, parsed.response);
+      return;
+    }
+    const replies: object[] = [];
+    for (const m of parsed.messages) {
+      const reply = m.kind === "invalid" ? m.response : this.handle(identity, m);
+      if (reply) replies.push(reply);
+    }
+    if (replies.length > 0) send(ws, parsed.batch ? replies : replies[0]);
+    this.afterChange();
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    this.dropSocket(ws, "agent_disconnected");
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
+    } catch {
+      // Already closed: nothing to reciprocate.
+    }
+  }
+
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    this.dropSocket(ws, "agent_disconnected");
+  }
+
+  private dropSocket(ws: WebSocket, reason: ResolutionReason): void {
+    const { socketId } = ws.deserializeAttachment() as SocketIdentity;
+    const now = Date.now();
+    for (const row of this.pendingRows("socket_id = ?", socketId)) this.resolve(row, { state: "denied", reason }, now);
+    this.noteConnection(now);
+    this.afterChange();
+  }
+
+  private handle(identity: SocketIdentity, m: RpcMessage): object | null {
+    if (m.kind === "response") return null;
+    const id = m.kind === "request" ? m.id : null;
+    const invalidParams = (issues: unknown) =>
+      id === null ? null : rpcError(id, RPC_ERROR.invalidParams, `invalid params for ${m.method}`, { issues });
+    switch (m.method) {
+      case METHODS.requestPermission: {
+        if (id === null) return null; // a notification cannot be answered, so it cannot be held
+        const params = requestPermissionParamsSchema.safeParse(m.params);
+        if (!params.success) return invalidParams(params.error.issues);
+        return this.request(identity, id, params.data);
+      }
+      case METHODS.hello: {
+        const params = helloParamsSchema.safeParse(m.params ?? {});
+        if (!params.success) return invalidParams(params.error.issues);
+        this.hello(params.data);
+        return id === null ? null : rpcResult(id, {});
+      }
+      case METHODS.sessionUpdate: {
+        const params = sessionUpdateParamsSchema.safeParse(m.params);
+        if (!params.success) return invalidParams(params.error.issues);
+        this.mergeToolCall(params.data.update);
+        return id === null ? null : rpcResult(id, null);
+      }
+      case METHODS.cancelRequest: {
+        const params = cancelRequestParamsSchema.safeParse(m.params);
+        if (!params.success) return invalidParams(params.error.issues);
+        const now = Date.now();
+        const rows = this.pendingRows(
+          "socket_id = ? AND rpc_id = ?",
+          identity.socketId,
+          rpcIdKey(params.data.requestId),
+        );
+        for (const row of rows) this.resolve(row, { state: "cancelled", reason: "agent_cancelled" }, now);
+        return id === null ? null : rpcResult(id, null);
+      }
+      case METHODS.sessionCancel: {
+        const params = sessionCancelParamsSchema.safeParse(m.params);
+        if (!params.success) return invalidParams(params.error.issues);
+        if (params.data.sessionId !== this.meta()?.sessionId) return invalidParams("sessionId is not this session");
+        const now = Date.now();
+        for (const row of this.pendingRows("1"))
+          this.resolve(row, { state: "cancelled", reason: "session_cancelled" }, now);
+        return id === null ? null : rpcResult(id, null);
+      }
+      default:
+        return id === null ? null : rpcError(id, RPC_ERROR.methodNotFound, `method not found: ${m.method}`);
+    }
+  }
+
+  // ── requests ─────────────────────────────────────────────────────────────
+
+  /** Holds a permission request until it is decided; returns an error reply if it is refused. */
+  private request(identity: SocketIdentity, id: RpcId, params: RequestPermissionParams): object | null {
+    const meta = this.meta();
+    if (!meta) return rpcError(id, RPC_ERROR.internal, "session not initialised");
+    if (params.sessionId !== meta.sessionId) {
+      return rpcError(id, RPC_ERROR.invalidParams, "sessionId does not match the session this socket opened");
+    }
+    const ask = tapgateMetaSchema.safeParse(params._meta?.tapgate ?? {});
+    if (!ask.success) {
+      return rpcError(id, RPC_ERROR.invalidParams, "invalid params._meta.tapgate", { issues: ask.error.issues });
+    }
+    const rpcKey = rpcIdKey(id);
+    if (this.pendingRows("socket_id = ? AND rpc_id = ?", identity.socketId, rpcKey).length > 0) {
+      return rpcError(id, RPC_ERROR.invalidRequest, `id ${rpcKey} is already pending on this socket`);
+    }
+    if (this.pendingCount() >= LIMITS.pendingPerSession) {
+      return rpcError(
+        id,
+        RPC_ERROR.tooManyPending,
+        `this session already has ${LIMITS.pendingPerSession} pending requests`,
+      );
+    }
+
+    const now = Date.now();
+    const known = this.toolCall(params.toolCall.toolCallId);
+    const snapshot = {
+      toolCall: { ...known, ...withoutNullish(params.toolCall), toolCallId: params.toolCall.toolCallId },
+      session: meta.info,
+      ...(params._meta ? { meta: params._meta } : {}),
+    };
+    const approval: Approval = {
+      id: `apr_${this.ctx.id.toString()}_${randomBase62(22)}`,
+      sessionId: meta.sessionId,
+      state: "pending",
+      reason: null,
+      snapshot,
+      options: offeredOptions(params.options, meta.policy).map(({ optionId, name, kind }) => ({
+        optionId,
+        name,
+        kind,
+      })),
+      requestHash: sha256Hex(canonicalJson(snapshot)),
+      createdAt: now,
+      expiresAt: now + requestLifetimeMs(meta.policy, ask.data.timeoutMs),
+      resolvedAt: null,
+      optionId: null,
+      decidedBy: null,
+    };
+    this.sql.exec(
+      `INSERT INTO approvals (id, rpc_id, socket_id, key_id, state, expires_at, agent_options, record)
+       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)`,
+      approval.id,
+      rpcKey,
+      identity.socketId,
+      identity.keyId,
+      approval.expiresAt,
+      JSON.stringify(params.options),
+      JSON.stringify(approval),
+    );
+    this.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
+    this.enqueue(auditOp(meta, approval, `key:${identity.keyId}`, "approval.requested", now));
+    if (approval.options.length === 0) {
+      // Team policy hid every option the agent offered: nobody could ever decide it.
+      this.resolve(
+        this.pendingRows("id = ?", approval.id)[0] as PendingRow,
+        { state: "denied", reason: "invalid" },
+        now,
+      );
+    }
+    return null;
+  }
+
+  /**
+   * The one way out of `pending`. Synchronous from the read to the write, so no other event
+   * can interleave: each request is claimed, and answered, exactly once.
+   */
+  private resolve(row: PendingRow, r: Resolution, now: number): Approval | null {
+    const claimed = this.sql
+      .exec("UPDATE approvals SET state = ? WHERE id = ? AND state = 'pending' RETURNING id", r.state, row.id)
+      .toArray();
+    if (claimed.length === 0) return null;
+    const approval: Approval = {
+      ...(JSON.parse(row.record) as Approval),
+      state: r.state,
+      reason: r.reason,
+      resolvedAt: now,
+      optionId: r.optionId ?? null,
+      decidedBy: r.decidedBy ?? null,
+    };
+    this.sql.exec("UPDATE approvals SET record = ? WHERE id = ?", JSON.stringify(approval), row.id);
+    this.answer(row, this.agentAnswer(row, r));
+    const meta = this.meta();
+    if (meta) {
+      const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : "system";
+      this.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
+      this.enqueue(auditOp(meta, approval, actor, `approval.${r.state}`, now));
+    }
+    return approval;
+  }
+
+  private agentAnswer(row: PendingRow, r: Resolution): RequestPermissionResponse {
+    if (r.reason === "decided" && r.optionId) return { outcome: { outcome: "selected", optionId: r.optionId } };
+    if (r.reason === "agent_cancelled" || r.reason === "session_cancelled")
+      return { outcome: { outcome: "cancelled" } };
+    return failClosedAnswer(JSON.parse(row.agent_options) as PermissionOption[]);
+  }
+
+  /** Responses go only to the socket that sent the request. */
+  private answer(row: PendingRow, result: RequestPermissionResponse): void {
+    const id = JSON.parse(row.rpc_id) as RpcId;
+    for (const ws of this.ctx.getWebSockets(socketTag(row.socket_id))) send(ws, rpcResult(id, result));
+  }
+
+  // ── the human side (RPC from the Worker) ─────────────────────────────────
+
+  async getApproval(teamId: string, approvalId: string): Promise<Approval | null> {
+    if (this.meta()?.teamId !== teamId) return null;
+    const row = this.sql.exec("SELECT record FROM approvals WHERE id = ?", approvalId).toArray()[0];
+    return row ? (JSON.parse(row.record as string) as Approval) : null;
+  }
+
+  async decide(d: DecisionInput): Promise<DecisionResult> {
+    const meta = this.meta();
+    const row = this.sql.exec("SELECT * FROM approvals WHERE id = ?", d.approvalId).toArray()[0] as
+      | (PendingRow & { state: string })
+      | undefined;
+    if (!meta || !row || meta.teamId !== d.teamId) return { status: 404 };
+    const current = JSON.parse(row.record) as Approval;
+    if (row.state !== "pending") return { status: current.reason === "decided" ? 409 : 410, approval: current };
+    if (meta.policy.deciders === "session_owner" && d.userId !== meta.ownerUserId) {
+      return { status: 403, error: "not_session_owner" };
+    }
+    const option = current.options.find((o) => o.optionId === d.optionId);
+    if (!option) return { status: 400, error: "option_not_offered" };
+    if (d.requestHash !== current.requestHash) return { status: 409, error: "request_changed", approval: current };
+    const state = option.kind.startsWith("allow") ? "allowed" : "denied";
+    const decidedBy = { userId: d.userId, name: d.name, device: d.device };
+    const approval = this.resolve(row, { state, reason: "decided", optionId: option.optionId, decidedBy }, Date.now());
+    this.afterChange();
+    return approval ? { status: 200, approval } : { status: 409, approval: current };
+  }
+
+  /** A revoked key: its pending requests are denied and its sockets closed, now and on rejoin. */
+  async revokeKey(teamId: string, keyId: string): Promise<number> {
+    if (this.meta()?.teamId !== teamId) return 0;
+    this.sql.exec("INSERT OR IGNORE INTO revoked_keys (key_id) VALUES (?)", keyId);
+    const now = Date.now();
+    const rows = this.pendingRows("key_id = ?", keyId);
+    for (const row of rows) this.resolve(row, { state: "denied", reason: "key_revoked" }, now);
+    for (const ws of this.ctx.getWebSockets(keyTag(keyId))) closeQuietly(ws, 4001, "API key revoked");
+    this.noteConnection(now);
+    this.afterChange();
+    return rows.length;
+  }
+
+  // ── time: expiry, heartbeats, outbox retries ─────────────────────────────
+
+  override async alarm(): Promise<void> {
+    this.sweep(Date.now());
+    await this.flushOutbox();
+    this.scheduleAlarm();
+  }
+
+  /** Ends what is due at `now`: expired requests, silent (half-open) sockets, orphans. */
+  sweep(now: number): void {
+    for (const row of this.pendingRows("expires_at <= ?", now))
+      this.resolve(row, { state: "expired", reason: "expired" }, now);
+    for (const ws of this.ctx.getWebSockets()) {
+      const identity = ws.deserializeAttachment() as SocketIdentity | null;
+      if (!identity) continue;
+      const lastPing = this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
+      if (now - Math.max(lastPing, identity.lastMessageAt) <= 2 * HEARTBEAT_INTERVAL_MS) continue;
+      closeQuietly(ws, 4000, "no heartbeat");
+      for (const row of this.pendingRows("socket_id = ?", identity.socketId)) {
+        this.resolve(row, { state: "denied", reason: "agent_disconnected" }, now);
+      }
+    }
+    this.resolveOrphans(now);
+  }
+
+  private resolveOrphans(now: number): void {
+    const live = new Set(
+      this.ctx.getWebSockets().map((ws) => (ws.deserializeAttachment() as SocketIdentity | null)?.socketId),
+    );
+    for (const row of this.pendingRows("1")) {
+      if (!live.has(row.socket_id)) this.resolve(row, { state: "denied", reason: "service_restart" }, now);
+    }
+    this.afterChange();
+  }
+
+  /** One alarm serves expiry, heartbeat checks while requests wait, and outbox retries. */
+  private scheduleAlarm(): void {
+    const next = this.sql.exec("SELECT MIN(expires_at) AS at FROM approvals WHERE state = 'pending'").one().at as
+      | number
+      | null;
+    const candidates: number[] = [];
+    if (next !== null) candidates.push(next, Date.now() + HEARTBEAT_INTERVAL_MS);
+    if (this.outboxSize() > 0) candidates.push(Date.now() + OUTBOX_RETRY_MS);
+    if (candidates.length === 0) return;
+    void this.ctx.storage.setAlarm(Math.min(...candidates));
+  }
+
+  /** After any change: schedule the next alarm and hand the outbox to D1 in the background. */
+  private afterChange(): void {
+    this.scheduleAlarm();
+    if (this.outboxSize() > 0) void this.flushOutbox().catch(() => undefined);
+  }
+
+  // ── the outbox to D1 ─────────────────────────────────────────────────────
+
+  private enqueue(op: OutboxOp): void {
+    this.sql.exec("INSERT INTO outbox (op) VALUES (?)", JSON.stringify(op));
+  }
+
+  private outboxSize(): number {
+    return this.sql.exec("SELECT COUNT(*) AS n FROM outbox").one().n as number;
+  }
+
+  /** Writes the outbox to D1 in order, one flush at a time; rows leave only once D1 has them. */
+  async flushOutbox(): Promise<void> {
+    if (this.flushing) {
+      this.flushAgain = true;
+      return this.flushing;
+    }
+    this.flushing = (async () => {
+      do {
+        this.flushAgain = false;
+        const rows = this.sql.exec("SELECT seq, op FROM outbox ORDER BY seq LIMIT 50").toArray();
+        if (rows.length === 0) break;
+        await this.env.DB.batch(rows.map((r) => outboxStatement(this.env.DB, JSON.parse(r.op as string) as OutboxOp)));
+        this.sql.exec("DELETE FROM outbox WHERE seq <= ?", rows[rows.length - 1]?.seq as number);
+        if (rows.length === 50) this.flushAgain = true;
+      } while (this.flushAgain);
+    })().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  // ── session metadata and tool calls ──────────────────────────────────────
+
+  private hello(params: { title?: string; agent?: SessionInfo["agent"]; host?: string; cwd?: string }): void {
+    const meta = this.meta();
+    if (!meta) return;
+    meta.info = {
+      title: params.title ?? meta.info.title,
+      agent: params.agent ?? meta.info.agent,
+      host: params.host ?? meta.info.host,
+      cwd: params.cwd ?? meta.info.cwd,
+    };
+    this.saveMeta(meta);
+    this.noteConnection(Date.now());
+  }
+
+  /** Records whether the session has a live socket, for the sessions index in D1. */
+  private noteConnection(now: number): void {
+    const meta = this.meta();
+    if (!meta) return;
+    const connected = this.ctx.getWebSockets().some((ws) => ws.readyState === WebSocket.READY_STATE_OPEN);
+    this.enqueue({
+      op: "session",
+      teamId: meta.teamId,
+      sessionId: meta.sessionId,
+      info: meta.info,
+      connected,
+      at: now,
+    });
+  }
+
+  /** `tool_call` / `tool_call_update` merged by id, so a later permission request can show them. */
+  private mergeToolCall(update: { sessionUpdate: string }): void {
+    if (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update") return;
+    const parsed = toolCallUpdateSchema.safeParse(update);
+    if (!parsed.success) return;
+    const { sessionUpdate: _, ...fields } = withoutNullish(parsed.data) as Record<string, unknown>;
+    const merged = { ...this.toolCall(parsed.data.toolCallId), ...fields };
+    this.sql.exec(
+      `INSERT INTO tool_calls (id, data, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
+      parsed.data.toolCallId,
+      JSON.stringify(merged),
+      Date.now(),
+    );
+    this.sql.exec(
+      "DELETE FROM tool_calls WHERE id NOT IN (SELECT id FROM tool_calls ORDER BY updated_at DESC LIMIT ?)",
+      KEPT_TOOL_CALLS,
+    );
+  }
+
+  private toolCall(toolCallId: string): Record<string, unknown> {
+    const row = this.sql.exec("SELECT data FROM tool_calls WHERE id = ?", toolCallId).toArray()[0];
+    return row ? (JSON.parse(row.data as string) as Record<string, unknown>) : {};
+  }
+
+  // ── storage ──────────────────────────────────────────────────────────────
+
+  private migrate(): void {
+    this.sql.exec(`
+      CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS approvals (
+        id TEXT PRIMARY KEY, rpc_id TEXT NOT NULL, socket_id TEXT NOT NULL, key_id TEXT NOT NULL,
+        state TEXT NOT NULL, expires_at INTEGER NOT NULL, agent_options TEXT NOT NULL, record TEXT NOT NULL);
+      CREATE INDEX IF NOT EXISTS approvals_pending ON approvals (state, socket_id);
+      CREATE TABLE IF NOT EXISTS tool_calls (id TEXT PRIMARY KEY, data TEXT NOT NULL, updated_at INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, op TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS revoked_keys (key_id TEXT PRIMARY KEY);
+    `);
+  }
+
+  private meta(): SessionMeta | null {
+    const row = this.sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];
+    return row ? (JSON.parse(row.v as string) as SessionMeta) : null;
+  }
+
+  private saveMeta(meta: SessionMeta): void {
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)", JSON.stringify(meta));
+  }
+
+  private pendingRows(where: string, ...bindings: SqlStorageValue[]): PendingRow[] {
+    return this.sql
+      .exec<PendingRow>(`SELECT * FROM approvals WHERE state = 'pending' AND ${where} ORDER BY expires_at`, ...bindings)
+      .toArray();
+  }
+
+  private pendingCount(): number {
+    return this.sql.exec("SELECT COUNT(*) AS n FROM approvals WHERE state = 'pending'").one().n as number;
+  }
+}
+
+function auditOp(meta: SessionMeta, a: Approval, actor: string, action: string, at: number): OutboxOp {
+  // Ids and outcomes only: tool arguments never enter the audit log's detail.
+  const detail = {
+    sessionId: a.sessionId,
+    state: a.state,
+    reason: a.reason,
+    optionId: a.optionId,
+    decidedBy: a.decidedBy,
+  };
+  return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
+}
+
+function send(ws: WebSocket, message: unknown): void {
+  try {
+    ws.send(JSON.stringify(message));
+  } catch {
+    // The socket is closing; its close handler resolves what it held.
+  }
+}
+
+function closeQuietly(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason);
+  } catch {
+    // Already closed.
+  }
+}
+
+function withoutNullish<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined)) as Partial<T>;
+}
