@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
+    // Dev-outbox mail is printed to the console; show it only for failing tests.
+    silent: "passed-only",
     projects: [
       {
         // Worker and Durable Object tests, inside workerd with real D1 (SQLite).
@@ -21,7 +23,6 @@ export default defineConfig({
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
           setupFiles: ["./test/worker/setup.ts"],
-          silent: "passed-only",
         },
       },
       {

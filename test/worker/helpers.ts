@@ -52,7 +52,10 @@ export interface Member {
 /** Signs up a new user with a new team, the way a person would: sign-up, mail, confirm. */
 export async function signUp(name = "Ada"): Promise<Member> {
   const email = `${unique(name.toLowerCase())}@example.com`;
-  const signup = await api("/v1/auth/signup", { method: "POST", body: JSON.stringify({ email, name, team: `${name}'s team` }) });
+  const signup = await api("/v1/auth/signup", {
+    method: "POST",
+    body: JSON.stringify({ email, name, team: `${name}'s team` }),
+  });
   if (signup.status !== 202) throw new Error(`signup answered ${signup.status}`);
   const confirmed = await confirmLink(await lastMailLink(email));
   if (confirmed.status !== 200) throw new Error(`confirm answered ${confirmed.status}`);
@@ -117,7 +120,12 @@ export async function connectAgent(key: string, sessionId: string): Promise<Agen
 export function permissionParams(sessionId: string, overrides: Partial<RequestPermissionParams> = {}) {
   return {
     sessionId,
-    toolCall: { toolCallId: unique("call"), title: "rm -rf build", kind: "execute", rawInput: { command: "rm -rf build" } },
+    toolCall: {
+      toolCallId: unique("call"),
+      title: "rm -rf build",
+      kind: "execute",
+      rawInput: { command: "rm -rf build" },
+    },
     options: [
       { optionId: "allow", name: "Allow once", kind: "allow_once" },
       { optionId: "always", name: "Always allow", kind: "allow_always" },
@@ -138,7 +146,9 @@ export async function flush(teamId: string, sessionId: string): Promise<void> {
 
 export async function pendingApprovals(member: Member, sessionId: string): Promise<Approval[]> {
   await flush(member.teamId, sessionId);
-  const { approvals } = await json<{ approvals: Approval[] }>(await api("/v1/approvals?state=pending", { cookie: member.cookie }));
+  const { approvals } = await json<{ approvals: Approval[] }>(
+    await api("/v1/approvals?state=pending", { cookie: member.cookie }),
+  );
   return approvals.filter((a) => a.sessionId === sessionId);
 }
 

@@ -28,7 +28,11 @@ describe("the blocking approval relay", () => {
     const decided = await json<Approval>(response);
     expect(decided).toMatchObject({ state: "allowed", reason: "decided", optionId: "allow" });
     expect(decided.decidedBy).toMatchObject({ userId: owner.userId, device: "web" });
-    expect(await agent.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { outcome: { outcome: "selected", optionId: "allow" } } });
+    expect(await agent.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "allow" } },
+    });
   });
 
   it("answers a deny with the reject option", async () => {
@@ -53,12 +57,18 @@ describe("the blocking approval relay", () => {
     agent.send({
       jsonrpc: "2.0",
       method: "session/update",
-      params: { sessionId, update: { sessionUpdate: "tool_call", toolCallId: "t1", title: "Edit a.ts", kind: "edit", content: [diff] } },
+      params: {
+        sessionId,
+        update: { sessionUpdate: "tool_call", toolCallId: "t1", title: "Edit a.ts", kind: "edit", content: [diff] },
+      },
     });
     agent.send({
       jsonrpc: "2.0",
       method: "session/update",
-      params: { sessionId, update: { sessionUpdate: "tool_call_update", toolCallId: "t1", locations: [{ path: "/src/a.ts", line: 3 }] } },
+      params: {
+        sessionId,
+        update: { sessionUpdate: "tool_call_update", toolCallId: "t1", locations: [{ path: "/src/a.ts", line: 3 }] },
+      },
     });
     agent.send({
       jsonrpc: "2.0",
@@ -70,7 +80,13 @@ describe("the blocking approval relay", () => {
     const [approval] = await pendingApprovals(owner, sessionId);
     const read = await json<Approval>(await api(`/v1/approvals/${approval?.id}`, { cookie: owner.cookie }));
     expect(read.snapshot).toEqual({
-      toolCall: { toolCallId: "t1", title: "Edit a.ts", kind: "edit", content: [diff], locations: [{ path: "/src/a.ts", line: 3 }] },
+      toolCall: {
+        toolCallId: "t1",
+        title: "Edit a.ts",
+        kind: "edit",
+        content: [diff],
+        locations: [{ path: "/src/a.ts", line: 3 }],
+      },
       session: { title: "fix flaky test", agent: { name: "my-agent", version: "1.0" }, host: "devbox", cwd: "/src" },
       meta: { policy: "edits need approval" },
     });
@@ -80,7 +96,12 @@ describe("the blocking approval relay", () => {
 
   it("$/cancel_request answers that request cancelled and leaves the others waiting", async () => {
     const { owner, agent, sessionId, approval } = await askOnce();
-    agent.send({ jsonrpc: "2.0", id: "two", method: "session/request_permission", params: permissionParams(sessionId) });
+    agent.send({
+      jsonrpc: "2.0",
+      id: "two",
+      method: "session/request_permission",
+      params: permissionParams(sessionId),
+    });
     agent.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 1 } });
     expect(await agent.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { outcome: { outcome: "cancelled" } } });
     await agent.barrier();
@@ -113,13 +134,18 @@ describe("the blocking approval relay", () => {
     const left = await pendingApprovals(owner, sessionId);
     expect(left).toHaveLength(1);
     expect((await decide(owner, left[0] as Approval, "allow")).status).toBe(200);
-    expect(await other.next()).toMatchObject({ id: 1, result: { outcome: { outcome: "selected", optionId: "allow" } } });
+    expect(await other.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "allow" } },
+    });
   });
 
   it("expires a request by alarm with the fail-closed answer", async () => {
     const { owner, agent, sessionId, approval } = await askOnce();
     const stub = gateStub(owner.teamId, sessionId);
-    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).toBeLessThanOrEqual(approval.expiresAt);
+    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).toBeLessThanOrEqual(
+      approval.expiresAt,
+    );
     await runInDurableObject(stub, (gate) => gate.sweep(approval.expiresAt));
     expect(await agent.next()).toMatchObject({ id: 1, result: { outcome: { outcome: "selected", optionId: "deny" } } });
     const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
@@ -137,7 +163,9 @@ describe("the blocking approval relay", () => {
     agent.send({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params: short });
     agent.send({ jsonrpc: "2.0", id: 2, method: "session/request_permission", params: long });
     await agent.barrier();
-    const lifetimes = (await pendingApprovals(owner, sessionId)).map((a) => a.expiresAt - a.createdAt).sort((a, b) => a - b);
+    const lifetimes = (await pendingApprovals(owner, sessionId))
+      .map((a) => a.expiresAt - a.createdAt)
+      .sort((a, b) => a - b);
     expect(lifetimes).toEqual([5_000, 10 * 60_000]);
   });
 
@@ -200,7 +228,9 @@ describe("the blocking approval relay", () => {
     );
     expect(approvals.find((a) => a.id === approval.id)).toMatchObject({ state: "allowed", optionId: "allow" });
     const { env } = await import("cloudflare:test");
-    const { results } = await env.DB.prepare("SELECT action, actor, detail FROM audit_log WHERE subject = ? ORDER BY seq")
+    const { results } = await env.DB.prepare(
+      "SELECT action, actor, detail FROM audit_log WHERE subject = ? ORDER BY seq",
+    )
       .bind(approval.id)
       .all<{ action: string; actor: string; detail: string }>();
     expect(results.map((r) => r.action)).toEqual(["approval.requested", "approval.allowed"]);

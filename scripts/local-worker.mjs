@@ -1,0 +1,112 @@
+/**
+ * Starts the Tapgate Worker under `wrangler dev` (workerd, local D1 and Durable Objects),
+ * for `npm start`, the SDK tests and the benchmark.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
+const QUIET_ENV = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
+
+/** A free loopback port. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function run(args, stdio) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(WRANGLER, args, { cwd: ROOT, env: QUIET_ENV, stdio });
+    let output = "";
+    child.stdout?.on("data", (d) => (output += d));
+    child.stderr?.on("data", (d) => (output += d));
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`wrangler ${args[0]} failed (${code}):\n${output}`)),
+    );
+  });
+}
+
+/** Applies `migrations/` to the local D1 database kept in `persistTo`. */
+export function applyMigrations(persistTo, stdio = "pipe") {
+  const persist = persistTo ? ["--persist-to", persistTo] : [];
+  return run(["d1", "migrations", "apply", "tapgate", "--local", ...persist], stdio);
+}
+
+/**
+ * @param {{ persistTo?: string, port?: number, vars?: Record<string, string>, log?: (line: string) => void }} [options]
+ * @returns {Promise<{ url: string, persistTo: string, stop: () => Promise<void> }>}
+ */
+export async function startLocalWorker(options = {}) {
+  const persistTo = options.persistTo ?? (await mkdtemp(join(tmpdir(), "tapgate-")));
+  await applyMigrations(persistTo);
+  const port = options.port ?? (await freePort());
+  const vars = Object.entries({ DEV_OUTBOX: "1", ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const child = spawn(
+    WRANGLER,
+    [
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(await freePort()),
+      "--persist-to",
+      persistTo,
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      "warn",
+      ...vars,
+    ],
+    { cwd: ROOT, env: QUIET_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },
+  );
+  let output = "";
+  const collect = (d) => {
+    output += d;
+    options.log?.(String(d));
+  };
+  child.stdout.on("data", collect);
+  child.stderr.on("data", collect);
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    process.kill(-child.pid, "SIGTERM");
+    await exited;
+  };
+  try {
+    await waitForHealth(url, exited);
+  } catch (error) {
+    await stop();
+    throw new Error(`${error.message}\n${output}`);
+  }
+  return { url, persistTo, stop };
+}
+
+async function waitForHealth(url, exited) {
+  let dead = false;
+  exited.then(() => (dead = true));
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    if (dead) throw new Error("wrangler dev exited before it was ready");
+    const ok = await fetch(`${url}/v1/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 200)); // polling a server that is starting, not a test sync
+  }
+  throw new Error("wrangler dev did not become ready within 90 s");
+}

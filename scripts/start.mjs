@@ -1,0 +1,38 @@
+/**
+ * `npm start`: Tapgate on this machine, with no Cloudflare account and no other service.
+ * Creates `.dev.vars` (local mode) if missing, applies the D1 migrations to the local database
+ * in `.wrangler/state`, and runs the Worker under `wrangler dev` at http://localhost:8787.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { applyMigrations, ROOT } from "./local-worker.mjs";
+
+const devVars = join(ROOT, ".dev.vars");
+if (!existsSync(devVars)) {
+  writeFileSync(
+    devVars,
+    [
+      "# Local mode, written by `npm start`. Never deploy these values.",
+      "# DEV_OUTBOX: sign-in mail is printed here and readable at GET /v1/dev/outbox.",
+      "DEV_OUTBOX=1",
+      "",
+    ].join("\n"),
+    { mode: 0o600 },
+  );
+  console.log("created .dev.vars (local mode)");
+}
+
+await applyMigrations(undefined, "inherit");
+const port = process.env.PORT ?? "8787";
+const wrangler = spawn(
+  join(ROOT, "node_modules", ".bin", "wrangler"),
+  ["dev", "--port", port, ...process.argv.slice(2)],
+  {
+    cwd: ROOT,
+    stdio: "inherit",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+  },
+);
+wrangler.on("exit", (code) => process.exit(code ?? 0));
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => wrangler.kill(signal));

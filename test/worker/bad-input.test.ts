@@ -1,0 +1,154 @@
+import { describe, expect, it } from "vitest";
+import { LIMITS, RPC_ERROR } from "../../sdk/src/protocol";
+import { askOnce, decide, permissionParams } from "./helpers";
+
+const request = (id: unknown, params: unknown, method = "session/request_permission") => ({
+  jsonrpc: "2.0",
+  id,
+  method,
+  params,
+});
+
+describe("bad input gets the named error and disturbs nothing", () => {
+  it("answers every malformed frame precisely while a real request keeps waiting", async () => {
+    const { owner, agent, sessionId, approval } = await askOnce();
+    const deep = (n: number): unknown => (n === 0 ? 1 : [deep(n - 1)]);
+    const cases: Array<[unknown, number, unknown]> = [
+      ["{not json", RPC_ERROR.parse, null],
+      ["x".repeat(LIMITS.frameBytes + 1), RPC_ERROR.invalidRequest, null],
+      [
+        { jsonrpc: "2.0", id: 7, method: "session/update", params: { sessionId, update: deep(70) } },
+        RPC_ERROR.invalidRequest,
+        7,
+      ],
+      [
+        { jsonrpc: "2.0", id: null, method: "session/request_permission", params: permissionParams(sessionId) },
+        RPC_ERROR.invalidRequest,
+        null,
+      ],
+      [{ jsonrpc: "2.0", id: 1.5, method: "x", params: {} }, RPC_ERROR.invalidRequest, null],
+      [{ jsonrpc: "2.0", id: "a".repeat(129), method: "x", params: {} }, RPC_ERROR.invalidRequest, null],
+      [{ jsonrpc: "1.0", id: 3, method: "x" }, RPC_ERROR.invalidRequest, 3],
+      [42, RPC_ERROR.invalidRequest, null],
+      [[], RPC_ERROR.invalidRequest, null],
+      [request(4, {}, "fs/write_text_file"), RPC_ERROR.methodNotFound, 4],
+      [request(5, { sessionId, toolCall: {}, options: [] }), RPC_ERROR.invalidParams, 5],
+      [request(6, permissionParams("another-session")), RPC_ERROR.invalidParams, 6],
+      [
+        request(8, {
+          ...permissionParams(sessionId),
+          options: Array.from({ length: 9 }, (_, i) => ({ optionId: `o${i}`, name: "x", kind: "allow_once" })),
+        }),
+        RPC_ERROR.invalidParams,
+        8,
+      ],
+      [
+        request(9, {
+          ...permissionParams(sessionId),
+          options: [
+            { optionId: "a", name: "A", kind: "allow_once" },
+            { optionId: "a", name: "B", kind: "reject_once" },
+          ],
+        }),
+        RPC_ERROR.invalidParams,
+        9,
+      ],
+      [
+        request(10, {
+          ...permissionParams(sessionId),
+          options: [{ optionId: "a", name: "A", kind: "allow_everything" }],
+        }),
+        RPC_ERROR.invalidParams,
+        10,
+      ],
+      [
+        request(11, permissionParams(sessionId, { _meta: { tapgate: { timeoutMs: "soon" } } })),
+        RPC_ERROR.invalidParams,
+        11,
+      ],
+      [request(1, permissionParams(sessionId)), RPC_ERROR.invalidRequest, 1], // id 1 is already pending
+    ];
+    for (const [frame, code, id] of cases) {
+      agent.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+      const reply = await agent.next<{ id: unknown; error: { code: number; message: string } }>();
+      expect({ frame: String(JSON.stringify(frame)).slice(0, 60), code: reply.error?.code, id: reply.id }).toEqual({
+        frame: String(JSON.stringify(frame)).slice(0, 60),
+        code,
+        id,
+      });
+      expect(reply.error.message.length).toBeGreaterThan(0);
+    }
+    // The socket and the object stayed healthy: the original request is decided and answered.
+    expect((await decide(owner, approval, "allow")).status).toBe(200);
+    expect(await agent.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "allow" } },
+    });
+  });
+
+  it("answers a batch element by element and rejects binary frames", async () => {
+    const { agent } = await askOnce();
+    agent.send([
+      { jsonrpc: "2.0", id: "h", method: "_tapgate/hello", params: {} },
+      { jsonrpc: "2.0", id: "u", method: "nope" },
+    ]);
+    const replies = await agent.next<Array<{ id: string }>>();
+    expect(replies.map((r) => r.id)).toEqual(["h", "u"]);
+    agent.ws.send(new Uint8Array([1, 2, 3]));
+    expect(await agent.next()).toMatchObject({ id: null, error: { code: RPC_ERROR.invalidRequest } });
+  });
+
+  it('echoes string and numeric ids exactly, keeping 1 and "1" apart', async () => {
+    const { owner, agent, sessionId } = await askOnce();
+    agent.send(request("1", permissionParams(sessionId))); // a string "1" while the number 1 is pending
+    agent.send(request(Number.MAX_SAFE_INTEGER, permissionParams(sessionId)));
+    agent.send(request("ünïcødé-🙂", permissionParams(sessionId)));
+    await agent.barrier();
+    const { pendingApprovals } = await import("./helpers");
+    const pending = await pendingApprovals(owner, sessionId);
+    expect(pending).toHaveLength(4);
+    for (const approval of pending) await decide(owner, approval, "deny");
+    const ids = [await agent.next(), await agent.next(), await agent.next(), await agent.next()].map((m) => m.id);
+    expect(ids).toHaveLength(4);
+    expect(new Set(ids)).toEqual(new Set([1, "1", Number.MAX_SAFE_INTEGER, "ünïcødé-🙂"]));
+  });
+
+  it("stores agent strings as data, exactly as given", async () => {
+    const { owner, agent, sessionId } = await askOnce();
+    const title = "<img src=x onerror=alert(1)> \u202E evil \u200B \u001b[31m red'; DROP TABLE approvals;--";
+    agent.send(
+      request(2, permissionParams(sessionId, { toolCall: { toolCallId: "odd", title, rawInput: { $where: "1" } } })),
+    );
+    await agent.barrier();
+    const { pendingApprovals } = await import("./helpers");
+    const approval = (await pendingApprovals(owner, sessionId)).find((a) => a.snapshot.toolCall.toolCallId === "odd");
+    expect(approval?.snapshot.toolCall).toEqual({ toolCallId: "odd", title, rawInput: { $where: "1" } });
+  });
+
+  it("refuses more than 32 pending requests in a session", async () => {
+    const { agent, sessionId } = await askOnce();
+    for (let id = 2; id <= LIMITS.pendingPerSession; id++) agent.send(request(id, permissionParams(sessionId)));
+    agent.send(request(99, permissionParams(sessionId)));
+    expect(await agent.next()).toMatchObject({ id: 99, error: { code: RPC_ERROR.tooManyPending } });
+  });
+
+  it("answers bad human input with a 400 that names the field", async () => {
+    const { owner, approval } = await askOnce();
+    const { api } = await import("./helpers");
+    const response = await api(`/v1/approvals/${approval.id}/decision`, {
+      method: "POST",
+      cookie: owner.cookie,
+      body: JSON.stringify({ optionId: "allow", requestHash: "abc" }),
+    });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { error: string; message: string };
+    expect(body.error).toBe("invalid_request");
+    expect(body.message).toContain("requestHash");
+    const malformed = await api(`/v1/approvals/${approval.id}/decision`, {
+      method: "POST",
+      cookie: owner.cookie,
+      body: "{",
+    });
+    expect(malformed.status).toBe(400);
+  });
+});
