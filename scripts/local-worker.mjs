@@ -46,7 +46,8 @@ export function applyMigrations(persistTo, stdio = "pipe") {
 
 /**
  * @param {{ persistTo?: string, port?: number, vars?: Record<string, string>, log?: (line: string) => void }} [options]
- * @returns {Promise<{ url: string, persistTo: string, stop: () => Promise<void> }>}
+ * @returns {Promise<{ url: string, persistTo: string, pid: number, stop: () => Promise<void> }>}
+ *   `pid` is the wrangler process, the parent of the workerd processes that serve the Worker.
  */
 export async function startLocalWorker(options = {}) {
   const persistTo = options.persistTo ?? (await mkdtemp(join(tmpdir(), "tapgate-")));
@@ -92,7 +93,7 @@ export async function startLocalWorker(options = {}) {
     await stop();
     throw new Error(`${error.message}\n${output}`);
   }
-  return { url, persistTo, stop };
+  return { url, persistTo, pid: child.pid, stop };
 }
 
 async function waitForHealth(url, exited) {

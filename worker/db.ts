@@ -422,8 +422,10 @@ export async function saveDevMessage(db: D1Database, m: DevMessage): Promise<voi
 export async function listDevMessages(db: D1Database, to: string | undefined): Promise<DevMessage[]> {
   const { results } = await db
     .prepare(
-      `SELECT recipient AS "to", subject, body AS text, link, sent_at AS sentAt FROM dev_outbox
-        WHERE ?1 IS NULL OR recipient = ?1 ORDER BY seq LIMIT 500`,
+      `SELECT "to", subject, text, link, sentAt FROM (
+         SELECT seq, recipient AS "to", subject, body AS text, link, sent_at AS sentAt FROM dev_outbox
+          WHERE ?1 IS NULL OR recipient = ?1 ORDER BY seq DESC LIMIT 500)
+        ORDER BY seq`,
     )
     .bind(to ?? null)
     .all<DevMessage>();

@@ -66,6 +66,13 @@ export class Person {
     );
   }
 
+  /** Waits for the session's one pending approval. */
+  async waitForOne(sessionId: string, also?: (a: Approval) => boolean): Promise<Approval> {
+    const [approval] = await this.waitForPending(sessionId, 1, also);
+    if (!approval) throw new Error("unreachable: waitForPending returned no approval");
+    return approval;
+  }
+
   decide(approval: Approval, optionId: string): Promise<Response> {
     return this.fetch(`/v1/approvals/${approval.id}/decision`, {
       method: "POST",

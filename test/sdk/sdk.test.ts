@@ -28,10 +28,10 @@ describe("the SDK against wrangler dev", () => {
       update: { sessionUpdate: "tool_call", toolCallId: "c1", title: "Run git push", kind: "execute" },
     });
     const answer = session.requestPermission({ ...askParams(sessionId, "c1"), toolCall: { toolCallId: "c1" } });
-    const [approval] = await person.waitForPending(sessionId);
+    const approval = await person.waitForOne(sessionId);
     expect(approval?.snapshot.toolCall).toMatchObject({ title: "Run git push", kind: "execute" });
     expect(approval?.snapshot.session).toMatchObject({ title: "fix flaky test", agent: { name: "test-agent" } });
-    expect((await person.decide(approval!, "allow")).status).toBe(200);
+    expect((await person.decide(approval, "allow")).status).toBe(200);
     expect(await answer).toEqual({ outcome: { outcome: "selected", optionId: "allow" } });
     tapgate.close();
   });
@@ -41,8 +41,8 @@ describe("the SDK against wrangler dev", () => {
     const sessionId = unique("sdk");
     const session = await tapgate.session(sessionId);
     const answer = session.requestPermission(askParams(sessionId));
-    const [approval] = await person.waitForPending(sessionId);
-    await person.decide(approval!, "deny");
+    const approval = await person.waitForOne(sessionId);
+    await person.decide(approval, "deny");
     expect(await answer).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
     tapgate.close();
   });
@@ -53,11 +53,11 @@ describe("the SDK against wrangler dev", () => {
     const session = await tapgate.session(sessionId);
     const controller = new AbortController();
     const answer = session.requestPermission(askParams(sessionId), { signal: controller.signal });
-    const [approval] = await person.waitForPending(sessionId);
+    const approval = await person.waitForOne(sessionId);
     controller.abort();
     expect(await answer).toEqual({ outcome: { outcome: "cancelled" } });
     await person.waitForPending(sessionId, 0);
-    expect(await person.approval(approval!.id)).toMatchObject({ state: "cancelled", reason: "agent_cancelled" });
+    expect(await person.approval(approval.id)).toMatchObject({ state: "cancelled", reason: "agent_cancelled" });
     tapgate.close();
   });
 
@@ -66,10 +66,10 @@ describe("the SDK against wrangler dev", () => {
     const sessionId = unique("sdk");
     const session = await tapgate.session(sessionId);
     const answer = session.requestPermission(askParams(sessionId), { timeoutMs: 1_000 });
-    const [approval] = await person.waitForPending(sessionId);
-    expect(approval!.expiresAt - approval!.createdAt).toBe(1_000);
+    const approval = await person.waitForOne(sessionId);
+    expect(approval.expiresAt - approval.createdAt).toBe(1_000);
     expect(await answer).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
-    expect(await person.approval(approval!.id)).toMatchObject({ state: "expired", reason: "expired" });
+    expect(await person.approval(approval.id)).toMatchObject({ state: "expired", reason: "expired" });
     tapgate.close();
   });
 
@@ -118,10 +118,10 @@ describe("the SDK against wrangler dev", () => {
     ws.send(
       JSON.stringify({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params: askParams(sessionId) }),
     );
-    const [approval] = await person.waitForPending(sessionId);
+    const approval = await person.waitForOne(sessionId);
     ws.terminate();
     await person.waitForPending(sessionId, 0);
-    expect(await person.approval(approval!.id)).toMatchObject({ state: "denied", reason: "agent_disconnected" });
+    expect(await person.approval(approval.id)).toMatchObject({ state: "denied", reason: "agent_disconnected" });
   });
 
   it("revoking the key denies both pending requests (key_revoked) and ends the session", async () => {
@@ -160,7 +160,7 @@ describe("a restart of the service", () => {
     const sessionId = unique("sdk");
     const session = await tapgate.session(sessionId);
     const inFlight = session.requestPermission(askParams(sessionId));
-    const [approval] = await person.waitForPending(sessionId);
+    const approval = await person.waitForOne(sessionId);
 
     const port = Number(new URL(worker.url).port);
     await worker.stop();
@@ -168,11 +168,11 @@ describe("a restart of the service", () => {
     worker = await startLocalWorker({ persistTo: worker.persistTo, port });
 
     // Reading the card wakes the gate, which ends what the old instance held.
-    expect(await person.approval(approval!.id)).toMatchObject({ state: "denied", reason: "service_restart" });
+    expect(await person.approval(approval.id)).toMatchObject({ state: "denied", reason: "service_restart" });
     const after = session.requestPermission(askParams(sessionId)); // waits for the reconnection
-    const pending = await person.waitForPending(sessionId, 1, (a) => a.id !== approval!.id);
-    await person.waitForPending(sessionId, 1); // and only that one: the old request was not re-sent
-    await person.decide(pending[0]!, "allow");
+    const fresh = await person.waitForOne(sessionId, (a) => a.id !== approval.id);
+    await person.waitForOne(sessionId); // and only that one: the old request was not re-sent
+    await person.decide(fresh, "allow");
     expect(await after).toEqual({ outcome: { outcome: "selected", optionId: "allow" } });
     tapgate.close();
   });

@@ -69,7 +69,7 @@ describe("bad input gets the named error and disturbs nothing", () => {
       [request(1, permissionParams(sessionId)), RPC_ERROR.invalidRequest, 1], // id 1 is already pending
     ];
     for (const [frame, code, id] of cases) {
-      agent.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+      agent.sendRaw(typeof frame === "string" ? frame : JSON.stringify(frame));
       const reply = await agent.next<{ id: unknown; error: { code: number; message: string } }>();
       expect({ frame: String(JSON.stringify(frame)).slice(0, 60), code: reply.error?.code, id: reply.id }).toEqual({
         frame: String(JSON.stringify(frame)).slice(0, 60),
@@ -88,22 +88,23 @@ describe("bad input gets the named error and disturbs nothing", () => {
 
   it("answers a batch element by element and rejects binary frames", async () => {
     const { agent } = await askOnce();
-    agent.send([
-      { jsonrpc: "2.0", id: "h", method: "_tapgate/hello", params: {} },
-      { jsonrpc: "2.0", id: "u", method: "nope" },
-    ]);
+    agent.sendRaw(
+      JSON.stringify([
+        { jsonrpc: "2.0", id: "h", method: "_tapgate/hello", params: {} },
+        { jsonrpc: "2.0", id: "u", method: "nope" },
+      ]),
+    );
     const replies = await agent.next<Array<{ id: string }>>();
     expect(replies.map((r) => r.id)).toEqual(["h", "u"]);
-    agent.ws.send(new Uint8Array([1, 2, 3]));
+    agent.sendRaw(new Uint8Array([1, 2, 3]));
     expect(await agent.next()).toMatchObject({ id: null, error: { code: RPC_ERROR.invalidRequest } });
   });
 
   it('echoes string and numeric ids exactly, keeping 1 and "1" apart', async () => {
     const { owner, agent, sessionId } = await askOnce();
-    agent.send(request("1", permissionParams(sessionId))); // a string "1" while the number 1 is pending
-    agent.send(request(Number.MAX_SAFE_INTEGER, permissionParams(sessionId)));
-    agent.send(request("ünïcødé-🙂", permissionParams(sessionId)));
-    await agent.barrier();
+    await agent.send(request("1", permissionParams(sessionId))); // a string "1" while the number 1 is pending
+    await agent.send(request(Number.MAX_SAFE_INTEGER, permissionParams(sessionId)));
+    await agent.send(request("ünïcødé-🙂", permissionParams(sessionId)));
     const { pendingApprovals } = await import("./helpers");
     const pending = await pendingApprovals(owner, sessionId);
     expect(pending).toHaveLength(4);
@@ -116,10 +117,9 @@ describe("bad input gets the named error and disturbs nothing", () => {
   it("stores agent strings as data, exactly as given", async () => {
     const { owner, agent, sessionId } = await askOnce();
     const title = "<img src=x onerror=alert(1)> \u202E evil \u200B \u001b[31m red'; DROP TABLE approvals;--";
-    agent.send(
+    await agent.send(
       request(2, permissionParams(sessionId, { toolCall: { toolCallId: "odd", title, rawInput: { $where: "1" } } })),
     );
-    await agent.barrier();
     const { pendingApprovals } = await import("./helpers");
     const approval = (await pendingApprovals(owner, sessionId)).find((a) => a.snapshot.toolCall.toolCallId === "odd");
     expect(approval?.snapshot.toolCall).toEqual({ toolCallId: "odd", title, rawInput: { $where: "1" } });
@@ -127,8 +127,8 @@ describe("bad input gets the named error and disturbs nothing", () => {
 
   it("refuses more than 32 pending requests in a session", async () => {
     const { agent, sessionId } = await askOnce();
-    for (let id = 2; id <= LIMITS.pendingPerSession; id++) agent.send(request(id, permissionParams(sessionId)));
-    agent.send(request(99, permissionParams(sessionId)));
+    for (let id = 2; id <= LIMITS.pendingPerSession; id++) await agent.send(request(id, permissionParams(sessionId)));
+    agent.sendRaw(JSON.stringify(request(99, permissionParams(sessionId))));
     expect(await agent.next()).toMatchObject({ id: 99, error: { code: RPC_ERROR.tooManyPending } });
   });
 

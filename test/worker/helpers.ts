@@ -1,7 +1,8 @@
 /** Test helpers: real sign-up through the dev outbox, real API keys, real agent WebSockets. */
 import { env, runInDurableObject, SELF } from "cloudflare:test";
+import { vi } from "vitest";
+import type { Approval } from "../../sdk/src/approval";
 import type { RequestPermissionParams } from "../../sdk/src/protocol";
-import type { Approval } from "../../worker/types";
 
 export const ORIGIN = "https://tapgate.test";
 
@@ -74,21 +75,47 @@ export async function createKey(member: Member, label = "laptop"): Promise<{ id:
 export class AgentSocket {
   private inbox: unknown[] = [];
   private waiters: Array<(m: unknown) => void> = [];
+  private barriers = new Map<unknown, () => void>();
   closed: Promise<CloseEvent>;
 
   constructor(readonly ws: WebSocket) {
     ws.accept();
     ws.addEventListener("message", (e) => {
       const data = typeof e.data === "string" ? (e.data === "pong" ? e.data : JSON.parse(e.data)) : e.data;
-      const waiter = this.waiters.shift();
-      if (waiter) waiter(data);
-      else this.inbox.push(data);
+      const ours = Array.isArray(data) && data.some((frame) => this.barriers.has(frame?.id));
+      for (const frame of ours ? data : [data]) this.receive(frame);
     });
     this.closed = new Promise((resolve) => ws.addEventListener("close", resolve));
   }
 
-  send(message: unknown): void {
-    this.ws.send(typeof message === "string" ? message : JSON.stringify(message));
+  /** Sends one raw text frame. Keep one frame in flight at a time: see `send`. */
+  sendRaw(text: string | Uint8Array): void {
+    this.ws.send(text);
+  }
+
+  /**
+   * Sends a JSON-RPC message and resolves once the gate has handled it. The test harness wraps
+   * Durable Objects in a proxy that can hand rapid frames over out of order (production and
+   * `wrangler dev` keep order), so the message rides in a batch with a trailing `_tapgate/hello`
+   * request: a batch is handled in order, and the hello's reply marks the end.
+   */
+  send(message: object): Promise<void> {
+    const id = `barrier-${++counter}`;
+    const handled = new Promise<void>((resolve) => this.barriers.set(id, resolve));
+    this.ws.send(JSON.stringify([message, { jsonrpc: "2.0", id, method: "_tapgate/hello", params: {} }]));
+    return handled;
+  }
+
+  private receive(frame: { id?: unknown }): void {
+    const barrier = this.barriers.get(frame?.id);
+    if (barrier) {
+      this.barriers.delete(frame.id);
+      barrier();
+      return;
+    }
+    const waiter = this.waiters.shift();
+    if (waiter) waiter(frame);
+    else this.inbox.push(frame);
   }
 
   next<T = Record<string, unknown>>(): Promise<T> {
@@ -96,12 +123,9 @@ export class AgentSocket {
     return new Promise((resolve) => this.waiters.push(resolve as (m: unknown) => void));
   }
 
-  /** Frames are handled in order, so once this answers, everything sent before it was handled. */
-  async barrier(): Promise<void> {
-    const id = `barrier-${++counter}`;
-    this.send({ jsonrpc: "2.0", id, method: "_tapgate/hello", params: {} });
-    const reply = await this.next<{ id: unknown }>();
-    if (reply.id !== id) throw new Error(`expected the barrier reply, got ${JSON.stringify(reply)}`);
+  /** The gate answers in order, so once this reply arrives, every earlier answer has arrived. */
+  barrier(): Promise<void> {
+    return this.send({ jsonrpc: "2.0", method: "_tapgate/hello", params: {} });
   }
 
   pending(): number {
@@ -152,6 +176,18 @@ export async function pendingApprovals(member: Member, sessionId: string): Promi
   return approvals.filter((a) => a.sessionId === sessionId);
 }
 
+/** Waits until the gate has resolved an approval (after events the test cannot await, like a close). */
+export async function settled(member: Member, approvalId: string): Promise<Approval> {
+  return vi.waitFor(
+    async () => {
+      const approval = await json<Approval>(await api(`/v1/approvals/${approvalId}`, { cookie: member.cookie }));
+      if (approval.state === "pending") throw new Error("still pending");
+      return approval;
+    },
+    { timeout: 5_000, interval: 10 },
+  );
+}
+
 export function decide(member: Member, approval: Approval, optionId: string, requestHash = approval.requestHash) {
   return api(`/v1/approvals/${approval.id}/decision`, {
     method: "POST",
@@ -167,8 +203,7 @@ export async function askOnce(member?: Member) {
   const sessionId = unique("sess");
   const agent = await connectAgent(key, sessionId);
   const params = permissionParams(sessionId);
-  agent.send({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params });
-  await agent.barrier();
+  await agent.send({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params });
   const [approval] = await pendingApprovals(owner, sessionId);
   if (!approval) throw new Error("the request did not become a pending approval");
   return { owner, key, keyId, sessionId, agent, params, approval };

@@ -1,5 +1,6 @@
-import { SELF } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { newApiKey } from "../../worker/crypto";
 import type { Approval } from "../../worker/types";
 import { api, askOnce, connectAgent, createKey, decide, json, ORIGIN, pendingApprovals, signUp } from "./helpers";
 
@@ -62,8 +63,7 @@ describe("tenant isolation", () => {
     ];
     expect(attempts.map((r) => r.status)).toEqual([403, 403, 403, 403, 403, 403]);
     // The agent can also not answer its own request over its socket: a response frame is ignored.
-    agent.send({ jsonrpc: "2.0", id: 1, result: { outcome: { outcome: "selected", optionId: "allow" } } });
-    await agent.barrier();
+    await agent.send({ jsonrpc: "2.0", id: 1, result: { outcome: { outcome: "selected", optionId: "allow" } } });
   });
 
   it("a key of another user cannot join a session it does not own (403), nor another team's", async () => {
@@ -72,8 +72,28 @@ describe("tenant isolation", () => {
     const { key: bKey } = await createKey(b);
     // Same session id in team B is a different object: B's agent cannot see or answer A's request.
     const bAgent = await connectAgent(bKey, a.sessionId);
-    bAgent.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: a.sessionId } });
-    await bAgent.barrier();
+    await bAgent.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: a.sessionId } });
+    expect(await pendingApprovals(a.owner, a.sessionId)).toHaveLength(1);
+  });
+
+  it("a key of another member of the same team cannot join a session it does not own (403)", async () => {
+    const a = await askOnce();
+    // A second member of A's team (invites come with the dashboard; the row is what matters here).
+    const now = Date.now();
+    const { key, hash, prefix } = newApiKey();
+    await env.DB.batch([
+      env.DB.prepare("INSERT INTO users (id, email, name, created_at) VALUES ('usr_colleague', ?, 'Col', ?)").bind(
+        `${a.sessionId}@example.com`,
+        now,
+      ),
+      env.DB.prepare(
+        "INSERT INTO memberships (team_id, user_id, role, created_at) VALUES (?, 'usr_colleague', 'approver', ?)",
+      ).bind(a.owner.teamId, now),
+      env.DB.prepare(
+        "INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at) VALUES ('key_colleague', ?, 'usr_colleague', ?, ?, 'x', ?)",
+      ).bind(a.owner.teamId, hash, prefix, now),
+    ]);
+    await expect(connectAgent(key, a.sessionId)).rejects.toThrow(/403/);
     expect(await pendingApprovals(a.owner, a.sessionId)).toHaveLength(1);
   });
 

@@ -12,6 +12,7 @@ import {
   json,
   pendingApprovals,
   permissionParams,
+  settled,
   signUp,
   unique,
 } from "./helpers";
@@ -48,13 +49,13 @@ describe("the blocking approval relay", () => {
     const { key } = await createKey(owner);
     const sessionId = unique("sess");
     const agent = await connectAgent(key, sessionId);
-    agent.send({
+    await agent.send({
       jsonrpc: "2.0",
       method: "_tapgate/hello",
       params: { title: "fix flaky test", agent: { name: "my-agent", version: "1.0" }, host: "devbox", cwd: "/src" },
     });
     const diff = { type: "diff", path: "/src/a.ts", oldText: "a", newText: "b" };
-    agent.send({
+    await agent.send({
       jsonrpc: "2.0",
       method: "session/update",
       params: {
@@ -62,7 +63,7 @@ describe("the blocking approval relay", () => {
         update: { sessionUpdate: "tool_call", toolCallId: "t1", title: "Edit a.ts", kind: "edit", content: [diff] },
       },
     });
-    agent.send({
+    await agent.send({
       jsonrpc: "2.0",
       method: "session/update",
       params: {
@@ -70,13 +71,12 @@ describe("the blocking approval relay", () => {
         update: { sessionUpdate: "tool_call_update", toolCallId: "t1", locations: [{ path: "/src/a.ts", line: 3 }] },
       },
     });
-    agent.send({
+    await agent.send({
       jsonrpc: "2.0",
       id: "req-1",
       method: "session/request_permission",
       params: permissionParams(sessionId, { toolCall: { toolCallId: "t1" }, _meta: { policy: "edits need approval" } }),
     });
-    await agent.barrier();
     const [approval] = await pendingApprovals(owner, sessionId);
     const read = await json<Approval>(await api(`/v1/approvals/${approval?.id}`, { cookie: owner.cookie }));
     expect(read.snapshot).toEqual({
@@ -96,15 +96,14 @@ describe("the blocking approval relay", () => {
 
   it("$/cancel_request answers that request cancelled and leaves the others waiting", async () => {
     const { owner, agent, sessionId, approval } = await askOnce();
-    agent.send({
+    await agent.send({
       jsonrpc: "2.0",
       id: "two",
       method: "session/request_permission",
       params: permissionParams(sessionId),
     });
-    agent.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 1 } });
+    await agent.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 1 } });
     expect(await agent.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { outcome: { outcome: "cancelled" } } });
-    await agent.barrier();
     const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
     expect(read).toMatchObject({ state: "cancelled", reason: "agent_cancelled" });
     expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
@@ -113,8 +112,13 @@ describe("the blocking approval relay", () => {
 
   it("session/cancel answers every pending request of the session cancelled", async () => {
     const { owner, agent, sessionId } = await askOnce();
-    agent.send({ jsonrpc: "2.0", id: 2, method: "session/request_permission", params: permissionParams(sessionId) });
-    agent.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } });
+    await agent.send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "session/request_permission",
+      params: permissionParams(sessionId),
+    });
+    await agent.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } });
     const answers = [await agent.next(), await agent.next()];
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2]);
     for (const a of answers) expect(a.result).toEqual({ outcome: { outcome: "cancelled" } });
@@ -124,12 +128,14 @@ describe("the blocking approval relay", () => {
   it("a socket that closes denies its own pending requests at once, and only its own", async () => {
     const { owner, key, agent, sessionId, approval } = await askOnce();
     const other = await connectAgent(key, sessionId);
-    other.send({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params: permissionParams(sessionId) });
-    await other.barrier();
+    await other.send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "session/request_permission",
+      params: permissionParams(sessionId),
+    });
     agent.ws.close(1000, "bye");
-    await agent.closed;
-    await other.barrier(); // the gate has handled the close by the time it answers this
-    const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
+    const read = await settled(owner, approval.id);
     expect(read).toMatchObject({ state: "denied", reason: "agent_disconnected" });
     const left = await pendingApprovals(owner, sessionId);
     expect(left).toHaveLength(1);
@@ -160,9 +166,8 @@ describe("the blocking approval relay", () => {
     const agent = await connectAgent(key, sessionId);
     const short = permissionParams(sessionId, { _meta: { tapgate: { timeoutMs: 5_000 } } });
     const long = permissionParams(sessionId, { _meta: { tapgate: { timeoutMs: 60 * 60_000 } } });
-    agent.send({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params: short });
-    agent.send({ jsonrpc: "2.0", id: 2, method: "session/request_permission", params: long });
-    await agent.barrier();
+    await agent.send({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params: short });
+    await agent.send({ jsonrpc: "2.0", id: 2, method: "session/request_permission", params: long });
     const lifetimes = (await pendingApprovals(owner, sessionId))
       .map((a) => a.expiresAt - a.createdAt)
       .sort((a, b) => a - b);
@@ -178,9 +183,9 @@ describe("the blocking approval relay", () => {
     expect(read).toMatchObject({ state: "denied", reason: "agent_disconnected" });
   });
 
-  it("keeps a socket that answers heartbeats", async () => {
+  it("answers ping with pong and keeps a socket heard from within two intervals", async () => {
     const { owner, agent, sessionId } = await askOnce();
-    agent.send("ping");
+    agent.sendRaw("ping");
     expect(await agent.next()).toBe("pong");
     await runInDurableObject(gateStub(owner.teamId, sessionId), (gate) => gate.sweep(Date.now() + 29_000));
     expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
