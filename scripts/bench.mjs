@@ -180,10 +180,14 @@ try {
       body: JSON.stringify({ optionId: "allow", requestHash: approval.requestHash }),
     });
     await res.arrayBuffer();
+    const responded = performance.now();
     const { at, answer } = await a.answered;
     if (res.status !== 200 || answer.outcome.optionId !== "allow") return failed();
+    decisionResponses.push(responded - t0);
     return at - t0;
   }
+  /** The human's own round trip for the same POSTs, to tell server time from delivery time. */
+  const decisionResponses = [];
 
   progress("sequential", `${N} decisions, one at a time`);
   const seqSession = await gate.session(`bench-${run}-seq`, { title: "bench" });
@@ -198,6 +202,7 @@ try {
     }
   }
   report.sequential = stats(seq);
+  report.decisionResponse = stats(decisionResponses);
 
   progress("concurrent", `${N} sessions, all decided at once`);
   const conc = await openSessions(gate, `bench-${run}-conc`, N);
@@ -255,6 +260,7 @@ if (argv.json) {
   const c = report.capacity;
   console.log(`${"latency (ms)".padEnd(32)}${"n".padStart(6)}${"p50".padStart(8)}${"p99".padStart(8)}`);
   row("decision -> agent, sequential", report.sequential);
+  row("decision POST -> its response", report.decisionResponse);
   row("decision -> agent, concurrent", report.concurrent);
   row("WebSocket ping -> pong", report.wsPing);
   row("HTTP GET /v1/health", report.httpFloor);

@@ -112,6 +112,8 @@ export function joinRequest(request: Request, join: GateJoin): Request {
 export class SessionGate extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private flushing: Promise<void> | null = null;
+  /** The alarm this instance set; unknown (null) after a restart, so the first schedule sets one. */
+  private alarmAt: number | null = null;
   private flushAgain = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -410,6 +412,7 @@ export class SessionGate extends DurableObject<Env> {
   // ── time: expiry, heartbeats, outbox retries ─────────────────────────────
 
   override async alarm(): Promise<void> {
+    this.alarmAt = null;
     this.sweep(Date.now());
     await this.flushOutbox();
     this.scheduleAlarm();
@@ -451,7 +454,12 @@ export class SessionGate extends DurableObject<Env> {
     if (next !== null) candidates.push(next, Date.now() + HEARTBEAT_INTERVAL_MS);
     if (this.outboxSize() > 0) candidates.push(Date.now() + OUTBOX_RETRY_MS);
     if (candidates.length === 0) return;
-    void this.ctx.storage.setAlarm(Math.min(...candidates));
+    const at = Math.min(...candidates);
+    // An alarm that fires early just reschedules, so only ever move it earlier: one storage
+    // write per burst of requests, and none on the decision path.
+    if (this.alarmAt !== null && this.alarmAt > Date.now() && this.alarmAt <= at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
   }
 
   /** After any change: schedule the next alarm and hand the outbox to D1 in the background. */
