@@ -51,19 +51,23 @@ export class Person {
     return (await (await this.fetch(`/v1/approvals/${id}`)).json()) as Approval;
   }
 
-  /** Waits until the session has `count` pending approvals in the index (written just after the request). */
-  async waitForPending(sessionId: string, count = 1, also = (_: Approval) => true): Promise<Approval[]> {
+  /** Waits until exactly `count` pending approvals match (the index is written just after each request). */
+  async waitForPendingWhere(match: (a: Approval) => boolean, count = 1): Promise<Approval[]> {
     return vi.waitFor(
       async () => {
-        const { approvals } = (await (await this.fetch("/v1/approvals?state=pending&scope=mine")).json()) as {
+        const { approvals } = (await (await this.fetch("/v1/approvals?state=pending&scope=mine&limit=200")).json()) as {
           approvals: Approval[];
         };
-        const mine = approvals.filter((a) => a.sessionId === sessionId && also(a));
-        if (mine.length !== count) throw new Error(`${mine.length} pending, waiting for ${count}`);
-        return mine;
+        const matching = approvals.filter(match);
+        if (matching.length !== count) throw new Error(`${matching.length} pending, waiting for ${count}`);
+        return matching;
       },
       { timeout: 10_000, interval: 20 },
     );
+  }
+
+  waitForPending(sessionId: string, count = 1, also = (_: Approval) => true): Promise<Approval[]> {
+    return this.waitForPendingWhere((a) => a.sessionId === sessionId && also(a), count);
   }
 
   /** Waits for the session's one pending approval. */
