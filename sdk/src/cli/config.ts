@@ -1,0 +1,59 @@
+/**
+ * Where the CLI keeps its credentials: `$XDG_CONFIG_HOME/tapgate/config.json` (default
+ * `~/.config/tapgate/config.json`), mode 0600. Environment variables win over the file.
+ */
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+import { z } from "zod";
+
+export const DEFAULT_URL = "http://localhost:8787";
+
+export const configSchema = z.object({
+  url: z.string().url(),
+  apiKey: z.string().regex(/^tg_[0-9A-Za-z]{43}$/),
+  keyId: z.string().optional(),
+  keyPrefix: z.string().optional(),
+  team: z.object({ id: z.string(), name: z.string() }).optional(),
+  user: z.object({ id: z.string(), name: z.string(), email: z.string() }).optional(),
+});
+export type CliConfig = z.infer<typeof configSchema>;
+
+export function configPath(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_CONFIG_HOME || join(homedir(), ".config");
+  return join(base, "tapgate", "config.json");
+}
+
+/** The stored config, or null when there is none (or it is unreadable: treated as signed out). */
+export function readConfig(env: NodeJS.ProcessEnv = process.env): CliConfig | null {
+  try {
+    const parsed = configSchema.safeParse(JSON.parse(readFileSync(configPath(env), "utf8")));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+export function writeConfig(config: CliConfig, env: NodeJS.ProcessEnv = process.env): string {
+  const path = configPath(env);
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(path, 0o600); // writeFileSync keeps an existing file's mode
+  return path;
+}
+
+export function deleteConfig(env: NodeJS.ProcessEnv = process.env): void {
+  rmSync(configPath(env), { force: true });
+}
+
+/**
+ * The server URL and key an agent-side command uses: TAPGATE_URL / TAPGATE_API_KEY first,
+ * then the config file written by `tapgate login`.
+ */
+export function credentials(env: NodeJS.ProcessEnv = process.env): { url: string; apiKey: string | undefined } {
+  const stored = readConfig(env);
+  return {
+    url: env.TAPGATE_URL || stored?.url || DEFAULT_URL,
+    apiKey: env.TAPGATE_API_KEY || stored?.apiKey,
+  };
+}
