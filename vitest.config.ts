@@ -1,10 +1,12 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { localVars } from "./scripts/local-vars.mjs";
 
 export default defineConfig({
   test: {
     // Dev-outbox mail is printed to the console; show it only for failing tests.
     silent: "passed-only",
+    globalSetup: ["./test/global-setup.ts"],
     projects: [
       {
         // Worker and Durable Object tests, inside workerd with real D1 (SQLite).
@@ -13,7 +15,7 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               bindings: {
-                DEV_OUTBOX: "1",
+                ...localVars(),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
               },
             },

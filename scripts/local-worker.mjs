@@ -8,6 +8,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { localVars } from "./local-vars.mjs";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -53,7 +54,7 @@ export async function startLocalWorker(options = {}) {
   const persistTo = options.persistTo ?? (await mkdtemp(join(tmpdir(), "tapgate-")));
   await applyMigrations(persistTo);
   const port = options.port ?? (await freePort());
-  const vars = Object.entries({ DEV_OUTBOX: "1", ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const vars = Object.entries({ ...localVars(), ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
     WRANGLER,
     [

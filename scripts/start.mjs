@@ -1,28 +1,29 @@
 /**
  * `npm start`: Tapgate on this machine, with no Cloudflare account and no other service.
- * Creates `.dev.vars` (local mode) if missing, applies the D1 migrations to the local database
- * in `.wrangler/state`, and runs the Worker under `wrangler dev` at http://localhost:8787.
+ * Creates `.dev.vars` (local mode) if missing, builds the PWA, applies the D1 migrations to the
+ * local database in `.wrangler/state`, and runs the Worker under `wrangler dev` at
+ * http://localhost:8787.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { localVars } from "./local-vars.mjs";
 import { applyMigrations, ROOT } from "./local-worker.mjs";
 
 const devVars = join(ROOT, ".dev.vars");
 if (!existsSync(devVars)) {
-  writeFileSync(
-    devVars,
-    [
-      "# Local mode, written by `npm start`. Never deploy these values.",
-      "# DEV_OUTBOX: sign-in mail is printed here and readable at GET /v1/dev/outbox.",
-      "DEV_OUTBOX=1",
-      "",
-    ].join("\n"),
-    { mode: 0o600 },
-  );
-  console.log("created .dev.vars (local mode)");
+  const lines = Object.entries(localVars()).map(([key, value]) => `${key}=${value}`);
+  const header = [
+    "# Local mode, written by `npm start`. Never deploy these values.",
+    "# DEV_OUTBOX: sign-in mail is printed here and readable at GET /v1/dev/outbox.",
+    "# VAPID_*: this machine's Web Push keys.",
+  ];
+  writeFileSync(devVars, `${[...header, ...lines].join("\n")}\n`, { mode: 0o600 });
+  console.log("created .dev.vars (local mode, fresh VAPID keys)");
 }
 
+// wrangler serves the PWA from pwa/dist, so it must exist before the Worker starts.
+execFileSync("npm", ["run", "--silent", "build:pwa"], { cwd: ROOT, stdio: "inherit" });
 await applyMigrations(undefined, "inherit");
 const port = process.env.PORT ?? "8787";
 const wrangler = spawn(

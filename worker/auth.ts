@@ -1,6 +1,6 @@
 /**
- * Who is calling: humans by session cookie, agents by API key. Each sign-in method (email link
- * now, passkeys later) ends in `startWebSession`, so methods plug in beside each other.
+ * Who is calling: humans by session cookie, agents by API key. Each sign-in method (email link,
+ * passkey, pairing) ends in `startWebSession`, so methods plug in beside each other.
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
@@ -54,10 +54,15 @@ export async function endWebSession(c: Context<AppEnv>, tokenHash: string) {
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
 }
 
+/** Who is signed in, or null: for routes that serve both the signed-in and the signed-out. */
+export async function currentWeb(c: Context<AppEnv>): Promise<WebIdentity | null> {
+  const token = getCookie(c, SESSION_COOKIE);
+  return token ? lookupWebSession(c.env.DB, sha256Hex(token)) : null;
+}
+
 /** Humans only. An agent key here is refused with 403: agent keys never decide or administer. */
 export const requireWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const token = getCookie(c, SESSION_COOKIE);
-  const identity = token ? await lookupWebSession(c.env.DB, sha256Hex(token)) : null;
+  const identity = await currentWeb(c);
   if (identity) {
     c.set("web", identity);
     return next();

@@ -102,6 +102,8 @@ export interface SignInLink {
   email: string;
   name: string | null;
   team_name: string | null;
+  /** A passkey made during passkey sign-up, stored once the link is confirmed. */
+  passkey?: NewPasskey | null;
 }
 
 export async function createSignInLink(
@@ -110,23 +112,33 @@ export async function createSignInLink(
 ): Promise<void> {
   await db
     .prepare(
-      `INSERT INTO sign_in_links (token_hash, purpose, email, name, team_name, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO sign_in_links (token_hash, purpose, email, name, team_name, passkey, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     )
-    .bind(l.tokenHash, l.purpose, l.email, l.name, l.team_name, l.now, l.now + l.ttlMs)
+    .bind(
+      l.tokenHash,
+      l.purpose,
+      l.email,
+      l.name,
+      l.team_name,
+      l.passkey ? JSON.stringify(l.passkey) : null,
+      l.now,
+      l.now + l.ttlMs,
+    )
     .run();
 }
 
 /** Marks the link used and returns it, in one statement: a link works once, even under races. */
 export async function consumeSignInLink(db: D1Database, tokenHash: string, now: number): Promise<SignInLink | null> {
-  return db
+  const row = await db
     .prepare(
       `UPDATE sign_in_links SET used_at = ?1
         WHERE token_hash = ?2 AND used_at IS NULL AND expires_at > ?1
-        RETURNING purpose, email, name, team_name`,
+        RETURNING purpose, email, name, team_name, passkey`,
     )
     .bind(now, tokenHash)
-    .first<SignInLink>();
+    .first<Omit<SignInLink, "passkey"> & { passkey: string | null }>();
+  return row && { ...row, passkey: row.passkey ? (JSON.parse(row.passkey) as NewPasskey) : null };
 }
 
 // ── API keys ────────────────────────────────────────────────────────────────
@@ -197,6 +209,33 @@ export async function findAgentKey(db: D1Database, keyHash: string): Promise<Age
 
 export function touchApiKey(db: D1Database, keyId: string, now: number): Promise<unknown> {
   return db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ?").bind(now, keyId).run();
+}
+
+export interface AgentProfile {
+  team: { id: string; name: string };
+  user: { id: string; name: string; email: string };
+  key: { id: string; prefix: string; label: string };
+}
+
+/** Whom an agent key speaks for (`tapgate status`). */
+export async function getAgentProfile(db: D1Database, teamId: string, keyId: string): Promise<AgentProfile | null> {
+  const row = await db
+    .prepare(
+      `SELECT t.id AS team_id, t.name AS team_name, u.id AS user_id, u.name AS user_name, u.email,
+              k.id AS key_id, k.prefix, k.label
+         FROM api_keys k JOIN users u ON u.id = k.user_id JOIN teams t ON t.id = k.team_id
+        WHERE k.id = ? AND k.team_id = ?`,
+    )
+    .bind(keyId, teamId)
+    .first<
+      Record<"team_id" | "team_name" | "user_id" | "user_name" | "email" | "key_id" | "prefix" | "label", string>
+    >();
+  if (!row) return null;
+  return {
+    team: { id: row.team_id, name: row.team_name },
+    user: { id: row.user_id, name: row.user_name, email: row.email },
+    key: { id: row.key_id, prefix: row.prefix, label: row.label },
+  };
 }
 
 // ── agent sessions ──────────────────────────────────────────────────────────
@@ -430,4 +469,456 @@ export async function listDevMessages(db: D1Database, to: string | undefined): P
     .bind(to ?? null)
     .all<DevMessage>();
   return results;
+}
+
+// ── device codes (`tapgate login`) ──────────────────────────────────────────
+
+export type DeviceCodeStatus = "pending" | "approved" | "denied" | "consumed";
+
+export interface DeviceCode {
+  id: string;
+  userCode: string;
+  clientName: string;
+  createdAt: number;
+  expiresAt: number;
+  status: DeviceCodeStatus;
+  /** The team of whoever approved or denied it; null while pending. */
+  teamId: string | null;
+}
+
+const DEVICE_CODE_COLUMNS = `id, user_code AS userCode, client_name AS clientName, created_at AS createdAt,
+  expires_at AS expiresAt, status, team_id AS teamId`;
+
+/** Rows are kept a while after expiry so the rate limit and late polls still see them. */
+const DEVICE_CODE_KEEP_MS = 60 * 60 * 1000;
+
+/**
+ * Stores a new code unless its IP has asked for `limit` codes within `windowMs`. The count and the
+ * insert are one statement, so parallel requests cannot overshoot the limit.
+ */
+export async function createDeviceCode(
+  db: D1Database,
+  d: {
+    id: string;
+    deviceCodeHash: string;
+    userCode: string;
+    clientName: string;
+    ipHash: string;
+    now: number;
+    ttlMs: number;
+    limit: number;
+    windowMs: number;
+  },
+): Promise<{ created: true } | { created: false; retryAfterMs: number | null }> {
+  const [, inserted] = await db.batch([
+    db.prepare("DELETE FROM device_codes WHERE expires_at < ?").bind(d.now - DEVICE_CODE_KEEP_MS),
+    db
+      .prepare(
+        `INSERT INTO device_codes (id, device_code_hash, user_code, client_name, ip_hash, created_at, expires_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+          WHERE (SELECT COUNT(*) FROM device_codes WHERE ip_hash = ?5 AND created_at > ?6 - ?8) < ?9
+         ON CONFLICT DO NOTHING
+         RETURNING id`,
+      )
+      .bind(d.id, d.deviceCodeHash, d.userCode, d.clientName, d.ipHash, d.now, d.now + d.ttlMs, d.windowMs, d.limit),
+  ]);
+  if (inserted?.results.length) return { created: true };
+  // Not inserted: either the IP is over its limit, or (rarely) the user code is taken.
+  const recent = await db
+    .prepare("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM device_codes WHERE ip_hash = ? AND created_at > ?")
+    .bind(d.ipHash, d.now - d.windowMs)
+    .first<{ n: number; oldest: number | null }>();
+  if (!recent || recent.n < d.limit) return { created: false, retryAfterMs: null };
+  return { created: false, retryAfterMs: (recent.oldest ?? d.now) + d.windowMs - d.now };
+}
+
+/** A code that has not expired, by its user code (any team: a pending code belongs to no team yet). */
+export async function findDeviceCode(db: D1Database, userCode: string, now: number): Promise<DeviceCode | null> {
+  return db
+    .prepare(`SELECT ${DEVICE_CODE_COLUMNS} FROM device_codes WHERE user_code = ? AND expires_at > ?`)
+    .bind(userCode, now)
+    .first<DeviceCode>();
+}
+
+/** Approves or denies a pending, unexpired code for the deciding user's team; null if it was not pending. */
+export async function decideDeviceCode(
+  db: D1Database,
+  d: { userCode: string; decision: "approved" | "denied"; userId: string; teamId: string; now: number },
+): Promise<DeviceCode | null> {
+  return db
+    .prepare(
+      `UPDATE device_codes SET status = ?2, user_id = ?3, team_id = ?4, decided_at = ?5
+        WHERE user_code = ?1 AND status = 'pending' AND expires_at > ?5
+        RETURNING ${DEVICE_CODE_COLUMNS}`,
+    )
+    .bind(d.userCode, d.decision, d.userId, d.teamId, d.now)
+    .first<DeviceCode>();
+}
+
+export type DeviceExchange =
+  | {
+      outcome: "issued";
+      clientName: string;
+      team: { id: string; name: string };
+      user: { id: string; name: string; email: string };
+    }
+  | { outcome: "authorization_pending" | "slow_down" | "expired_token" | "access_denied" };
+
+/**
+ * One poll of the terminal. An approved code is consumed and its key created in the same
+ * transaction: the key row exists exactly when this call consumed the code (tagged with the new
+ * key's id), so a code yields at most one key even under parallel polls. The key belongs to the
+ * approver, in the approver's team, and only while they are still a member of it.
+ */
+export async function exchangeDeviceCode(
+  db: D1Database,
+  x: {
+    deviceCodeHash: string;
+    key: { id: string; hash: string; prefix: string };
+    now: number;
+    minIntervalMs: number;
+  },
+): Promise<DeviceExchange> {
+  const [consumed, inserted, polled, current] = await db.batch<Record<string, unknown>>([
+    db
+      .prepare(
+        `UPDATE device_codes SET status = 'consumed', key_id = ?2, last_polled_at = ?3
+          WHERE device_code_hash = ?1 AND status = 'approved' AND expires_at > ?3
+          RETURNING id`,
+      )
+      .bind(x.deviceCodeHash, x.key.id, x.now),
+    db
+      .prepare(
+        `INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at)
+         SELECT d.key_id, d.team_id, d.user_id, ?3, ?4, d.client_name, ?5
+           FROM device_codes d JOIN memberships m ON m.team_id = d.team_id AND m.user_id = d.user_id
+          WHERE d.device_code_hash = ?1 AND d.key_id = ?2`,
+      )
+      .bind(x.deviceCodeHash, x.key.id, x.key.hash, x.key.prefix, x.now),
+    db
+      .prepare(
+        `UPDATE device_codes SET last_polled_at = ?2
+          WHERE device_code_hash = ?1 AND status <> 'consumed'
+            AND (last_polled_at IS NULL OR last_polled_at <= ?2 - ?3)
+          RETURNING id`,
+      )
+      .bind(x.deviceCodeHash, x.now, x.minIntervalMs),
+    db
+      .prepare(
+        `SELECT d.status, d.expires_at, d.client_name, d.team_id, t.name AS team_name,
+                d.user_id, u.name AS user_name, u.email
+           FROM device_codes d LEFT JOIN teams t ON t.id = d.team_id LEFT JOIN users u ON u.id = d.user_id
+          WHERE d.device_code_hash = ?1`,
+      )
+      .bind(x.deviceCodeHash),
+  ]);
+  const row = current?.results[0] as
+    | {
+        status: DeviceCodeStatus;
+        expires_at: number;
+        client_name: string;
+        team_id: string;
+        team_name: string;
+        user_id: string;
+        user_name: string;
+        email: string;
+      }
+    | undefined;
+  if (consumed?.results.length && row) {
+    // Consumed but no key: the approver left the team in between. The code is spent either way.
+    if (!inserted?.meta.changes) return { outcome: "access_denied" };
+    return {
+      outcome: "issued",
+      clientName: row.client_name,
+      team: { id: row.team_id, name: row.team_name },
+      user: { id: row.user_id, name: row.user_name, email: row.email },
+    };
+  }
+  if (!row || row.status === "consumed" || row.expires_at <= x.now) return { outcome: "expired_token" };
+  if (row.status === "denied") return { outcome: "access_denied" };
+  if (!polled?.results.length) return { outcome: "slow_down" };
+  return { outcome: "authorization_pending" };
+}
+
+// ── push devices (the TeamHub keeps a copy; D1 is the record) ─────────────────
+
+export interface DeviceRow {
+  id: string;
+  userId: string;
+  name: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  createdAt: number;
+  lastSeenAt: number;
+}
+
+const DEVICE_COLUMNS = `id, user_id AS userId, name, endpoint, p256dh, auth, created_at AS createdAt,
+  last_seen_at AS lastSeenAt`;
+
+/**
+ * Saves a subscription for this user: the same endpoint updates its row; a new one is refused
+ * past `limit` devices. Returns null when the limit is reached.
+ */
+export async function saveDevice(
+  db: D1Database,
+  d: {
+    teamId: string;
+    userId: string;
+    name: string;
+    endpoint: string;
+    p256dh: string;
+    auth: string;
+    userAgent: string;
+    now: number;
+    limit: number;
+  },
+): Promise<DeviceRow | null> {
+  const existing = await db
+    .prepare("SELECT id FROM devices WHERE team_id = ? AND user_id = ? AND endpoint = ?")
+    .bind(d.teamId, d.userId, d.endpoint)
+    .first<{ id: string }>();
+  const id = existing?.id ?? newId("dev");
+  const saved = await db
+    .prepare(
+      `INSERT INTO devices (id, team_id, user_id, name, endpoint, p256dh, auth, user_agent, created_at, last_seen_at)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9
+        WHERE ?10 OR (SELECT COUNT(*) FROM devices WHERE team_id = ?2 AND user_id = ?3) < ?11
+       ON CONFLICT (id) DO UPDATE SET name = excluded.name, p256dh = excluded.p256dh, auth = excluded.auth,
+              user_agent = excluded.user_agent, last_seen_at = excluded.last_seen_at
+       RETURNING ${DEVICE_COLUMNS}`,
+    )
+    .bind(id, d.teamId, d.userId, d.name, d.endpoint, d.p256dh, d.auth, d.userAgent, d.now, existing ? 1 : 0, d.limit)
+    .first<DeviceRow>();
+  return saved ?? null;
+}
+
+export async function listDevices(db: D1Database, teamId: string, userId: string): Promise<DeviceRow[]> {
+  const { results } = await db
+    .prepare(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE team_id = ? AND user_id = ? ORDER BY created_at`)
+    .bind(teamId, userId)
+    .all<DeviceRow>();
+  return results;
+}
+
+/** Deletes one device; with `userId`, only if it is that user's. Returns whether a row went. */
+export async function deleteDevice(
+  db: D1Database,
+  teamId: string,
+  deviceId: string,
+  userId?: string,
+): Promise<boolean> {
+  const { meta } = await db
+    .prepare("DELETE FROM devices WHERE id = ?1 AND team_id = ?2 AND (?3 IS NULL OR user_id = ?3)")
+    .bind(deviceId, teamId, userId ?? null)
+    .run();
+  return meta.changes > 0;
+}
+
+/** The team's devices and roles, for the TeamHub's own copy. */
+export async function listTeamDirectory(
+  db: D1Database,
+  teamId: string,
+): Promise<{ devices: DeviceRow[]; members: Array<{ userId: string; role: Role }> }> {
+  const [devices, members] = await db.batch<DeviceRow & { userId: string; role: Role }>([
+    db.prepare(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE team_id = ?`).bind(teamId),
+    db.prepare("SELECT user_id AS userId, role FROM memberships WHERE team_id = ?").bind(teamId),
+  ]);
+  return { devices: devices?.results ?? [], members: members?.results ?? [] };
+}
+
+// ── passkeys and pairing ────────────────────────────────────────────────────
+
+/** Rows past their expiry are swept when new ones are made; used rows are kept until then. */
+function sweepExpired(db: D1Database, table: "webauthn_challenges" | "pairing_tokens", now: number) {
+  return db.prepare(`DELETE FROM ${table} WHERE expires_at < ?`).bind(now);
+}
+
+export interface SignupDetails {
+  email: string;
+  name: string;
+  team: string;
+}
+
+export interface ChallengeUse {
+  challenge: string;
+  userId: string | null;
+  signup: SignupDetails | null;
+}
+
+export async function createChallenge(
+  db: D1Database,
+  ch: ChallengeUse & { id: string; purpose: "register" | "login"; now: number; ttlMs: number },
+): Promise<void> {
+  await db.batch([
+    sweepExpired(db, "webauthn_challenges", ch.now),
+    db
+      .prepare(
+        `INSERT INTO webauthn_challenges (id, challenge, purpose, user_id, signup, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .bind(
+        ch.id,
+        ch.challenge,
+        ch.purpose,
+        ch.userId,
+        ch.signup ? JSON.stringify(ch.signup) : null,
+        ch.now,
+        ch.now + ch.ttlMs,
+      ),
+  ]);
+}
+
+/**
+ * Uses a challenge up, in one statement, so it works once even under races. A challenge bound to
+ * a user is only found for that user (`userId` is the caller's, or null when signed out).
+ */
+export async function consumeChallenge(
+  db: D1Database,
+  q: { id: string; purpose: "register" | "login"; userId: string | null; now: number },
+): Promise<ChallengeUse | null> {
+  const row = await db
+    .prepare(
+      `UPDATE webauthn_challenges SET used_at = ?1
+        WHERE id = ?2 AND purpose = ?3 AND used_at IS NULL AND expires_at > ?1
+          AND (user_id IS NULL OR user_id = ?4)
+        RETURNING challenge, user_id, signup`,
+    )
+    .bind(q.now, q.id, q.purpose, q.userId)
+    .first<{ challenge: string; user_id: string | null; signup: string | null }>();
+  if (!row) return null;
+  const signup = row.signup ? (JSON.parse(row.signup) as SignupDetails) : null;
+  return { challenge: row.challenge, userId: row.user_id, signup };
+}
+
+/** A verified credential, before it belongs to anyone (it may wait on a sign-up link). */
+export interface NewPasskey {
+  id: string;
+  publicKey: string;
+  counter: number;
+  transports: string[];
+  deviceName: string | null;
+}
+
+export interface PasskeyRow {
+  id: string;
+  userId: string;
+  publicKey: string;
+  counter: number;
+  transports: string[];
+  deviceName: string | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
+const PASSKEY_COLUMNS = `id, user_id AS userId, public_key AS publicKey, counter, transports,
+  device_name AS deviceName, created_at AS createdAt, last_used_at AS lastUsedAt`;
+
+function passkeyFromRow(row: Omit<PasskeyRow, "transports"> & { transports: string }): PasskeyRow {
+  return { ...row, transports: JSON.parse(row.transports) as string[] };
+}
+
+/** Stores a passkey for a user and audits it in their team; false if that credential id exists. */
+export async function addPasskey(
+  db: D1Database,
+  p: { passkey: NewPasskey; userId: string; teamId: string; now: number },
+): Promise<boolean> {
+  const { passkey: k } = p;
+  const inserted = await db
+    .prepare(
+      `INSERT INTO passkey_credentials (id, user_id, public_key, counter, transports, device_name, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id`,
+    )
+    .bind(k.id, p.userId, k.publicKey, k.counter, JSON.stringify(k.transports), k.deviceName, p.now)
+    .first();
+  if (!inserted) return false;
+  await audit(db, {
+    eventId: `passkey_added:${k.id}:${p.now}`,
+    teamId: p.teamId,
+    at: p.now,
+    actor: `user:${p.userId}`,
+    action: "passkey.added",
+    subject: p.userId,
+    detail: { credentialId: k.id, deviceName: k.deviceName },
+  });
+  return true;
+}
+
+export async function findPasskey(db: D1Database, id: string): Promise<PasskeyRow | null> {
+  const row = await db
+    .prepare(`SELECT ${PASSKEY_COLUMNS} FROM passkey_credentials WHERE id = ?`)
+    .bind(id)
+    .first<Omit<PasskeyRow, "transports"> & { transports: string }>();
+  return row ? passkeyFromRow(row) : null;
+}
+
+export async function listPasskeys(db: D1Database, userId: string): Promise<PasskeyRow[]> {
+  const { results } = await db
+    .prepare(`SELECT ${PASSKEY_COLUMNS} FROM passkey_credentials WHERE user_id = ? ORDER BY created_at, id`)
+    .bind(userId)
+    .all<Omit<PasskeyRow, "transports"> & { transports: string }>();
+  return results.map(passkeyFromRow);
+}
+
+/** Deletes one of the user's passkeys; false when they have none by that id. */
+export async function deletePasskey(db: D1Database, userId: string, id: string): Promise<boolean> {
+  const deleted = await db
+    .prepare("DELETE FROM passkey_credentials WHERE id = ? AND user_id = ? RETURNING id")
+    .bind(id, userId)
+    .first();
+  return deleted !== null;
+}
+
+/**
+ * Records a sign-in. The counter must grow (unless the authenticator keeps none and reports 0),
+ * checked in the same statement, so two sign-ins replaying one counter cannot both pass.
+ * Returns the owner, or null when the counter went backwards.
+ */
+export async function recordPasskeyUse(
+  db: D1Database,
+  u: { id: string; counter: number; now: number },
+): Promise<string | null> {
+  const row = await db
+    .prepare(
+      `UPDATE passkey_credentials SET counter = ?2, last_used_at = ?3
+        WHERE id = ?1 AND (counter < ?2 OR (counter = 0 AND ?2 = 0))
+        RETURNING user_id`,
+    )
+    .bind(u.id, u.counter, u.now)
+    .first<{ user_id: string }>();
+  return row?.user_id ?? null;
+}
+
+export async function createPairingToken(
+  db: D1Database,
+  t: { tokenHash: string; userId: string; teamId: string; now: number; ttlMs: number },
+): Promise<void> {
+  await db.batch([
+    sweepExpired(db, "pairing_tokens", t.now),
+    db
+      .prepare(
+        `INSERT INTO pairing_tokens (token_hash, user_id, team_id, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?)`,
+      )
+      .bind(t.tokenHash, t.userId, t.teamId, t.now, t.now + t.ttlMs),
+  ]);
+}
+
+/** Uses a pairing token up, in one statement; only while its user is still in that team. */
+export async function claimPairingToken(
+  db: D1Database,
+  tokenHash: string,
+  now: number,
+): Promise<{ userId: string; teamId: string } | null> {
+  const row = await db
+    .prepare(
+      `UPDATE pairing_tokens SET used_at = ?2
+        WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2
+          AND EXISTS (SELECT 1 FROM memberships m
+                       WHERE m.user_id = pairing_tokens.user_id AND m.team_id = pairing_tokens.team_id)
+        RETURNING user_id, team_id`,
+    )
+    .bind(tokenHash, now)
+    .first<{ user_id: string; team_id: string }>();
+  return row ? { userId: row.user_id, teamId: row.team_id } : null;
 }

@@ -87,7 +87,7 @@ function idOf(value: unknown): RpcId | null {
 }
 
 /** Iterative, so a hostile frame cannot overflow the stack. */
-function depthExceeds(root: unknown, max: number): boolean {
+export function depthExceeds(root: unknown, max: number): boolean {
   const stack: Array<[unknown, number]> = [[root, 1]];
   while (stack.length > 0) {
     const [value, depth] = stack.pop() as [unknown, number];

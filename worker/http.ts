@@ -16,8 +16,8 @@ export function apiError(c: Context, status: ContentfulStatusCode, error: string
  * app.post("/v1/keys", validate("json", z.object({ label: z.string() })), (c) => c.req.valid("json").label)
  */
 export function validate<T extends z.ZodType, Target extends "json" | "query" | "param">(target: Target, schema: T) {
-  return validator(target, (value, c) => {
-    const parsed = schema.safeParse(value);
+  return validator(target, async (value, c) => {
+    const parsed = await schema.safeParseAsync(value);
     if (parsed.success) return parsed.data as z.infer<T>;
     return apiError(c, 400, "invalid_request", z.prettifyError(parsed.error), { issues: parsed.error.issues });
   });

@@ -8,16 +8,27 @@ import { apiError } from "./http";
 import { agentRoutes } from "./routes/agent";
 import { approvalRoutes } from "./routes/approvals";
 import { authRoutes } from "./routes/auth";
+import { deviceRoutes } from "./routes/device";
 import { keyRoutes } from "./routes/keys";
+import { liveRoutes } from "./routes/live";
+import { pairingRoutes } from "./routes/pairing";
+import { passkeyRoutes } from "./routes/passkeys";
+import { pushRoutes } from "./routes/push";
 import type { AppEnv } from "./types";
 
 export { SessionGate } from "./session-gate";
+export { TeamHub } from "./team-hub";
 
 const app = new Hono<AppEnv>()
   .route("/", authRoutes)
+  .route("/", passkeyRoutes)
+  .route("/", pairingRoutes)
   .route("/", keyRoutes)
   .route("/", approvalRoutes)
   .route("/", agentRoutes)
+  .route("/", pushRoutes)
+  .route("/", liveRoutes)
+  .route("/", deviceRoutes)
   .get("/v1/health", (c) => c.json({ ok: true }))
   .notFound((c) => apiError(c, 404, "not_found", "no such route"))
   .onError((err, c) => {

@@ -26,6 +26,7 @@ import {
 } from "../sdk/src/protocol";
 import { canonicalJson, randomBase62, sha256Hex } from "./crypto";
 import { type OutboxOp, outboxStatement } from "./db";
+import { type AgentCaller, HttpAgents, type HttpOpenResult, type HttpPollResult } from "./gate-http";
 import {
   keyTag,
   parseFrame,
@@ -36,7 +37,9 @@ import {
   type SocketIdentity,
   socketTag,
 } from "./gate-socket";
+import { migrate, type PendingRow, type SessionMeta, type StoredRow } from "./gate-storage";
 import { offeredOptions, requestLifetimeMs, type TeamPolicy } from "./policy";
+import { type ApprovalNews, hubFor } from "./team-hub";
 import type { Approval, ApprovalState, DecidedBy, Env, ResolutionReason, Role, SessionInfo } from "./types";
 
 /** Who opens a socket: set by the Worker after it checked the API key. */
@@ -67,25 +70,17 @@ export type DecisionResult =
   | { status: 403; error: "not_session_owner" }
   | { status: 404 };
 
-interface SessionMeta {
-  teamId: string;
-  sessionId: string;
-  ownerUserId: string;
-  policy: TeamPolicy;
-  info: SessionInfo;
+/** What holds a request open: a socket (answered on it) or an HTTP lease that polls renew. */
+export interface Holder {
+  socketId: string;
+  rpcKey: string;
+  keyId: string;
+  leaseUntil: number | null;
 }
 
-interface PendingRow {
-  id: string;
-  rpc_id: string;
-  socket_id: string;
-  key_id: string;
-  agent_options: string;
-  record: string;
-  [key: string]: SqlStorageValue;
-}
+export type Refusal = { refused: "invalid_params" | "too_many_pending"; message: string; issues?: unknown[] };
 
-interface Resolution {
+export interface Resolution {
   state: Exclude<ApprovalState, "pending">;
   reason: ResolutionReason;
   optionId?: string;
@@ -95,10 +90,12 @@ interface Resolution {
 const IDENTITY_HEADER = "x-tapgate-join";
 const OUTBOX_RETRY_MS = 5_000;
 const KEPT_TOOL_CALLS = 256;
+const PUSHES_PER_WINDOW = 10;
+const PUSH_WINDOW_MS = 10 * 60 * 1000;
 const EMPTY_INFO: SessionInfo = { title: null, agent: null, host: null, cwd: null };
 
 /** Approval ids name their Durable Object, so a decision is routed without a D1 lookup. */
-export const APPROVAL_ID_PATTERN = /^apr_([0-9a-f]{64})_[0-9A-Za-z]{22}$/;
+const APPROVAL_ID_PATTERN = /^apr_([0-9a-f]{64})_[0-9A-Za-z]{22}$/;
 
 export function joinRequest(request: Request, join: GateJoin): Request {
   const headers = new Headers({ Upgrade: "websocket", [IDENTITY_HEADER]: JSON.stringify(join) });
@@ -109,8 +106,26 @@ export function joinRequest(request: Request, join: GateJoin): Request {
   return new Request(request.url, { headers });
 }
 
+/** The SessionGate of an agent session. */
+export function sessionGate(env: Env, teamId: string, sessionId: string) {
+  return env.SESSION_GATE.get(env.SESSION_GATE.idFromName(`${teamId}/${sessionId}`));
+}
+
+/** The SessionGate an approval id names, or null for ids that cannot be ours. */
+export function gateFor(env: Env, approvalId: string) {
+  const hex = APPROVAL_ID_PATTERN.exec(approvalId)?.[1];
+  if (!hex) return null;
+  try {
+    return env.SESSION_GATE.get(env.SESSION_GATE.idFromString(hex));
+  } catch {
+    return null;
+  }
+}
+
 export class SessionGate extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** Agents that poll over HTTP instead of holding a socket (not exposed over RPC: a field). */
+  readonly http: HttpAgents;
   private flushing: Promise<void> | null = null;
   /** The alarm this instance set; unknown (null) after a restart, so the first schedule sets one. */
   private alarmAt: number | null = null;
@@ -119,8 +134,17 @@ export class SessionGate extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.http = new HttpAgents({
+      sql: this.sql,
+      join: (join) => this.join(join),
+      meta: () => this.meta(),
+      open: (meta, holder, params, now) => this.open(meta, holder, params, now),
+      resolve: (row, r, now) => this.resolve(row, r, now),
+      agentAnswer: (row, r) => this.agentAnswer(row, r),
+      afterChange: () => this.afterChange(),
+    });
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
-    this.migrate();
+    migrate(ctx.storage);
     // A pending request whose socket is gone was held by a previous instance (restart, reset,
     // deploy): nobody can answer it any more, so it ends now rather than never.
     this.resolveOrphans(Date.now());
@@ -134,17 +158,9 @@ export class SessionGate extends DurableObject<Env> {
       return new Response("expected a WebSocket upgrade from the Worker", { status: 400 });
     }
     const join = JSON.parse(joinHeader) as GateJoin;
-    if (this.sql.exec("SELECT 1 FROM revoked_keys WHERE key_id = ?", join.keyId).toArray().length > 0) {
+    if (!this.join(join)) {
       return Response.json({ error: "key_revoked", message: "this API key was revoked" }, { status: 401 });
     }
-    const meta = this.meta();
-    this.saveMeta({
-      teamId: join.teamId,
-      sessionId: join.sessionId,
-      ownerUserId: join.ownerUserId,
-      policy: join.policy,
-      info: meta?.info ?? EMPTY_INFO,
-    });
     const { 0: client, 1: server } = new WebSocketPair();
     const now = Date.now();
     const identity: SocketIdentity = {
@@ -192,6 +208,20 @@ export class SessionGate extends DurableObject<Env> {
 
   override async webSocketError(ws: WebSocket): Promise<void> {
     this.dropSocket(ws, "agent_disconnected");
+  }
+
+  /** Records who joins with which policy; null when the key was revoked here. */
+  private join(join: GateJoin): SessionMeta | null {
+    if (this.sql.exec("SELECT 1 FROM revoked_keys WHERE key_id = ?", join.keyId).toArray().length > 0) return null;
+    const meta: SessionMeta = {
+      teamId: join.teamId,
+      sessionId: join.sessionId,
+      ownerUserId: join.ownerUserId,
+      policy: join.policy,
+      info: this.meta()?.info ?? EMPTY_INFO,
+    };
+    this.saveMeta(meta);
+    return meta;
   }
 
   private dropSocket(ws: WebSocket, reason: ResolutionReason): void {
@@ -254,30 +284,36 @@ export class SessionGate extends DurableObject<Env> {
 
   // ── requests ─────────────────────────────────────────────────────────────
 
-  /** Holds a permission request until it is decided; returns an error reply if it is refused. */
+  /** Holds a socket's permission request until it is decided; returns an error reply if it is refused. */
   private request(identity: SocketIdentity, id: RpcId, params: RequestPermissionParams): object | null {
     const meta = this.meta();
     if (!meta) return rpcError(id, RPC_ERROR.internal, "session not initialised");
-    if (params.sessionId !== meta.sessionId) {
-      return rpcError(id, RPC_ERROR.invalidParams, "sessionId does not match the session this socket opened");
-    }
-    const ask = tapgateMetaSchema.safeParse(params._meta?.tapgate ?? {});
-    if (!ask.success) {
-      return rpcError(id, RPC_ERROR.invalidParams, "invalid params._meta.tapgate", { issues: ask.error.issues });
-    }
     const rpcKey = rpcIdKey(id);
     if (this.pendingRows("socket_id = ? AND rpc_id = ?", identity.socketId, rpcKey).length > 0) {
       return rpcError(id, RPC_ERROR.invalidRequest, `id ${rpcKey} is already pending on this socket`);
     }
+    const holder = { socketId: identity.socketId, rpcKey, keyId: identity.keyId, leaseUntil: null };
+    const opened = this.open(meta, holder, params, Date.now());
+    if (!("refused" in opened)) return null;
+    const code = opened.refused === "too_many_pending" ? RPC_ERROR.tooManyPending : RPC_ERROR.invalidParams;
+    return rpcError(id, code, opened.message, opened.issues && { issues: opened.issues });
+  }
+
+  /** Holds a new permission request for its holder, or says why it is refused. */
+  private open(meta: SessionMeta, holder: Holder, params: RequestPermissionParams, now: number): Approval | Refusal {
+    if (params.sessionId !== meta.sessionId) {
+      return { refused: "invalid_params", message: `sessionId is not this session's (${meta.sessionId})` };
+    }
+    const ask = tapgateMetaSchema.safeParse(params._meta?.tapgate ?? {});
+    if (!ask.success) {
+      const issues = ask.error.issues.map((i) => ({ ...i, path: ["_meta", "tapgate", ...i.path] }));
+      return { refused: "invalid_params", message: "invalid _meta.tapgate", issues };
+    }
     if (this.pendingCount() >= LIMITS.pendingPerSession) {
-      return rpcError(
-        id,
-        RPC_ERROR.tooManyPending,
-        `this session already has ${LIMITS.pendingPerSession} pending requests`,
-      );
+      const message = `this session already has ${LIMITS.pendingPerSession} pending requests`;
+      return { refused: "too_many_pending", message };
     }
 
-    const now = Date.now();
     const known = this.toolCall(params.toolCall.toolCallId);
     const snapshot = {
       toolCall: { ...known, ...withoutNullish(params.toolCall), toolCallId: params.toolCall.toolCallId },
@@ -303,18 +339,28 @@ export class SessionGate extends DurableObject<Env> {
       decidedBy: null,
     };
     this.sql.exec(
-      `INSERT INTO approvals (id, rpc_id, socket_id, key_id, state, expires_at, agent_options, record)
-       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)`,
+      `INSERT INTO approvals (id, rpc_id, socket_id, key_id, state, expires_at, lease_until, agent_options, record)
+       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
       approval.id,
-      rpcKey,
-      identity.socketId,
-      identity.keyId,
+      holder.rpcKey,
+      holder.socketId,
+      holder.keyId,
       approval.expiresAt,
+      holder.leaseUntil,
       JSON.stringify(params.options),
       JSON.stringify(approval),
     );
     this.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
-    this.enqueue(auditOp(meta, approval, `key:${identity.keyId}`, "approval.requested", now));
+    this.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
+    this.tellHub(meta, (hub) =>
+      hub.approvalCreated(meta.teamId, {
+        approval,
+        ownerUserId: meta.ownerUserId,
+        recipients: meta.policy.notify,
+        lockScreen: meta.policy.lockScreen,
+        push: this.pushBudget(now),
+      }),
+    );
     if (approval.options.length === 0) {
       // Team policy hid every option the agent offered: nobody could ever decide it.
       this.resolve(
@@ -323,7 +369,7 @@ export class SessionGate extends DurableObject<Env> {
         now,
       );
     }
-    return null;
+    return approval;
   }
 
   /**
@@ -343,25 +389,59 @@ export class SessionGate extends DurableObject<Env> {
       optionId: r.optionId ?? null,
       decidedBy: r.decidedBy ?? null,
     };
-    this.sql.exec("UPDATE approvals SET record = ? WHERE id = ?", JSON.stringify(approval), row.id);
-    this.answer(row, this.agentAnswer(row, r));
+    const answer = this.agentAnswer(row, r);
+    this.sql.exec(
+      "UPDATE approvals SET record = ?, answer = ? WHERE id = ?",
+      JSON.stringify(approval),
+      JSON.stringify(answer),
+      row.id,
+    );
+    this.answer(row, answer);
+    this.http.polls.wake(row.id);
     const meta = this.meta();
     if (meta) {
       const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : "system";
       this.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
       this.enqueue(auditOp(meta, approval, actor, `approval.${r.state}`, now));
+      this.tellHub(meta, (hub) => hub.approvalResolved(meta.teamId, approval, meta.ownerUserId));
     }
     return approval;
   }
 
-  private agentAnswer(row: PendingRow, r: Resolution): RequestPermissionResponse {
+  /**
+   * The team's hub shows the news live and pushes it to phones. Never awaited on the agent's
+   * path: a slow or failing push must not delay or fail a request.
+   */
+  private tellHub(meta: SessionMeta, news: (hub: ReturnType<typeof hubFor>) => Promise<unknown>): void {
+    this.ctx.waitUntil(news(hubFor(this.env, meta.teamId)).catch(() => undefined));
+  }
+
+  /** Push fatigue: at most PUSHES_PER_WINDOW pushes per session per window, then one summary. */
+  private pushBudget(now: number): ApprovalNews["push"] {
+    const windowStart = now - PUSH_WINDOW_MS;
+    this.sql.exec("DELETE FROM push_log WHERE at <= ?", windowStart);
+    const sent = this.sql.exec("SELECT COUNT(*) AS n FROM push_log").one().n as number;
+    if (sent < PUSHES_PER_WINDOW) {
+      this.sql.exec("INSERT INTO push_log (at) VALUES (?)", now);
+      return { kind: "approval" };
+    }
+    const summaryAt = Number(this.sql.exec("SELECT v FROM meta WHERE k = 'summary_at'").toArray()[0]?.v ?? 0);
+    if (summaryAt > windowStart) return { kind: "none" };
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('summary_at', ?)", String(now));
+    return { kind: "summary", waiting: this.pendingCount() };
+  }
+
+  private agentAnswer(
+    row: PendingRow,
+    r: { reason: ResolutionReason | null; optionId?: string | null },
+  ): RequestPermissionResponse {
     if (r.reason === "decided" && r.optionId) return { outcome: { outcome: "selected", optionId: r.optionId } };
     if (r.reason === "agent_cancelled" || r.reason === "session_cancelled")
       return { outcome: { outcome: "cancelled" } };
     return failClosedAnswer(JSON.parse(row.agent_options) as PermissionOption[]);
   }
 
-  /** Responses go only to the socket that sent the request. */
+  /** Responses go only to the socket that sent the request (HTTP-held requests have none: they are polled). */
   private answer(row: PendingRow, result: RequestPermissionResponse): void {
     const id = JSON.parse(row.rpc_id) as RpcId;
     for (const ws of this.ctx.getWebSockets(socketTag(row.socket_id))) send(ws, rpcResult(id, result));
@@ -377,9 +457,7 @@ export class SessionGate extends DurableObject<Env> {
 
   async decide(d: DecisionInput): Promise<DecisionResult> {
     const meta = this.meta();
-    const row = this.sql.exec("SELECT * FROM approvals WHERE id = ?", d.approvalId).toArray()[0] as
-      | (PendingRow & { state: string })
-      | undefined;
+    const row = this.sql.exec<StoredRow>("SELECT * FROM approvals WHERE id = ?", d.approvalId).toArray()[0];
     if (!meta || !row || meta.teamId !== d.teamId) return { status: 404 };
     const current = JSON.parse(row.record) as Approval;
     if (row.state !== "pending") return { status: current.reason === "decided" ? 409 : 410, approval: current };
@@ -409,7 +487,24 @@ export class SessionGate extends DurableObject<Env> {
     return rows.length;
   }
 
-  // ── time: expiry, heartbeats, outbox retries ─────────────────────────────
+  // ── agents over HTTP (RPC from the Worker) ───────────────────────────────
+
+  /** Holds a request for an agent that polls instead of holding a socket. */
+  async openOverHttp(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult> {
+    return this.http.open(join, params);
+  }
+
+  /** Answers once the approval is resolved or `waitMs` has passed; every poll renews the lease. */
+  async poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult> {
+    return this.http.poll(caller, approvalId, waitMs);
+  }
+
+  /** The agent gives a request up: `cancelled` while pending, else its final answer again. */
+  async cancelOverHttp(caller: AgentCaller, approvalId: string): Promise<HttpPollResult> {
+    return this.http.cancel(caller, approvalId);
+  }
+
+  // ── time: expiry, heartbeats, leases, outbox retries ─────────────────────
 
   override async alarm(): Promise<void> {
     this.alarmAt = null;
@@ -418,10 +513,12 @@ export class SessionGate extends DurableObject<Env> {
     this.scheduleAlarm();
   }
 
-  /** Ends what is due at `now`: expired requests, silent (half-open) sockets, orphans. */
+  /** Ends what is due at `now`: expired requests, lapsed leases, silent (half-open) sockets, orphans. */
   sweep(now: number): void {
     for (const row of this.pendingRows("expires_at <= ?", now))
       this.resolve(row, { state: "expired", reason: "expired" }, now);
+    for (const row of this.pendingRows("lease_until <= ?", now))
+      this.resolve(row, { state: "denied", reason: "agent_disconnected" }, now);
     for (const ws of this.ctx.getWebSockets()) {
       const identity = ws.deserializeAttachment() as SocketIdentity | null;
       if (!identity) continue;
@@ -439,19 +536,23 @@ export class SessionGate extends DurableObject<Env> {
     const live = new Set(
       this.ctx.getWebSockets().map((ws) => (ws.deserializeAttachment() as SocketIdentity | null)?.socketId),
     );
-    for (const row of this.pendingRows("1")) {
+    // HTTP-held requests are not orphans: their agent polls any instance until its lease lapses.
+    for (const row of this.pendingRows("lease_until IS NULL")) {
       if (!live.has(row.socket_id)) this.resolve(row, { state: "denied", reason: "service_restart" }, now);
     }
     this.afterChange();
   }
 
-  /** One alarm serves expiry, heartbeat checks while requests wait, and outbox retries. */
+  /** One alarm serves expiry, leases, heartbeat checks while sockets hold requests, and outbox retries. */
   private scheduleAlarm(): void {
-    const next = this.sql.exec("SELECT MIN(expires_at) AS at FROM approvals WHERE state = 'pending'").one().at as
-      | number
-      | null;
-    const candidates: number[] = [];
-    if (next !== null) candidates.push(next, Date.now() + HEARTBEAT_INTERVAL_MS);
+    const due = this.sql
+      .exec<{ expiry: number | null; lease: number | null; socketHeld: number }>(
+        `SELECT MIN(expires_at) AS expiry, MIN(lease_until) AS lease, COUNT(*) - COUNT(lease_until) AS socketHeld
+           FROM approvals WHERE state = 'pending'`,
+      )
+      .one();
+    const candidates = [due.expiry, due.lease].filter((at) => at !== null);
+    if (due.socketHeld > 0) candidates.push(Date.now() + HEARTBEAT_INTERVAL_MS);
     if (this.outboxSize() > 0) candidates.push(Date.now() + OUTBOX_RETRY_MS);
     if (candidates.length === 0) return;
     const at = Math.min(...candidates);
@@ -555,19 +656,6 @@ export class SessionGate extends DurableObject<Env> {
   }
 
   // ── storage ──────────────────────────────────────────────────────────────
-
-  private migrate(): void {
-    this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS approvals (
-        id TEXT PRIMARY KEY, rpc_id TEXT NOT NULL, socket_id TEXT NOT NULL, key_id TEXT NOT NULL,
-        state TEXT NOT NULL, expires_at INTEGER NOT NULL, agent_options TEXT NOT NULL, record TEXT NOT NULL);
-      CREATE INDEX IF NOT EXISTS approvals_pending ON approvals (state, socket_id);
-      CREATE TABLE IF NOT EXISTS tool_calls (id TEXT PRIMARY KEY, data TEXT NOT NULL, updated_at INTEGER NOT NULL);
-      CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, op TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS revoked_keys (key_id TEXT PRIMARY KEY);
-    `);
-  }
 
   private meta(): SessionMeta | null {
     const row = this.sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];

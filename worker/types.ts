@@ -1,12 +1,20 @@
 import type { SessionGate } from "./session-gate";
+import type { TeamHub } from "./team-hub";
 
 export interface Env {
   DB: D1Database;
   SESSION_GATE: DurableObjectNamespace<SessionGate>;
+  TEAM_HUB: DurableObjectNamespace<TeamHub>;
+  /** Web Push (VAPID): secrets in production; `npm start` writes local ones into .dev.vars. */
+  VAPID_PUBLIC_KEY?: string;
+  VAPID_PRIVATE_KEY?: string;
+  VAPID_SUBJECT?: string;
   /** Local mode: mail goes to the console and `GET /v1/dev/outbox`. Never set in production. */
   DEV_OUTBOX?: string;
   /** The public origin, e.g. https://tapgate.example.com; defaults to the request's origin. */
   APP_ORIGIN?: string;
+  /** The WebAuthn relying party id (a registrable domain); defaults to APP_ORIGIN's hostname. */
+  RP_ID?: string;
   /** HTTP mail provider (production): a JSON POST endpoint, its bearer key, the sender. */
   MAIL_API_URL?: string;
   MAIL_API_KEY?: string;

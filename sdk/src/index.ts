@@ -1,4 +1,9 @@
 export {
+  type AcpPermissionHandler,
+  type AcpPermissionHandlerOptions,
+  acpPermissionHandler,
+} from "./acp/handler.js";
+export {
   type GateSession,
   type LogLevel,
   type RequestPermissionOptions,

@@ -17,8 +17,6 @@ function run(command: string, args: string[], env: Record<string, string> = {}) 
 it("the README's example agent asks and prints the human's answer", async () => {
   const person = await Person.signUp(worker.url);
   const { key } = await person.createKey("example");
-  const [built] = await once(run("npm", ["run", "--silent", "build:sdk"]), "exit");
-  expect(built).toBe(0);
 
   const agent = run(process.execPath, ["examples/ask.mjs", "make deploy"], {
     TAPGATE_URL: worker.url,

@@ -1,36 +1,119 @@
-/** The agent's WebSocket: authenticate the key, register the session, hand the socket to its gate. */
-import { Hono, type MiddlewareHandler } from "hono";
+/**
+ * The agent API (API keys only): the session WebSocket, HTTP long-poll for agents that cannot
+ * hold a socket, and the key's own profile and self-revocation.
+ */
+import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import { sessionIdSchema } from "../../sdk/src/protocol";
+import { LIMITS, requestPermissionParamsSchema, sessionIdSchema } from "../../sdk/src/protocol";
 import { requireAgentKey } from "../auth";
-import { getTeamPolicy, joinAgentSession, touchApiKey } from "../db";
+import { getAgentProfile, getTeamPolicy, joinAgentSession, touchApiKey } from "../db";
+import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate-http";
+import { depthExceeds } from "../gate-socket";
 import { apiError, validate } from "../http";
-import { joinRequest } from "../session-gate";
+import { gateFor, joinRequest, sessionGate } from "../session-gate";
 import type { AppEnv } from "../types";
+import { revokeKey } from "./keys";
 
 const requireUpgrade: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (c.req.header("Upgrade")?.toLowerCase() === "websocket") return next();
   return apiError(c, 426, "upgrade_required", "open this URL as a WebSocket");
 };
 
-export const agentRoutes = new Hono<AppEnv>().get(
-  "/v1/agent/sessions/:sessionId",
-  requireUpgrade,
-  validate("param", z.object({ sessionId: sessionIdSchema })),
-  requireAgentKey,
-  async (c) => {
-    const agent = c.get("agent");
-    const { sessionId } = c.req.valid("param");
-    const now = Date.now();
-    const [joined, policy] = await Promise.all([
-      joinAgentSession(c.env.DB, { ...agent, sessionId, now }),
-      getTeamPolicy(c.env.DB, agent.teamId),
-    ]);
-    if (joined === "forbidden") {
-      return apiError(c, 403, "forbidden", "this session belongs to another user; use a new session id");
-    }
-    c.executionCtx.waitUntil(touchApiKey(c.env.DB, agent.keyId, now));
-    const gate = c.env.SESSION_GATE.get(c.env.SESSION_GATE.idFromName(`${agent.teamId}/${sessionId}`));
-    return gate.fetch(joinRequest(c.req.raw, { ...agent, sessionId, ownerUserId: agent.userId, policy }));
-  },
-);
+/** The same limit as a socket frame: the body is what a frame would carry. */
+const limitBody = bodyLimit({
+  maxSize: LIMITS.frameBytes,
+  onError: (c) => apiError(c, 413, "too_large", `the body is larger than ${LIMITS.frameBytes} bytes`),
+});
+
+const sessionParam = z.object({ sessionId: sessionIdSchema });
+const permissionBody = requestPermissionParamsSchema.refine((p) => !depthExceeds(p, LIMITS.jsonDepth), {
+  message: `JSON nested deeper than ${LIMITS.jsonDepth}`,
+});
+const waitQuery = z.object({ wait: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(0) });
+
+/** Registers the key's use of the session (its first key's user owns it); null if another user owns it. */
+async function joinSession(c: Context<AppEnv>, sessionId: string) {
+  const agent = c.get("agent");
+  const now = Date.now();
+  const [joined, policy] = await Promise.all([
+    joinAgentSession(c.env.DB, { ...agent, sessionId, now }),
+    getTeamPolicy(c.env.DB, agent.teamId),
+  ]);
+  if (joined === "forbidden") return null;
+  c.executionCtx.waitUntil(touchApiKey(c.env.DB, agent.keyId, now));
+  return {
+    gate: sessionGate(c.env, agent.teamId, sessionId),
+    join: { ...agent, sessionId, ownerUserId: agent.userId, policy },
+  };
+}
+
+const badKey = (c: Context) => apiError(c, 401, "bad_api_key", "the API key is unknown or revoked");
+const forbidden = (c: Context) =>
+  apiError(c, 403, "forbidden", "this session belongs to another user; use a new session id");
+
+/** Unknown ids, another team's and another user's all get this same answer. */
+const notFound = (c: Context) => apiError(c, 404, "not_found", "no such approval");
+
+function pollReply(c: Context, result: HttpPollResult) {
+  return result.status === 404 ? notFound(c) : c.json(result.body, result.status);
+}
+
+export const agentRoutes = new Hono<AppEnv>()
+  .get("/v1/agent/sessions/:sessionId", requireUpgrade, validate("param", sessionParam), requireAgentKey, async (c) => {
+    const session = await joinSession(c, c.req.valid("param").sessionId);
+    if (!session) return forbidden(c);
+    return session.gate.fetch(joinRequest(c.req.raw, session.join));
+  })
+  .post(
+    "/v1/agent/sessions/:sessionId/permissions",
+    requireAgentKey,
+    validate("param", sessionParam),
+    limitBody,
+    validate("json", permissionBody),
+    async (c) => {
+      const { sessionId } = c.req.valid("param");
+      const params = c.req.valid("json");
+      if (params.sessionId !== sessionId) {
+        const message = `sessionId in the body (${params.sessionId}) must be the one in the path (${sessionId})`;
+        return apiError(c, 400, "invalid_request", message, {
+          issues: [{ code: "custom", path: ["sessionId"], message }],
+        });
+      }
+      const session = await joinSession(c, sessionId);
+      if (!session) return forbidden(c);
+      // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
+      const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
+      if (result.status === 201) return c.json(result.body, 201);
+      const { status, error, message, issues } = result;
+      return apiError(c, status, error, message, issues && { issues });
+    },
+  )
+  .use("/v1/agent/approvals/*", requireAgentKey)
+  .get("/v1/agent/approvals/:id", validate("query", waitQuery), async (c) => {
+    const id = c.req.param("id");
+    const gate = gateFor(c.env, id);
+    if (!gate) return notFound(c);
+    const { teamId, userId, keyId } = c.get("agent");
+    const result = await gate.poll({ teamId, userId, keyId }, id, c.req.valid("query").wait * 1000);
+    return pollReply(c, result);
+  })
+  .delete("/v1/agent/approvals/:id", async (c) => {
+    const id = c.req.param("id");
+    const gate = gateFor(c.env, id);
+    if (!gate) return notFound(c);
+    const { teamId, userId, keyId } = c.get("agent");
+    return pollReply(c, await gate.cancelOverHttp({ teamId, userId, keyId }, id));
+  })
+  .use("/v1/agent/me", requireAgentKey)
+  .get("/v1/agent/me", async (c) => {
+    const { teamId, keyId } = c.get("agent");
+    const profile = await getAgentProfile(c.env.DB, teamId, keyId);
+    return profile ? c.json(profile) : badKey(c);
+  })
+  .delete("/v1/agent/me", async (c) => {
+    const { teamId, userId, keyId } = c.get("agent");
+    // An agent may give up its own key, and nothing else.
+    const revoked = await revokeKey(c.env, { teamId, userId, keyId, actor: `key:${keyId}` });
+    return revoked ? c.json(revoked) : badKey(c);
+  });

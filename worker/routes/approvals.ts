@@ -4,8 +4,9 @@ import { z } from "zod";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getApprovalRecord, listApprovals } from "../db";
 import { apiError, validate } from "../http";
-import { APPROVAL_ID_PATTERN, type DecisionResult } from "../session-gate";
-import type { AppEnv, Env } from "../types";
+import { type DecisionResult, gateFor } from "../session-gate";
+import { hubFor } from "../team-hub";
+import type { AppEnv } from "../types";
 
 const listQuery = z.object({
   state: z.enum(["pending", "resolved"]).default("pending"),
@@ -29,17 +30,6 @@ const decisionBody = z.object({
     .string()
     .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
 });
-
-/** The SessionGate an approval id names, or null for ids that cannot be ours. */
-function gateFor(env: Env, approvalId: string) {
-  const hex = APPROVAL_ID_PATTERN.exec(approvalId)?.[1];
-  if (!hex) return null;
-  try {
-    return env.SESSION_GATE.get(env.SESSION_GATE.idFromString(hex));
-  } catch {
-    return null;
-  }
-}
 
 const notFound = "no such approval";
 
@@ -67,10 +57,13 @@ export const approvalRoutes = new Hono<AppEnv>()
     const w = c.get("web");
     const id = c.req.param("id");
     const gate = gateFor(c.env, id);
-    const approval = gate
-      ? ((await gate.getApproval(w.teamId, id)) ?? (await getApprovalRecord(c.env.DB, w.teamId, id)))
-      : null;
-    return approval ? c.json(approval) : apiError(c, 404, "not_found", notFound);
+    if (!gate) return apiError(c, 404, "not_found", notFound);
+    const [held, delivery] = await Promise.all([
+      gate.getApproval(w.teamId, id),
+      hubFor(c.env, w.teamId).deliveries(id),
+    ]);
+    const approval = held ?? (await getApprovalRecord(c.env.DB, w.teamId, id));
+    return approval ? c.json({ ...approval, delivery }) : apiError(c, 404, "not_found", notFound);
   })
   .post(
     "/v1/approvals/:id/decision",

@@ -1,15 +1,19 @@
 /** Sign-up, sign-in by one-time email link, sign-out, and who am I. */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { endWebSession, requireSameOrigin, requireWeb, startWebSession } from "../auth";
 import { randomToken, sha256Hex } from "../crypto";
 import {
+  addPasskey,
   consumeSignInLink,
   createSignInLink,
   createUserWithTeam,
   findUserByEmail,
   firstMembership,
   listDevMessages,
+  type NewPasskey,
+  type SignInLink,
+  type SignupDetails,
 } from "../db";
 import { apiError, appOrigin, validate } from "../http";
 import { deliverMail } from "../mail";
@@ -21,7 +25,7 @@ const email = z
   .email()
   .max(254)
   .transform((e) => e.toLowerCase());
-const signupBody = z.object({
+export const signupBody = z.object({
   email,
   name: z.string().trim().min(1).max(100),
   team: z.string().trim().min(1).max(100),
@@ -30,14 +34,9 @@ const signinBody = z.object({ email });
 const linkBody = z.object({ token: z.string().min(20).max(100) });
 
 export const authRoutes = new Hono<AppEnv>()
-  .post("/v1/auth/signup", requireSameOrigin, validate("json", signupBody), async (c) => {
-    const body = c.req.valid("json");
-    // An existing address gets a sign-in link instead; the answer is the same, so nothing leaks.
-    const existing = await findUserByEmail(c.env.DB, body.email);
-    if (existing) await sendLink(c, { purpose: "signin", email: body.email, name: null, team_name: null });
-    else await sendLink(c, { purpose: "signup", email: body.email, name: body.name, team_name: body.team });
-    return c.json({ ok: true, message: "check your email for a link" }, 202);
-  })
+  .post("/v1/auth/signup", requireSameOrigin, validate("json", signupBody), async (c) =>
+    signUpByMail(c, c.req.valid("json"), null),
+  )
   .post("/v1/auth/signin", requireSameOrigin, validate("json", signinBody), async (c) => {
     const { email } = c.req.valid("json");
     if (await findUserByEmail(c.env.DB, email)) {
@@ -60,6 +59,8 @@ export const authRoutes = new Hono<AppEnv>()
             teamName: link.team_name ?? "My team",
             now,
           });
+    // Only a link that created the account brings its passkey: never attach one to an existing user.
+    if (link.passkey && !user) await addPasskey(c.env.DB, { passkey: link.passkey, ...signedIn, now });
     await startWebSession(c, signedIn.userId, signedIn.teamId, "email_link");
     return c.json({ ok: true });
   })
@@ -82,18 +83,30 @@ export const authRoutes = new Hono<AppEnv>()
   // Mail scanners fetch links: GET only shows a button; the POST behind it consumes the token.
   .get("/signin", (c) => c.html(CONFIRM_PAGE));
 
-async function sendLink(
-  c: Parameters<typeof deliverMail>[0],
-  link: { purpose: "signup" | "signin"; email: string; name: string | null; team_name: string | null },
-) {
+/**
+ * Sign-up, by email alone or with a passkey made on the way (`passkey`, parked on the link until
+ * it is confirmed, so the address is proven first). An existing address gets a sign-in link
+ * instead and the passkey is dropped; the answer is the same, so nothing leaks.
+ */
+export async function signUpByMail(c: Context<AppEnv>, details: SignupDetails, passkey: NewPasskey | null) {
+  const existing = await findUserByEmail(c.env.DB, details.email);
+  const { email, name, team } = details;
+  if (existing) await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
+  else await sendLink(c, { purpose: "signup", email, name, team_name: team, passkey });
+  return c.json({ ok: true, message: "check your email for a link" }, 202);
+}
+
+async function sendLink(c: Context<AppEnv>, link: SignInLink) {
   const token = randomToken();
   await createSignInLink(c.env.DB, { ...link, tokenHash: sha256Hex(token), now: Date.now(), ttlMs: LINK_TTL_MS });
   const url = `${appOrigin(c)}/signin?token=${token}`;
   const action = link.purpose === "signup" ? "finish creating your Tapgate team" : "sign in to Tapgate";
+  // Whoever confirms the link gets the passkey in their new account: say so, so nobody confirms a stranger's.
+  const passkey = link.passkey ? "Confirming also adds the passkey that was created when signing up. " : "";
   await deliverMail(c, {
     to: link.email,
     subject: link.purpose === "signup" ? "Confirm your Tapgate sign-up" : "Your Tapgate sign-in link",
-    text: `Open this link to ${action}. It works once, for 15 minutes:\n\n${url}\n\nIf you did not ask for it, ignore this message.`,
+    text: `Open this link to ${action}. It works once, for 15 minutes:\n\n${url}\n\n${passkey}If you did not ask for it, ignore this message.`,
     link: url,
   });
 }

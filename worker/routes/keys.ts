@@ -1,11 +1,12 @@
-/** Agent API keys: create (shown once), list, revoke. */
+/** Agent API keys: create (shown once), list, revoke (here, or by the agent itself: DELETE /v1/agent/me). */
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { newApiKey, newId } from "../crypto";
 import { audit, createApiKey, listApiKeys, revokeApiKey } from "../db";
 import { apiError, validate } from "../http";
-import type { AppEnv } from "../types";
+import { sessionGate } from "../session-gate";
+import type { AppEnv, Env } from "../types";
 
 const createBody = z.object({ label: z.string().trim().min(1).max(100) });
 const keyParam = z.object({ id: z.string().regex(/^key_[0-9A-Za-z]{22}$/, "not a key id") });
@@ -38,22 +39,28 @@ export const keyRoutes = new Hono<AppEnv>()
   .delete("/v1/keys/:id", validate("param", keyParam), async (c) => {
     const w = c.get("web");
     const keyId = c.req.valid("param").id;
-    const now = Date.now();
-    const sessions = await revokeApiKey(c.env.DB, { teamId: w.teamId, userId: w.userId, keyId, now });
-    if (!sessions) return apiError(c, 404, "not_found", "no such key");
-    // Deny its pending requests and close its sockets now, not at the next reconnect.
-    const denied = await Promise.all(
-      sessions.map((sessionId) =>
-        c.env.SESSION_GATE.get(c.env.SESSION_GATE.idFromName(`${w.teamId}/${sessionId}`)).revokeKey(w.teamId, keyId),
-      ),
-    );
-    await audit(c.env.DB, {
-      eventId: `key_revoked:${keyId}`,
-      teamId: w.teamId,
-      at: now,
-      actor: `user:${w.userId}`,
-      action: "key.revoked",
-      subject: keyId,
-    });
-    return c.json({ id: keyId, revokedAt: now, deniedRequests: denied.reduce((a, b) => a + b, 0) });
+    const revoked = await revokeKey(c.env, { teamId: w.teamId, userId: w.userId, keyId, actor: `user:${w.userId}` });
+    return revoked ? c.json(revoked) : apiError(c, 404, "not_found", "no such key");
   });
+
+/**
+ * Revokes a live key of the user, then denies its pending requests (`key_revoked`) and closes its
+ * sockets in every session it opened, now rather than at their next reconnect. Null when no such key.
+ */
+export async function revokeKey(env: Env, r: { teamId: string; userId: string; keyId: string; actor: string }) {
+  const now = Date.now();
+  const sessions = await revokeApiKey(env.DB, { teamId: r.teamId, userId: r.userId, keyId: r.keyId, now });
+  if (!sessions) return null;
+  const denied = await Promise.all(
+    sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
+  );
+  await audit(env.DB, {
+    eventId: `key_revoked:${r.keyId}`,
+    teamId: r.teamId,
+    at: now,
+    actor: r.actor,
+    action: "key.revoked",
+    subject: r.keyId,
+  });
+  return { id: r.keyId, revokedAt: now, deniedRequests: denied.reduce((a, b) => a + b, 0) };
+}

@@ -1,0 +1,176 @@
+/** Typed client for the human API. Every state change sends JSON; failures carry the server's message. */
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
+} from "@simplewebauthn/browser";
+import type { Approval } from "../../sdk/src/approval";
+
+export type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/approval";
+
+/** Per-device push delivery, as `GET /v1/approvals/:id` and the live feed report it. */
+export interface Delivery {
+  deviceId: string;
+  deviceName: string;
+  userId: string;
+  sentAt: number | null;
+  deliveredAt: number | null;
+  seenAt: number | null;
+  failedAt?: number | null;
+}
+
+/** The approval plus what the card and live feed add to it. */
+export type ApprovalView = Approval & { delivery?: Delivery[]; ownerUserId?: string };
+
+export interface Me {
+  user: { id: string; email: string; name: string };
+  team: { id: string; name: string };
+  role: string;
+}
+
+export interface Device {
+  id: string;
+  name: string;
+  createdAt: number;
+  lastSeenAt: number | null;
+  current?: boolean;
+}
+
+export interface DeviceCode {
+  userCode: string;
+  clientName: string;
+  createdAt: number;
+  expiresAt: number;
+  status: "pending" | "approved" | "denied" | "consumed";
+}
+
+export interface Page<T> {
+  approvals: T[];
+  cursor: string | null;
+}
+
+export interface PushSubscriptionBody {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly body: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+
+  /** The request never reached the server. */
+  get offline(): boolean {
+    return this.status === 0;
+  }
+}
+
+let onUnauthenticated: () => void = () => {};
+/** The app decides where a lapsed session goes (the sign-in screen, then back). */
+export function setUnauthenticatedHandler(handler: () => void): void {
+  onUnauthenticated = handler;
+}
+
+/** The name decisions are attributed to ("Allowed by Sam on Pixel 8"), once this device has one. */
+let deviceName = "web";
+export function setDecisionDeviceName(name: string | null): void {
+  deviceName = name ?? "web";
+}
+
+async function request<T>(method: string, path: string, body?: unknown, quiet401 = false): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method === "POST" && path.endsWith("/decision")) headers["X-Tapgate-Device"] = deviceName;
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+    });
+  } catch {
+    throw new ApiError(0, "offline", "You're offline. Nothing was sent.");
+  }
+  const text = await res.text();
+  const parsed = parseJson(text);
+  if (res.ok) return parsed as T;
+  const fields = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : {};
+  const code = typeof fields.error === "string" ? fields.error : `http_${res.status}`;
+  const message = typeof fields.message === "string" ? fields.message : `The server answered ${res.status}.`;
+  if (res.status === 401 && !quiet401) onUnauthenticated();
+  throw new ApiError(res.status, code, message, fields);
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+const enc = encodeURIComponent;
+const get = <T>(path: string) => request<T>("GET", path);
+const post = <T>(path: string, body: unknown = {}) => request<T>("POST", path, body);
+const del = <T>(path: string) => request<T>("DELETE", path);
+
+interface ChallengeOf<O> {
+  challengeId: string;
+  options: O;
+}
+
+export const api = {
+  /** Null when signed out: callers decide whether that is an error. */
+  async me(): Promise<Me | null> {
+    try {
+      return await request<Me>("GET", "/v1/me", undefined, true);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) return null;
+      throw e;
+    }
+  },
+  signIn: (email: string) => post<{ message: string }>("/v1/auth/signin", { email }),
+  signUp: (b: { email: string; name: string; team: string }) => post<{ message: string }>("/v1/auth/signup", b),
+  confirmLink: (token: string) => post<{ ok: true }>("/v1/auth/link", { token }),
+  signOut: () => post<{ ok: true }>("/v1/auth/signout"),
+
+  passkeyLoginOptions: () => post<ChallengeOf<PublicKeyCredentialRequestOptionsJSON>>("/v1/auth/passkey/login/options"),
+  passkeyLoginVerify: (challengeId: string, response: AuthenticationResponseJSON) =>
+    post<unknown>("/v1/auth/passkey/login/verify", { challengeId, response }),
+  /** Signed in: adds a passkey to me (body `{}`); signed out: passkey sign-up. */
+  passkeyRegisterOptions: (signup?: { email: string; name: string; team: string }) =>
+    post<ChallengeOf<PublicKeyCredentialCreationOptionsJSON>>("/v1/auth/passkey/register/options", signup ?? {}),
+  passkeyRegisterVerify: (challengeId: string, response: RegistrationResponseJSON, deviceName: string) =>
+    post<unknown>("/v1/auth/passkey/register/verify", { challengeId, response, deviceName }),
+
+  approvals: (q: { state: "pending" | "resolved"; scope: "mine" | "team"; cursor?: string | null; limit?: number }) => {
+    const params = new URLSearchParams({ state: q.state, scope: q.scope, limit: String(q.limit ?? 50) });
+    if (q.cursor) params.set("cursor", q.cursor);
+    return get<Page<ApprovalView>>(`/v1/approvals?${params}`);
+  },
+  approval: (id: string) => get<ApprovalView>(`/v1/approvals/${enc(id)}`),
+  decide: (id: string, optionId: string, requestHash: string) =>
+    post<ApprovalView>(`/v1/approvals/${enc(id)}/decision`, { optionId, requestHash }),
+
+  pushKey: () => get<{ publicKey: string }>("/v1/push/key"),
+  devices: () => get<{ devices: Device[] }>("/v1/devices"),
+  addDevice: (name: string, subscription: PushSubscriptionBody) =>
+    post<{ id: string; name: string; createdAt: number }>("/v1/devices", { name, subscription }),
+  removeDevice: (id: string) => del<unknown>(`/v1/devices/${enc(id)}`),
+  testDevice: (id: string) => post<unknown>(`/v1/devices/${enc(id)}/test`),
+
+  createPairing: () => post<{ url: string; expiresAt: number }>("/v1/pairing"),
+  claimPairing: (token: string) => post<unknown>("/v1/pairing/claim", { token }),
+
+  deviceCode: (userCode: string) => get<DeviceCode>(`/v1/device/${enc(userCode)}`),
+  decideDeviceCode: (userCode: string, decision: "approve" | "deny") =>
+    post<DeviceCode>(`/v1/device/${enc(userCode)}/${decision}`),
+};

@@ -1,0 +1,36 @@
+import { useMemo, useState } from "preact/hooks";
+import { DEFAULT_LINE_LIMIT, toSafeText } from "../safe-text";
+
+/**
+ * Agent text, rendered as text nodes only (never HTML), with unsafe characters shown as tokens
+ * and long lines cut behind a "Show all" button. `block` keeps line breaks (code, JSON, commands).
+ */
+export function SafeText({ text, block = false, testId }: { text: string; block?: boolean; testId?: string }) {
+  const [all, setAll] = useState(false);
+  const safe = useMemo(() => toSafeText(text, all ? null : DEFAULT_LINE_LIMIT), [text, all]);
+  const Tag = block ? "pre" : "span";
+  return (
+    <>
+      <Tag class={block ? "safe safe-block" : "safe"} dir="ltr" data-testid={testId}>
+        {safe.segments.map((s, i) =>
+          s.kind === "text" ? (
+            s.text
+          ) : s.kind === "escape" ? (
+            <span key={i} class="esc" title={s.name} data-testid="escaped-char">
+              ⟨{s.label}⟩
+            </span>
+          ) : (
+            <span key={i} class="cut">
+              … {s.hidden.toLocaleString()} more characters
+            </span>
+          ),
+        )}
+      </Tag>
+      {(safe.hidden > 0 || all) && (
+        <button type="button" class="link-button" onClick={() => setAll(!all)} data-testid="show-all">
+          {all ? "Show less" : `Show all (${safe.hidden.toLocaleString()} more characters)`}
+        </button>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,83 @@
+/** Times and outcomes in words, as the screens show them. */
+import type { ApprovalView } from "./api";
+
+/** "4 s", "12 min", "3 h", "2 d": compact enough for a list row. */
+export function shortDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h`;
+  return `${Math.floor(s / 86_400)} d`;
+}
+
+/** "4:05" or "1:02:03", for countdowns. */
+export function clock(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = String(s % 60).padStart(2, "0");
+  return h ? `${h}:${String(m).padStart(2, "0")}:${sec}` : `${m}:${sec}`;
+}
+
+export function ago(at: number, now: number): string {
+  return now - at < 5000 ? "just now" : `${shortDuration(now - at)} ago`;
+}
+
+export function dateTime(at: number): string {
+  return new Date(at).toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+}
+
+const STATE_WORDS: Record<ApprovalView["state"], string> = {
+  pending: "Waiting",
+  allowed: "Allowed",
+  denied: "Denied",
+  cancelled: "Cancelled",
+  expired: "Expired",
+};
+
+const REASON_WORDS: Record<string, string> = {
+  agent_cancelled: "the agent withdrew the request",
+  session_cancelled: "the agent cancelled its session",
+  agent_disconnected: "agent disconnected",
+  expired: "nobody answered in time",
+  key_revoked: "the agent's API key was revoked",
+  service_restart: "the service restarted",
+  invalid: "the request was invalid",
+};
+
+/** The headline of a resolved request: "Allowed by Sam on Pixel 8", "Denied — agent disconnected". */
+export function outcome(a: ApprovalView, myUserId?: string): string {
+  const word = STATE_WORDS[a.state];
+  if (a.state === "pending") return word;
+  if (a.reason === "decided" && a.decidedBy) {
+    const option = a.options.find((o) => o.optionId === a.optionId);
+    const chose = option ? ` (${option.name})` : "";
+    const where = a.decidedBy.device && a.decidedBy.device !== "web" ? ` on ${a.decidedBy.device}` : "";
+    const who = a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name;
+    return `${word}${chose} by ${who}${where}`;
+  }
+  if (a.state === "expired" || !a.reason) return word;
+  return `${word} — ${REASON_WORDS[a.reason] ?? a.reason}`;
+}
+
+/** The outcome with when it happened: "Denied — agent disconnected 40 s ago". */
+export function outcomeWithTime(a: ApprovalView, now: number, myUserId?: string): string {
+  const text = outcome(a, myUserId);
+  return a.resolvedAt ? `${text} ${ago(a.resolvedAt, now)}` : text;
+}
+
+export function isAllow(kind: string): boolean {
+  return kind.startsWith("allow");
+}
+
+/** The strings a card is headed by; each may be missing from what the agent sent. */
+export function describeApproval(a: ApprovalView) {
+  const tc = a.snapshot.toolCall;
+  const session = a.snapshot.session;
+  return {
+    title: typeof tc.title === "string" && tc.title ? tc.title : "Permission request",
+    kind: typeof tc.kind === "string" ? tc.kind : "other",
+    sessionTitle: session.title ?? a.sessionId,
+    agent: session.agent ? `${session.agent.name}${session.agent.version ? ` ${session.agent.version}` : ""}` : null,
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * The team's live feed (`GET /v1/live`, a WebSocket held by the TeamHub). Reconnects with
+ * jittered backoff, and after every (re)connect tells screens to resync from the API, because
+ * events sent while the socket was down are gone.
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import type { ApprovalView } from "./api";
+
+export type LiveEvent = { type: "approval" | "resolved"; approval: ApprovalView } | { type: "resync" };
+export type LiveStatus = "connecting" | "live" | "offline";
+
+const PING_EVERY_MS = 25_000;
+const PONG_WITHIN_MS = 10_000;
+const MAX_BACKOFF_MS = 30_000;
+
+class LiveFeed {
+  status: LiveStatus = "connecting";
+  private ws: WebSocket | null = null;
+  private running = false;
+  private attempt = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private pingTimer: ReturnType<typeof setInterval> | undefined;
+  private pongTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly events = new Set<(e: LiveEvent) => void>();
+  private readonly statuses = new Set<(s: LiveStatus) => void>();
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    addEventListener("online", this.wake);
+    document.addEventListener("visibilitychange", this.wake);
+    this.connect();
+  }
+
+  stop(): void {
+    this.running = false;
+    removeEventListener("online", this.wake);
+    document.removeEventListener("visibilitychange", this.wake);
+    clearTimeout(this.retryTimer);
+    this.drop();
+  }
+
+  onEvent(fn: (e: LiveEvent) => void): () => void {
+    this.events.add(fn);
+    return () => this.events.delete(fn);
+  }
+
+  onStatus(fn: (s: LiveStatus) => void): () => void {
+    this.statuses.add(fn);
+    return () => this.statuses.delete(fn);
+  }
+
+  /** Back online or back in front: retry now instead of waiting out the backoff, or check the socket. */
+  private readonly wake = () => {
+    if (!this.running || document.visibilityState !== "visible") return;
+    if (this.ws?.readyState === WebSocket.OPEN) this.ping();
+    else {
+      this.attempt = 0;
+      clearTimeout(this.retryTimer);
+      if (!this.ws) this.connect();
+    }
+  };
+
+  private connect(): void {
+    this.setStatus(navigator.onLine ? "connecting" : "offline");
+    const ws = new WebSocket(`${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/v1/live`);
+    this.ws = ws;
+    ws.onopen = () => {
+      this.attempt = 0;
+      this.setStatus("live");
+      this.pingTimer = setInterval(() => this.ping(), PING_EVERY_MS);
+      this.emit({ type: "resync" });
+    };
+    ws.onmessage = (m) => this.receive(m.data);
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.drop();
+      if (this.running) this.retry();
+    };
+  }
+
+  private receive(data: unknown): void {
+    if (data === "pong") {
+      clearTimeout(this.pongTimer);
+      return;
+    }
+    if (typeof data !== "string") return;
+    try {
+      const event = JSON.parse(data) as LiveEvent;
+      if ((event.type === "approval" || event.type === "resolved") && event.approval?.id) this.emit(event);
+    } catch {
+      // A frame we cannot read changes nothing; the next resync corrects the list.
+    }
+  }
+
+  /** A socket a phone silently lost answers no ping: close it and reconnect. */
+  private ping(): void {
+    if (this.ws?.readyState !== WebSocket.OPEN) return;
+    this.ws.send("ping");
+    clearTimeout(this.pongTimer);
+    this.pongTimer = setTimeout(() => this.ws?.close(), PONG_WITHIN_MS);
+  }
+
+  private retry(): void {
+    const ceiling = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** this.attempt);
+    this.attempt++;
+    this.retryTimer = setTimeout(() => this.connect(), ceiling / 2 + (Math.random() * ceiling) / 2);
+  }
+
+  private drop(): void {
+    clearInterval(this.pingTimer);
+    clearTimeout(this.pongTimer);
+    const ws = this.ws;
+    this.ws = null;
+    if (ws) {
+      ws.onopen = null;
+      ws.onmessage = null;
+      ws.onclose = null;
+      ws.close();
+    }
+    this.setStatus(navigator.onLine ? "connecting" : "offline");
+  }
+
+  private setStatus(s: LiveStatus): void {
+    if (s === this.status) return;
+    this.status = s;
+    for (const fn of this.statuses) fn(s);
+  }
+
+  private emit(e: LiveEvent): void {
+    for (const fn of this.events) fn(e);
+  }
+}
+
+export const live = new LiveFeed();
+
+/** Calls `fn` for every live event while mounted (the latest `fn`, so it may close over state). */
+export function useLiveEvents(fn: (e: LiveEvent) => void): void {
+  const ref = useRef(fn);
+  ref.current = fn;
+  useEffect(() => live.onEvent((e) => ref.current(e)), []);
+}
+
+export function useLiveStatus(): LiveStatus {
+  const [status, setStatus] = useState(live.status);
+  useEffect(() => live.onStatus(setStatus), []);
+  return status;
+}

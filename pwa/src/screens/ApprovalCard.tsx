@@ -1,0 +1,235 @@
+import type { ComponentChildren } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { type ApiError, type ApprovalView, api, type Delivery } from "../api";
+import { useNow } from "../clock";
+import { Banner } from "../components/Banner";
+import { Countdown } from "../components/Countdown";
+import { KindIcon, kindLabel } from "../components/KindIcon";
+import { OptionButtons } from "../components/OptionButtons";
+import { SafeText } from "../components/SafeText";
+import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
+import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
+import { useLiveEvents } from "../live";
+import { Link } from "../router";
+import { containsUnsafeText } from "../safe-text";
+import { useMe } from "../session";
+
+type Notice = { tone: "error" | "warn"; text: string } | null;
+
+export function ApprovalCard({ id }: { id: string }) {
+  const [approval, setApproval] = useState<ApprovalView | null>(null);
+  const [loadError, setLoadError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [notice, setNotice] = useState<Notice>(null);
+
+  const load = () =>
+    api.approval(id).then(
+      (a) => {
+        setApproval(a);
+        setLoadError(null);
+      },
+      (e: ApiError) => setLoadError(e),
+    );
+  // The card is keyed by id (app.tsx), so it loads once.
+  useEffect(() => void load(), []);
+
+  useLiveEvents((e) => {
+    if (e.type === "resync") void load();
+    // Feed events may omit delivery; keep what the card already knows.
+    else if (e.approval.id === id)
+      setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
+  });
+
+  const choose = async (option: ApprovalView["options"][number]) => {
+    if (!approval) return;
+    setBusy(option.optionId);
+    setNotice(null);
+    try {
+      setApproval(await api.decide(id, option.optionId, approval.requestHash));
+    } catch (e) {
+      const err = e as ApiError;
+      const final = asRecord(err.body).approval as ApprovalView | undefined;
+      if (final) setApproval(final);
+      if (err.code === "request_changed") {
+        setNotice({
+          tone: "warn",
+          text: "The request changed while you were reading it. Check it again before deciding.",
+        });
+      } else if (!final) {
+        setNotice({ tone: "error", text: err.message });
+      }
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  if (loadError) {
+    return (
+      <section class="screen" data-testid="screen-approval">
+        <Banner
+          tone={loadError.offline ? "warn" : "error"}
+          testId={loadError.offline ? "offline-banner" : "approval-error"}
+        >
+          {loadError.status === 404 ? "This request does not exist, or belongs to another team." : loadError.message}
+        </Banner>
+        <p>
+          <Link href="/">Back to pending requests</Link>
+        </p>
+      </section>
+    );
+  }
+  if (!approval) return <p class="muted center">Loading…</p>;
+  return <Card approval={approval} busy={busy} notice={notice} onChoose={choose} />;
+}
+
+function Card({
+  approval,
+  busy,
+  notice,
+  onChoose,
+}: {
+  approval: ApprovalView;
+  busy: string | null;
+  notice: Notice;
+  onChoose: (o: ApprovalView["options"][number]) => void;
+}) {
+  const d = describeApproval(approval);
+  const tc = approval.snapshot.toolCall;
+  const session = approval.snapshot.session;
+  const rawInput = tc.rawInput;
+  const command = asRecord(rawInput).command;
+  const content = Array.isArray(tc.content) ? tc.content : [];
+  const locations = Array.isArray(tc.locations) ? tc.locations.map(asRecord) : [];
+  const suspicious = containsUnsafeText(approval.snapshot) || containsUnsafeText(approval.options);
+  return (
+    <article class="screen card" data-testid="screen-approval" data-state={approval.state}>
+      <header class="card-head">
+        <span class="kind" data-testid="card-kind">
+          <KindIcon kind={d.kind} /> {kindLabel(d.kind)}
+        </span>
+        <h1 data-testid="card-title">
+          <SafeText text={d.title} />
+        </h1>
+        {approval.state === "pending" && <Countdown expiresAt={approval.expiresAt} testId="card-countdown" />}
+      </header>
+
+      {suspicious && (
+        <Banner tone="warn" testId="unsafe-warning">
+          This request contains hidden characters, control codes or very long lines. They are shown as ⟨…⟩ tokens or
+          cut; read it carefully before allowing.
+        </Banner>
+      )}
+
+      <dl class="facts" data-testid="card-session">
+        <Fact label="Session" value={d.sessionTitle} />
+        <Fact label="Agent" value={d.agent} />
+        <Fact label="Host" value={session.host} />
+        <Fact label="Directory" value={session.cwd} />
+      </dl>
+
+      {typeof command === "string" && (
+        <Section title="Command">
+          <SafeText text={command} block testId="card-command" />
+        </Section>
+      )}
+      {content.length > 0 && (
+        <Section title="Content">
+          <ToolContent blocks={content} />
+        </Section>
+      )}
+      {locations.length > 0 && (
+        <Section title="Locations">
+          <ul class="plain" data-testid="card-locations">
+            {locations.map((l, i) => (
+              <li key={i}>
+                <SafeText text={`${String(l.path ?? "?")}${typeof l.line === "number" ? `:${l.line}` : ""}`} />
+              </li>
+            ))}
+          </ul>
+        </Section>
+      )}
+      {rawInput !== undefined && (
+        <Section title={typeof command === "string" ? "Full input" : "Input"}>
+          <SafeText text={prettyJson(rawInput)} block testId="card-raw-input" />
+        </Section>
+      )}
+      {approval.snapshot.meta && Object.keys(approval.snapshot.meta).length > 0 && (
+        <Section title="Policy metadata">
+          <SafeText text={prettyJson(approval.snapshot.meta)} block testId="card-meta" />
+        </Section>
+      )}
+      {approval.delivery && approval.delivery.length > 0 && <DeliveryList delivery={approval.delivery} />}
+
+      <p class="muted small break" data-testid="card-id">
+        Asked {dateTime(approval.createdAt)} · request {approval.id}
+      </p>
+
+      <div class="decide" data-testid="decide">
+        {notice && (
+          <Banner tone={notice.tone} testId="decision-notice">
+            {notice.text}
+          </Banner>
+        )}
+        {approval.state === "pending" ? (
+          <OptionButtons options={approval.options} busy={busy} onChoose={onChoose} />
+        ) : (
+          <Outcome approval={approval} />
+        )}
+      </div>
+    </article>
+  );
+}
+
+function Outcome({ approval }: { approval: ApprovalView }) {
+  const now = useNow();
+  const me = useMe();
+  return (
+    <Banner tone={approval.state === "allowed" ? "ok" : "error"} testId="outcome">
+      <strong>
+        <SafeText text={outcomeWithTime(approval, now, me?.user.id)} />
+      </strong>
+    </Banner>
+  );
+}
+
+function Fact({ label, value }: { label: string; value: string | null }) {
+  if (!value) return null;
+  return (
+    <>
+      <dt>{label}</dt>
+      <dd>
+        <SafeText text={value} />
+      </dd>
+    </>
+  );
+}
+
+function Section({ title, children }: { title: string; children: ComponentChildren }) {
+  return (
+    <section class="card-section">
+      <h2>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+function DeliveryList({ delivery }: { delivery: Delivery[] }) {
+  const now = useNow();
+  const step = (label: string, at: number | null | undefined) => (at ? `${label} ${ago(at, now)}` : null);
+  return (
+    <Section title="Notifications">
+      <ul class="plain delivery" data-testid="card-delivery">
+        {delivery.map((x) => (
+          <li key={x.deviceId} data-testid={`delivery-${x.deviceId}`}>
+            <SafeText text={x.deviceName} />:{" "}
+            {x.failedAt
+              ? `failed ${ago(x.failedAt, now)}`
+              : [step("sent", x.sentAt), step("delivered", x.deliveredAt), step("seen", x.seenAt)]
+                  .filter(Boolean)
+                  .join(" · ") || "not sent yet"}
+          </li>
+        ))}
+      </ul>
+    </Section>
+  );
+}

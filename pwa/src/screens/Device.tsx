@@ -1,0 +1,137 @@
+import { useEffect, useState } from "preact/hooks";
+import { type ApiError, api, type DeviceCode } from "../api";
+import { Banner } from "../components/Banner";
+import { Countdown } from "../components/Countdown";
+import { SafeText } from "../components/SafeText";
+import { navigate } from "../router";
+import { useMe } from "../session";
+
+const DONE = {
+  approve: "Approved. Your terminal finishes signing in within a few seconds.",
+  deny: "Denied. The terminal gets no key.",
+};
+
+/** `tapgate login`: approve or deny the code a terminal shows (the device authorization grant). */
+export function DeviceApproval({ code }: { code: string }) {
+  const me = useMe();
+  const [info, setInfo] = useState<DeviceCode | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [result, setResult] = useState<{ tone: "ok" | "error"; text: string } | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [typed, setTyped] = useState(code);
+
+  useEffect(() => {
+    setInfo(null);
+    setError(null);
+    setResult(null);
+    if (code) api.deviceCode(code).then(setInfo, (e: ApiError) => setError(e));
+  }, [code]);
+
+  const decide = async (decision: "approve" | "deny") => {
+    setBusy(true);
+    try {
+      setInfo(await api.decideDeviceCode(code, decision));
+      setResult({ tone: decision === "approve" ? "ok" : "error", text: DONE[decision] });
+    } catch (e) {
+      const err = e as ApiError;
+      const status = err.body.status;
+      // Someone else decided first: show their decision, not ours.
+      if (err.status === 409 && (status === "approved" || status === "denied" || status === "consumed")) {
+        setInfo((i) => i && { ...i, status });
+      }
+      setResult({ tone: "error", text: err.message });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (!code) {
+    return (
+      <section class="screen narrow" data-testid="screen-device">
+        <h1>Sign in a terminal</h1>
+        <form
+          class="stack"
+          onSubmit={(e) => {
+            e.preventDefault();
+            navigate(`/device?code=${encodeURIComponent(typed.trim())}`);
+          }}
+        >
+          <label class="field">
+            <span>The code your terminal shows</span>
+            <input
+              value={typed}
+              onInput={(e) => setTyped(e.currentTarget.value)}
+              autocomplete="off"
+              autocapitalize="characters"
+              required
+              data-testid="device-code-input"
+            />
+          </label>
+          <button type="submit" class="button primary wide">
+            Continue
+          </button>
+        </form>
+      </section>
+    );
+  }
+
+  return (
+    <section class="screen narrow" data-testid="screen-device">
+      <h1>Approve this terminal?</h1>
+      {error && !info && (
+        <Banner tone="error" testId="device-error">
+          {error.message}
+        </Banner>
+      )}
+      {!info && !error && <p class="muted">Loading…</p>}
+      {info && (
+        <>
+          <p>
+            A terminal named{" "}
+            <strong>
+              <SafeText text={info.clientName} />
+            </strong>{" "}
+            asks to sign in with the code
+          </p>
+          <p class="user-code" data-testid="device-user-code">
+            {info.userCode}
+          </p>
+          {info.status === "pending" && !result ? (
+            <>
+              <p>
+                Check that your terminal shows the same code. If you approve, it gets an agent key for{" "}
+                <strong>{me?.team.name}</strong>, as <strong>{me?.user.email}</strong>. Agent keys can ask for approval;
+                they cannot decide.
+              </p>
+              <Countdown expiresAt={info.expiresAt} testId="device-countdown" />
+              <div class="options">
+                <button
+                  type="button"
+                  class="option allow"
+                  disabled={busy}
+                  onClick={() => decide("approve")}
+                  data-testid="device-approve"
+                >
+                  Approve
+                </button>
+                <button
+                  type="button"
+                  class="option reject"
+                  disabled={busy}
+                  onClick={() => decide("deny")}
+                  data-testid="device-deny"
+                >
+                  Deny
+                </button>
+              </div>
+            </>
+          ) : (
+            <Banner tone={result?.tone ?? (info.status === "denied" ? "error" : "ok")} testId="device-result">
+              {result?.text ?? `This code was already ${info.status === "denied" ? "denied" : "approved"}.`}
+            </Banner>
+          )}
+        </>
+      )}
+    </section>
+  );
+}

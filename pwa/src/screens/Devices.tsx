@@ -1,0 +1,122 @@
+import { useEffect, useState } from "preact/hooks";
+import { type ApiError, api, type Device } from "../api";
+import { useNow } from "../clock";
+import { Banner } from "../components/Banner";
+import { EnableNotifications } from "../components/EnableNotifications";
+import { SafeText } from "../components/SafeText";
+import { forgetThisDevice, thisDevice } from "../device";
+import { ago } from "../format";
+
+/** My push devices: this browser and the others, each with a test push and a way to remove it. */
+export function Devices() {
+  const [devices, setDevices] = useState<Device[] | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const load = () =>
+    api.devices().then(
+      (r) => {
+        setDevices(r.devices);
+        setError(null);
+      },
+      (e: ApiError) => setError(e),
+    );
+  useEffect(() => void load(), []);
+
+  return (
+    <section class="screen" data-testid="screen-devices">
+      <h1>Devices</h1>
+      <section class="panel">
+        <h2>This device</h2>
+        <EnableNotifications onEnabled={() => void load()} />
+      </section>
+      <h2 class="group-title">Devices that get notifications</h2>
+      {error && (
+        <Banner tone={error.offline ? "warn" : "error"} testId={error.offline ? "offline-banner" : "devices-error"}>
+          {error.offline ? "Offline — your devices show when you are back online." : error.message}
+        </Banner>
+      )}
+      {devices?.length === 0 && (
+        <p class="muted" data-testid="devices-empty">
+          No devices yet. Enable notifications above, on each phone you want to approve from.
+        </p>
+      )}
+      <ul class="rows">
+        {devices?.map((d) => (
+          <DeviceRow
+            key={d.id}
+            device={d}
+            onRemoved={() => setDevices((all) => all?.filter((x) => x.id !== d.id) ?? null)}
+          />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function DeviceRow({ device, onRemoved }: { device: Device; onRemoved: () => void }) {
+  const now = useNow();
+  const [status, setStatus] = useState<{ tone: "ok" | "error"; text: string } | null>(null);
+  const [busy, setBusy] = useState(false);
+  const mine = device.current || thisDevice()?.id === device.id;
+
+  const act = async (what: "test" | "remove") => {
+    setBusy(true);
+    setStatus(null);
+    try {
+      if (what === "test") {
+        await api.testDevice(device.id);
+        setStatus({ tone: "ok", text: "Test notification sent. It should arrive within seconds." });
+      } else {
+        await api.removeDevice(device.id);
+        if (mine) await forgetThisDevice();
+        onRemoved();
+      }
+    } catch (e) {
+      setStatus({ tone: "error", text: (e as Error).message });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <li class="row device-row" data-testid={`device-row-${device.id}`}>
+      <div class="row-main">
+        <span class="row-title">
+          <SafeText text={device.name} />
+          {mine && (
+            <span class="tag" data-testid="this-device">
+              this device
+            </span>
+          )}
+        </span>
+        <span class="row-sub muted">
+          {device.lastSeenAt ? `last seen ${ago(device.lastSeenAt, now)}` : `added ${ago(device.createdAt, now)}`}
+        </span>
+      </div>
+      <div class="row-actions">
+        <button
+          type="button"
+          class="button secondary"
+          disabled={busy}
+          onClick={() => act("test")}
+          data-testid="device-test"
+        >
+          Send test push
+        </button>
+        <button
+          type="button"
+          class="button danger"
+          disabled={busy}
+          onClick={() => act("remove")}
+          data-testid="device-remove"
+        >
+          Remove
+        </button>
+      </div>
+      {status && (
+        <Banner tone={status.tone} testId="device-status">
+          {status.text}
+        </Banner>
+      )}
+    </li>
+  );
+}

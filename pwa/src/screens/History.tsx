@@ -1,0 +1,102 @@
+import { useEffect, useState } from "preact/hooks";
+import { type ApiError, type ApprovalView, api } from "../api";
+import { useNow } from "../clock";
+import { Banner } from "../components/Banner";
+import { KindIcon } from "../components/KindIcon";
+import { SafeText } from "../components/SafeText";
+import { ago, dateTime, describeApproval, outcome, shortDuration } from "../format";
+import { useLiveEvents } from "../live";
+import { Link } from "../router";
+import { useMe } from "../session";
+
+const PAGE = 30;
+
+/** My resolved requests, newest first, a page at a time. */
+export function History() {
+  const me = useMe();
+  const [items, setItems] = useState<ApprovalView[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [loading, setLoading] = useState(true);
+  const [error, setError] = useState<ApiError | null>(null);
+
+  const load = async (from: string | null) => {
+    setLoading(true);
+    try {
+      const page = await api.approvals({ state: "resolved", scope: "mine", cursor: from, limit: PAGE });
+      setItems((prev) =>
+        from ? [...prev, ...page.approvals.filter((a) => !prev.some((p) => p.id === a.id))] : page.approvals,
+      );
+      setCursor(page.cursor);
+      setError(null);
+    } catch (e) {
+      setError(e as ApiError);
+    } finally {
+      setLoading(false);
+    }
+  };
+  useEffect(() => void load(null), []);
+
+  // A request of mine resolved elsewhere goes on top without a reload.
+  useLiveEvents((e) => {
+    if (e.type !== "resolved" || e.approval.ownerUserId !== me?.user.id) return;
+    setItems((prev) => [e.approval, ...prev.filter((a) => a.id !== e.approval.id)]);
+  });
+
+  return (
+    <section class="screen" data-testid="screen-history">
+      <h1>History</h1>
+      {error && (
+        <Banner tone={error.offline ? "warn" : "error"} testId={error.offline ? "offline-banner" : "history-error"}>
+          {error.offline ? "Offline — history shows when you are back online." : error.message}
+        </Banner>
+      )}
+      {!loading && !error && items.length === 0 && (
+        <p class="empty muted" data-testid="history-empty">
+          Nothing yet: requests from your sessions show here once they are answered.
+        </p>
+      )}
+      <ul class="rows">
+        {items.map((a) => (
+          <HistoryRow key={a.id} approval={a} myUserId={me?.user.id} />
+        ))}
+      </ul>
+      {loading && <p class="muted">Loading…</p>}
+      {cursor && !loading && (
+        <button type="button" class="button secondary wide" onClick={() => void load(cursor)} data-testid="load-more">
+          Load more
+        </button>
+      )}
+    </section>
+  );
+}
+
+function HistoryRow({ approval, myUserId }: { approval: ApprovalView; myUserId: string | undefined }) {
+  const now = useNow();
+  const d = describeApproval(approval);
+  const took = approval.resolvedAt ? shortDuration(approval.resolvedAt - approval.createdAt) : null;
+  return (
+    <li class="row">
+      <Link
+        href={`/approvals/${encodeURIComponent(approval.id)}`}
+        class="row-link"
+        data-testid={`history-row-${approval.id}`}
+      >
+        <KindIcon kind={d.kind} />
+        <span class="row-main">
+          <span class="row-title">
+            <SafeText text={d.title} />
+          </span>
+          <span class={`row-sub wrap outcome-${approval.state}`} data-testid="history-outcome">
+            <SafeText text={outcome(approval, myUserId)} />
+          </span>
+        </span>
+        <span class="row-meta">
+          <span class="muted" title={dateTime(approval.createdAt)}>
+            {ago(approval.resolvedAt ?? approval.createdAt, now)}
+          </span>
+          {took && <span data-testid="history-took">took {took}</span>}
+        </span>
+      </Link>
+    </li>
+  );
+}

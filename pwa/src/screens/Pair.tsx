@@ -1,0 +1,122 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api } from "../api";
+import { useNow } from "../clock";
+import { Banner } from "../components/Banner";
+import { Countdown } from "../components/Countdown";
+import { CreatePasskey } from "../components/CreatePasskey";
+import { EnableNotifications } from "../components/EnableNotifications";
+import { Link, navigate } from "../router";
+import { useMe, useSession } from "../session";
+
+/** On the signed-in desktop: a one-time QR code (and link) that signs a phone in. */
+export function PairDesktop() {
+  const [pairing, setPairing] = useState<{ url: string; expiresAt: number } | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const now = useNow();
+  const create = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      setPairing(await api.createPairing());
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const expired = pairing !== null && pairing.expiresAt <= now;
+  return (
+    <section class="screen narrow" data-testid="screen-pair">
+      <h1>Add a phone</h1>
+      <p>Scan the code with your phone's camera. It signs the phone in to your account once, within 5 minutes.</p>
+      {pairing && !expired && (
+        <div class="pairing" data-testid="pairing">
+          <QrCanvas text={pairing.url} />
+          <p class="muted small">Or open this link on the phone:</p>
+          <p class="break" data-testid="pairing-link">
+            {pairing.url}
+          </p>
+          <Countdown expiresAt={pairing.expiresAt} testId="pairing-countdown" />
+        </div>
+      )}
+      {expired && (
+        <Banner tone="warn" testId="pairing-expired">
+          That code expired. Make a new one.
+        </Banner>
+      )}
+      {(!pairing || expired) && (
+        <button type="button" class="button primary wide" onClick={create} disabled={busy} data-testid="create-pairing">
+          {pairing ? "Make a new code" : "Show a pairing code"}
+        </button>
+      )}
+      {error && (
+        <Banner tone="error" testId="pairing-error">
+          {error}
+        </Banner>
+      )}
+    </section>
+  );
+}
+
+function QrCanvas({ text }: { text: string }) {
+  const ref = useRef<HTMLCanvasElement>(null);
+  useEffect(() => {
+    const canvas = ref.current;
+    // Loaded here only: the encoder is a third of the bundle and only this screen needs it.
+    if (canvas)
+      void import("qrcode").then((qr) =>
+        qr.toCanvas(canvas, text, { width: 264, margin: 2, errorCorrectionLevel: "M" }),
+      );
+  }, [text]);
+  return <canvas ref={ref} class="qr" role="img" aria-label="Pairing QR code" data-testid="pairing-qr" />;
+}
+
+/** On the phone that opened the pairing link: claim it (it signs this browser in), then set up. */
+export function PairClaim({ token }: { token: string }) {
+  const { refresh } = useSession();
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    api.claimPairing(token).then(
+      async () => {
+        await refresh();
+        // The token is spent: take it out of the address bar and history.
+        navigate("/pair?step=setup", { replace: true });
+      },
+      (e: Error) => setError(e.message),
+    );
+  }, [token, refresh]);
+
+  if (!error) return <p class="muted center">Signing this phone in…</p>;
+  return (
+    <section class="screen narrow" data-testid="screen-pair-claim">
+      <h1>Could not pair</h1>
+      <Banner tone="error" testId="pairing-error">
+        {error} Make a new code on your computer and scan it again.
+      </Banner>
+    </section>
+  );
+}
+
+/** The freshly paired phone: offer a passkey and notifications. */
+export function PairSetup() {
+  const me = useMe();
+  return (
+    <section class="screen narrow" data-testid="screen-pair-setup">
+      <h1>This phone is signed in</h1>
+      {me && <p>Welcome, {me.user.name}. Two more steps make approving from here fast:</p>}
+      <section class="panel">
+        <h2>1. Create a passkey</h2>
+        <p class="muted">Sign in on this phone next time with your fingerprint or face.</p>
+        <CreatePasskey />
+      </section>
+      <section class="panel">
+        <h2>2. Enable notifications</h2>
+        <EnableNotifications />
+      </section>
+      <Link href="/" class="button secondary wide" data-testid="pair-done">
+        Done
+      </Link>
+    </section>
+  );
+}

@@ -1,0 +1,153 @@
+import { startAuthentication } from "@simplewebauthn/browser";
+import { useEffect, useState } from "preact/hooks";
+import { api } from "../api";
+import { Banner } from "../components/Banner";
+import { passkeyError } from "../components/CreatePasskey";
+import { Link, navigate, safeNext } from "../router";
+import { useSession } from "../session";
+
+// The link may open in another tab, or after the app was closed: remember where to go on.
+const NEXT_KEY = "tapgate.next";
+
+export function SignIn({ token, next }: { token: string | null; next: string | null }) {
+  const { session, refresh } = useSession();
+  const done = async (to: string) => {
+    await refresh();
+    navigate(safeNext(to), { replace: true });
+  };
+
+  useEffect(() => {
+    if (session.status === "signed-in" && !token) navigate(safeNext(next), { replace: true });
+  }, [session.status, token, next]);
+
+  return (
+    <section class="screen narrow" data-testid="screen-signin">
+      <h1>Sign in to Tapgate</h1>
+      {token ? (
+        <ConfirmLink token={token} onDone={done} />
+      ) : (
+        <>
+          <PasskeySignIn onDone={() => done(next ?? "/")} />
+          <p class="or">or</p>
+          <EmailSignIn next={next} />
+          <p class="muted">
+            New here? <Link href="/signup">Create an account</Link>
+          </p>
+        </>
+      )}
+    </section>
+  );
+}
+
+/** Mail scanners open links: only this button's POST consumes the token. */
+function ConfirmLink({ token, onDone }: { token: string; onDone: (next: string) => Promise<void> }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const confirm = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api.confirmLink(token);
+      const next = localStorage.getItem(NEXT_KEY);
+      localStorage.removeItem(NEXT_KEY);
+      await onDone(next ?? "/");
+    } catch (e) {
+      setError((e as Error).message);
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="stack">
+      <p>Confirm to finish signing in on this device.</p>
+      <button type="button" class="button primary wide" onClick={confirm} disabled={busy} data-testid="confirm-link">
+        {busy ? "Signing in…" : "Continue"}
+      </button>
+      {error && (
+        <Banner tone="error" testId="signin-error">
+          {error} <Link href="/signin">Ask for a new link</Link>
+        </Banner>
+      )}
+    </div>
+  );
+}
+
+function PasskeySignIn({ onDone }: { onDone: () => Promise<void> }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const signIn = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      const { challengeId, options } = await api.passkeyLoginOptions();
+      const response = await startAuthentication({ optionsJSON: options });
+      await api.passkeyLoginVerify(challengeId, response);
+      await onDone();
+    } catch (e) {
+      setError(passkeyError(e));
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="stack">
+      <button type="button" class="button primary wide" onClick={signIn} disabled={busy} data-testid="passkey-signin">
+        {busy ? "Waiting for your passkey…" : "Sign in with a passkey"}
+      </button>
+      {error && (
+        <Banner tone="error" testId="passkey-error">
+          {error}
+        </Banner>
+      )}
+    </div>
+  );
+}
+
+function EmailSignIn({ next }: { next: string | null }) {
+  const [email, setEmail] = useState("");
+  const [sent, setSent] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await api.signIn(email.trim());
+      if (next) localStorage.setItem(NEXT_KEY, safeNext(next));
+      setSent(true);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (sent) {
+    return (
+      <Banner tone="ok" testId="check-email">
+        Check your email: if {email} has an account, a sign-in link is on its way. Open it on this device.
+      </Banner>
+    );
+  }
+  return (
+    <form class="stack" onSubmit={submit} data-testid="email-signin">
+      <label class="field">
+        <span>Email</span>
+        <input
+          type="email"
+          required
+          autocomplete="email webauthn"
+          value={email}
+          onInput={(e) => setEmail(e.currentTarget.value)}
+          data-testid="signin-email"
+        />
+      </label>
+      <button type="submit" class="button secondary wide" disabled={busy} data-testid="email-signin-submit">
+        Email me a sign-in link
+      </button>
+      {error && (
+        <Banner tone="error" testId="signin-error">
+          {error}
+        </Banner>
+      )}
+    </form>
+  );
+}

@@ -1,0 +1,41 @@
+import type { ClientRequestHandlersByMethod } from "@agentclientprotocol/sdk";
+import type { LogLevel, SessionMeta, Tapgate } from "../client.js";
+import { failClosedAnswer, type RequestPermissionParams } from "../protocol.js";
+import { sessionsOf } from "./sessions.js";
+
+/** The `session/request_permission` handler of an `@agentclientprotocol/sdk` 2.x `client()` app. */
+export type AcpPermissionHandler = ClientRequestHandlersByMethod["session/request_permission"];
+
+export interface AcpPermissionHandlerOptions {
+  /** What the card shows about the session; used when the handler opens it. */
+  meta?: SessionMeta | ((sessionId: string) => SessionMeta);
+  /** Expire requests sooner than the team's lifetime. */
+  timeoutMs?: number;
+  /** Default: warnings and errors to `console.warn`. */
+  onLog?: (level: LogLevel, message: string) => void;
+}
+
+/**
+ * Routes each permission request to the Tapgate session named by its `sessionId` (one per ACP
+ * session, shared by every handler of this gate) and honours the request's cancellation signal
+ * (the agent's `$/cancel_request`, or the connection closing), which withdraws the card.
+ * Never throws: without an answer from a human it resolves to the fail-closed answer.
+ *
+ * @example
+ * acp.client().onRequest("session/request_permission", acpPermissionHandler(gate)).connect(stream)
+ */
+export function acpPermissionHandler(gate: Tapgate, options: AcpPermissionHandlerOptions = {}): AcpPermissionHandler {
+  const sessions = sessionsOf(gate);
+  const log = options.onLog ?? ((level, message) => level !== "debug" && console.warn(`[tapgate] ${message}`));
+  const metaOf = typeof options.meta === "function" ? options.meta : () => options.meta as SessionMeta;
+  return async ({ params, signal }) => {
+    const asked = params as RequestPermissionParams;
+    const answer = await sessions.ask(asked, {
+      meta: metaOf(asked.sessionId) ?? {},
+      signal,
+      timeoutMs: options.timeoutMs,
+      log,
+    });
+    return answer ?? failClosedAnswer(asked.options);
+  };
+}

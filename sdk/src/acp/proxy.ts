@@ -1,0 +1,218 @@
+/**
+ * The ACP stdio proxy behind `tapgate acp`: sits between an editor and an agent, forwards every
+ * line unchanged, and takes over the agent's `session/request_permission` requests (routed to the
+ * Tapgate session named by their `sessionId`, and in race mode also offered to the editor).
+ */
+import { randomBytes } from "node:crypto";
+import { basename } from "node:path";
+import type { Writable } from "node:stream";
+import type { SessionMeta, Tapgate } from "../client.js";
+import {
+  failClosedAnswer,
+  METHODS,
+  type RequestPermissionParams,
+  type RequestPermissionResponse,
+  requestPermissionResponseSchema,
+} from "../protocol.js";
+import { isRecord, offeredOptions } from "../wire.js";
+import { classify, idKey, type Message, writeLine, writeMessage } from "./ndjson.js";
+import { type GateSessions, sessionsOf } from "./sessions.js";
+
+export type DecideMode = "phone" | "race";
+
+export interface ProxyOptions {
+  gate: Tapgate;
+  decide: DecideMode;
+  timeoutMs?: number;
+  /** The agent's command, named on cards when the agent does not name itself. */
+  command: string[];
+  log: (message: string) => void;
+}
+
+interface Ask {
+  /** The agent's id, echoed as it came. */
+  id: unknown;
+  params: RequestPermissionParams;
+  sessionId: unknown;
+  /** Aborting withdraws the request at Tapgate (the SDK sends `$/cancel_request`). */
+  gate: AbortController;
+  /** The id of the copy offered to the editor (race mode), while the editor may still answer it. */
+  editorId?: string;
+  /** Tapgate could not be asked; only the editor can still answer. */
+  gateDown?: boolean;
+  done?: boolean;
+}
+
+const CANCELLED: RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
+
+export class AcpProxy {
+  readonly #opts: ProxyOptions;
+  readonly #sessions: GateSessions;
+  readonly #toAgent: Writable;
+  readonly #toEditor: Writable;
+  /** Keyed by the agent's request id. */
+  readonly #asks = new Map<string, Ask>();
+  /** Offered copies by the id the proxy gave them; random, so they cannot collide with the agent's ids. */
+  readonly #offered = new Map<string, Ask>();
+  /** Copies the editor lost: their late answers are swallowed, never forwarded to the agent. */
+  readonly #withdrawn = new Set<string>();
+  readonly #offerPrefix = `tapgate-${randomBytes(12).toString("hex")}-`;
+  #offers = 0;
+  /** The editor's `initialize` / `session/new` calls, awaiting the agent's answer. */
+  readonly #editorCalls = new Map<string, { method: string; cwd?: unknown }>();
+  readonly #cwds = new Map<string, string>();
+  #agentInfo: { name: string; version?: string } | undefined;
+  #agentGone = false;
+
+  constructor(toAgent: Writable, toEditor: Writable, opts: ProxyOptions) {
+    this.#toAgent = toAgent;
+    this.#toEditor = toEditor;
+    this.#opts = opts;
+    this.#sessions = sessionsOf(opts.gate);
+  }
+
+  fromAgent(line: Buffer): void {
+    const msg = classify(line);
+    if (msg?.kind === "request" && msg.method === METHODS.requestPermission) {
+      this.#intercept(msg.id, msg.params);
+      return;
+    }
+    if (msg?.kind === "notification" && msg.method === METHODS.cancelRequest && this.#agentWithdrew(msg.params)) return;
+    if (msg?.kind === "notification" && msg.method === METHODS.sessionUpdate) {
+      this.#sessions.mirror(msg.params, (id) => this.#meta(id));
+    }
+    if (msg?.kind === "response") this.#observeAnswer(msg);
+    writeLine(this.#toEditor, line);
+  }
+
+  fromEditor(line: Buffer): void {
+    const msg = classify(line);
+    if (msg?.kind === "response" && this.#editorAnswered(msg)) return;
+    if (msg?.kind === "request") this.#observeCall(msg);
+    if (msg?.kind === "notification" && msg.method === METHODS.sessionCancel) this.#cancelSession(msg.params);
+    writeLine(this.#toAgent, line);
+  }
+
+  /**
+   * Closing the sockets (rather than withdrawing each request) is what lets the cards resolve
+   * `agent_disconnected`; the offered copies are withdrawn from the editor as the answers settle.
+   */
+  agentExited(): void {
+    this.#agentGone = true;
+    this.#opts.gate.close();
+  }
+
+  #intercept(id: unknown, params: unknown): void {
+    const ask: Ask = {
+      id,
+      params: params as RequestPermissionParams,
+      sessionId: isRecord(params) ? params.sessionId : undefined,
+      gate: new AbortController(),
+    };
+    this.#asks.set(idKey(id), ask);
+    if (this.#opts.decide === "race") this.#offer(ask);
+    const meta = this.#meta(String(ask.sessionId));
+    const log = (_: string, message: string) => this.#opts.log(message);
+    const asked = { meta, signal: ask.gate.signal, timeoutMs: this.#opts.timeoutMs, log };
+    void this.#sessions.ask(ask.params, asked).then((answer) => this.#gateAnswered(ask, answer));
+  }
+
+  #offer(ask: Ask): void {
+    ask.editorId = `${this.#offerPrefix}${++this.#offers}`;
+    this.#offered.set(ask.editorId, ask);
+    writeMessage(this.#toEditor, { id: ask.editorId, method: METHODS.requestPermission, params: ask.params });
+  }
+
+  #gateAnswered(ask: Ask, answer: RequestPermissionResponse | undefined): void {
+    if (ask.done) return;
+    if (answer) this.#settle(ask, answer, "gate");
+    else if (ask.editorId && !this.#agentGone) ask.gateDown = true;
+    else this.#settle(ask, failClosedAnswer(offeredOptions(ask.params)), "gate");
+  }
+
+  #editorAnswered(msg: Extract<Message, { kind: "response" }>): boolean {
+    if (typeof msg.id !== "string") return false;
+    if (this.#withdrawn.delete(msg.id)) return true;
+    const ask = this.#offered.get(msg.id);
+    if (!ask) return false;
+    const answer = this.#validEditorAnswer(ask, msg);
+    if (answer) {
+      this.#settle(ask, answer, "editor");
+      return true;
+    }
+    this.#offered.delete(msg.id);
+    ask.editorId = undefined;
+    this.#opts.log("the editor could not answer a permission request; Tapgate decides it alone");
+    if (ask.gateDown) this.#settle(ask, failClosedAnswer(offeredOptions(ask.params)), "gate");
+    return true;
+  }
+
+  #validEditorAnswer(ask: Ask, msg: { result: unknown; error: unknown }): RequestPermissionResponse | undefined {
+    const parsed = requestPermissionResponseSchema.safeParse(msg.result);
+    if (msg.error !== undefined || !parsed.success) return undefined;
+    const { outcome } = parsed.data;
+    if (outcome.outcome === "cancelled") return parsed.data;
+    return offeredOptions(ask.params).some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
+  }
+
+  /** The agent gave up on a request: the card closes, and the agent still gets its one answer. */
+  #agentWithdrew(params: unknown): boolean {
+    const ask = isRecord(params) ? this.#asks.get(idKey(params.requestId)) : undefined;
+    if (!ask) return false;
+    this.#settle(ask, CANCELLED, "cancel");
+    return true;
+  }
+
+  /** ACP: the client answers every pending permission request of a cancelled session `cancelled`. */
+  #cancelSession(params: unknown): void {
+    const sessionId = isRecord(params) ? params.sessionId : undefined;
+    for (const ask of [...this.#asks.values()]) if (ask.sessionId === sessionId) this.#settle(ask, CANCELLED, "cancel");
+  }
+
+  /** Exactly one answer per request; whoever did not give it is withdrawn. */
+  #settle(ask: Ask, answer: RequestPermissionResponse, by: "gate" | "editor" | "cancel"): void {
+    ask.done = true;
+    this.#asks.delete(idKey(ask.id));
+    if (!this.#agentGone) writeMessage(this.#toAgent, { id: ask.id, result: answer });
+    if (ask.editorId) {
+      this.#offered.delete(ask.editorId);
+      if (by !== "editor") this.#withdrawOffer(ask.editorId);
+    }
+    if (by !== "gate") ask.gate.abort();
+  }
+
+  #withdrawOffer(editorId: string): void {
+    this.#withdrawn.add(editorId);
+    writeMessage(this.#toEditor, { method: METHODS.cancelRequest, params: { requestId: editorId } });
+  }
+
+  #observeCall(msg: Extract<Message, { kind: "request" }>): void {
+    const params = isRecord(msg.params) ? msg.params : {};
+    if (msg.method === "initialize" || msg.method === "session/new") {
+      this.#editorCalls.set(idKey(msg.id), { method: msg.method, cwd: params.cwd });
+    } else if (typeof params.sessionId === "string" && typeof params.cwd === "string") {
+      this.#cwds.set(params.sessionId, params.cwd); // session/load, session/resume
+    }
+  }
+
+  #observeAnswer(msg: Extract<Message, { kind: "response" }>): void {
+    const call = this.#editorCalls.get(idKey(msg.id));
+    if (!call) return;
+    this.#editorCalls.delete(idKey(msg.id));
+    if (!isRecord(msg.result)) return;
+    const { agentInfo, sessionId } = msg.result;
+    if (call.method === "initialize" && isRecord(agentInfo) && typeof agentInfo.name === "string" && agentInfo.name) {
+      const version = typeof agentInfo.version === "string" ? agentInfo.version.slice(0, 64) : undefined;
+      this.#agentInfo = { name: agentInfo.name.slice(0, 128), ...(version ? { version } : {}) };
+    }
+    if (call.method === "session/new" && typeof sessionId === "string" && typeof call.cwd === "string") {
+      this.#cwds.set(sessionId, call.cwd);
+    }
+  }
+
+  #meta(sessionId: string): SessionMeta {
+    const agent = this.#agentInfo ?? { name: basename(this.#opts.command[0] ?? "agent").slice(0, 128) || "agent" };
+    const cwd = this.#cwds.get(sessionId);
+    return { title: cwd ? `${agent.name} in ${basename(cwd)}` : agent.name, agent, ...(cwd ? { cwd } : {}) };
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * Claude Code hooks ↔ ACP: turns a `PreToolUse` / `PermissionRequest` hook input into the ACP
+ * `session/request_permission` params Tapgate relays, and a decision into the hook's JSON answer.
+ * Pure: the only I/O (reading a file that `Write` would overwrite) is passed in.
+ *
+ * Hook contract (code.claude.com/docs/en/hooks): stdin carries `session_id`, `transcript_path`,
+ * `cwd`, `permission_mode`, `hook_event_name`, `tool_name`, `tool_input` and, for `PreToolUse`
+ * only, `tool_use_id`. Claude reads the JSON answer from stdout when the command exits 0.
+ */
+import { z } from "zod";
+import type { RequestPermissionParams, ToolCallUpdate } from "../protocol.js";
+
+export const HOOK_EVENTS = ["PreToolUse", "PermissionRequest"] as const;
+export type HookEvent = (typeof HOOK_EVENTS)[number];
+
+export const hookInputSchema = z.looseObject({
+  session_id: z.string().min(1),
+  transcript_path: z.string().optional(),
+  cwd: z.string().optional(),
+  permission_mode: z.string().optional(),
+  hook_event_name: z.enum(HOOK_EVENTS),
+  tool_name: z.string().min(1),
+  tool_input: z.record(z.string(), z.unknown()),
+  tool_use_id: z.string().min(1).max(256).optional(),
+});
+export type HookInput = z.infer<typeof hookInputSchema>;
+
+type ToolKind = NonNullable<ToolCallUpdate["kind"]>;
+type Content = NonNullable<ToolCallUpdate["content"]>[number];
+type Location = NonNullable<ToolCallUpdate["locations"]>[number];
+
+export const OPTIONS = [
+  { optionId: "allow", name: "Allow once", kind: "allow_once" },
+  { optionId: "deny", name: "Deny", kind: "reject_once" },
+] as const satisfies RequestPermissionParams["options"];
+
+const KIND_BY_TOOL: Record<string, ToolKind> = {
+  Bash: "execute",
+  Edit: "edit",
+  MultiEdit: "edit",
+  Write: "edit",
+  NotebookEdit: "edit",
+  Read: "read",
+  WebFetch: "fetch",
+  WebSearch: "fetch",
+  Grep: "search",
+  Glob: "search",
+};
+
+/** The argument a human needs to recognise the call; other tools fall back to their first string argument. */
+const SUMMARY_FIELD: Record<string, string> = {
+  Bash: "command",
+  Edit: "file_path",
+  MultiEdit: "file_path",
+  Write: "file_path",
+  Read: "file_path",
+  NotebookEdit: "notebook_path",
+  WebFetch: "url",
+  WebSearch: "query",
+  Grep: "pattern",
+  Glob: "pattern",
+  Task: "description",
+  Agent: "description",
+};
+
+const SUMMARY_CHARS = 80;
+
+export const toolKind = (toolName: string): ToolKind => KIND_BY_TOOL[toolName] ?? "other";
+
+const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
+
+/** Whitespace collapsed and cut at 80 code points, so a multi-line command still fits a card title. */
+export function summarize(toolName: string, input: Record<string, unknown>): string {
+  const field = SUMMARY_FIELD[toolName];
+  const raw = (field ? str(input[field]) : undefined) ?? Object.values(input).find((v) => typeof v === "string");
+  const text = (str(raw) ?? "").replace(/\s+/g, " ").trim();
+  const chars = Array.from(text);
+  return chars.length > SUMMARY_CHARS ? `${chars.slice(0, SUMMARY_CHARS - 1).join("")}…` : text;
+}
+
+export function title(toolName: string, input: Record<string, unknown>): string {
+  const summary = summarize(toolName, input);
+  return summary ? `${toolName}: ${summary}` : toolName;
+}
+
+/** The path the tool touches, for ACP `locations`. */
+function toolPath(toolName: string, input: Record<string, unknown>): string | undefined {
+  if (toolName === "NotebookEdit") return str(input.notebook_path);
+  if (toolName === "Grep" || toolName === "Glob") return str(input.path);
+  return str(input.file_path);
+}
+
+export function locations(toolName: string, input: Record<string, unknown>): Location[] {
+  const path = toolPath(toolName, input);
+  if (!path) return [];
+  const line = toolName === "Read" && typeof input.offset === "number" ? input.offset : undefined;
+  return [line !== undefined && Number.isInteger(line) && line >= 0 ? { path, line } : { path }];
+}
+
+/** A file's current text; null when there is no such file; undefined when it cannot be shown. */
+export type ReadExisting = (path: string) => string | null | undefined;
+
+/**
+ * ACP `diff` blocks wherever the old and new text are known. A `Write` over an existing file shows
+ * that file as the old text; `oldText: null` means a new file, so a file that exists but cannot be
+ * read gets no diff at all (the card still has the raw input).
+ */
+export function diffs(toolName: string, input: Record<string, unknown>, readExisting: ReadExisting): Content[] {
+  const path = str(input.file_path);
+  if (!path) return [];
+  const diff = (oldText: string | null, newText: string): Content => ({ type: "diff", path, oldText, newText });
+  if (toolName === "Edit") {
+    const [oldText, newText] = [str(input.old_string), str(input.new_string)];
+    return oldText !== undefined && newText !== undefined ? [diff(oldText, newText)] : [];
+  }
+  if (toolName === "MultiEdit" && Array.isArray(input.edits)) {
+    return input.edits.flatMap((e: unknown) => {
+      const edit = e && typeof e === "object" ? (e as Record<string, unknown>) : {};
+      const [oldText, newText] = [str(edit.old_string), str(edit.new_string)];
+      return oldText !== undefined && newText !== undefined ? [diff(oldText, newText)] : [];
+    });
+  }
+  if (toolName === "Write") {
+    const newText = str(input.content);
+    const oldText = newText === undefined ? undefined : readExisting(path);
+    return newText === undefined || oldText === undefined ? [] : [diff(oldText, newText)];
+  }
+  return [];
+}
+
+/** Session ids are 1-128 of [A-Za-z0-9._:-] (Claude's UUIDs already fit); anything else is mapped into that. */
+export function sanitizeSessionId(id: string): string {
+  const cleaned = id.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128);
+  return cleaned || "claude-code";
+}
+
+export function toPermissionRequest(
+  input: HookInput,
+  sessionId: string,
+  toolCallId: string,
+  readExisting: ReadExisting,
+): RequestPermissionParams {
+  const { tool_name: tool, tool_input: args } = input;
+  const content = diffs(tool, args, readExisting);
+  const where = locations(tool, args);
+  return {
+    sessionId,
+    toolCall: {
+      toolCallId,
+      title: title(tool, args),
+      kind: toolKind(tool),
+      status: "pending",
+      ...(content.length ? { content } : {}),
+      ...(where.length ? { locations: where } : {}),
+      rawInput: args,
+    },
+    options: [...OPTIONS],
+  };
+}
+
+export interface HookDecision {
+  allow: boolean;
+  /** Shown to Claude on a deny, to the user on an allow. */
+  reason: string;
+}
+
+/** The JSON Claude Code reads from stdout, in the shape each event expects. */
+export function hookOutput(event: HookEvent, decision: HookDecision): Record<string, unknown> {
+  if (event === "PermissionRequest") {
+    const verdict = decision.allow ? { behavior: "allow" } : { behavior: "deny", message: decision.reason };
+    return { hookSpecificOutput: { hookEventName: event, decision: verdict } };
+  }
+  return {
+    hookSpecificOutput: {
+      hookEventName: event,
+      permissionDecision: decision.allow ? "allow" : "deny",
+      permissionDecisionReason: decision.reason,
+    },
+  };
+}

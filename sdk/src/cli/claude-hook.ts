@@ -1,0 +1,152 @@
+/**
+ * `tapgate claude-hook [--timeout SECONDS]`: a Claude Code `PreToolUse` / `PermissionRequest` hook
+ * command. Reads the hook input on stdin, asks a human on Tapgate, and prints the hook's JSON
+ * decision on stdout (and nothing else there). Every failure is a deny with a reason, exit 0, so
+ * Claude reads it; only when the event itself is unknown does it exit 2, which Claude also treats
+ * as a block.
+ */
+import { randomUUID } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
+import {
+  HOOK_EVENTS,
+  type HookDecision,
+  type HookEvent,
+  type HookInput,
+  hookInputSchema,
+  hookOutput,
+  OPTIONS,
+  type ReadExisting,
+  sanitizeSessionId,
+  toPermissionRequest,
+} from "../claude/hook.js";
+import { type LogLevel, Tapgate } from "../client.js";
+import { credentials } from "./config.js";
+
+/** Below Claude Code's 600 s default hook timeout, so Claude always gets our answer, not a killed hook. */
+const DEFAULT_TIMEOUT_S = 540;
+const MAX_TIMEOUT_S = 24 * 60 * 60;
+const CONNECT_TIMEOUT_MS = 10_000;
+/** A `Write` over a bigger file is shown without its old text rather than overflowing the 256 KiB frame. */
+const MAX_OLD_TEXT_BYTES = 64 * 1024;
+
+const USAGE = `usage: tapgate claude-hook [--timeout SECONDS]
+
+Claude Code PreToolUse / PermissionRequest hook: reads the hook JSON on stdin, asks on Tapgate,
+prints the decision JSON on stdout. Default timeout ${DEFAULT_TIMEOUT_S} s (env TAPGATE_HOOK_TIMEOUT).
+`;
+
+const deny = (reason: string): HookDecision => ({ allow: false, reason });
+
+export async function main(args: string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const stdin = process.stdin.isTTY ? "" : await readStdin();
+  const input = parseJson(stdin);
+  const event = eventOf(input);
+  const decision = await decide(input, args);
+  if (!event) {
+    process.stderr.write(`${decision.reason}\n`);
+    return 2;
+  }
+  log("info", `${decision.allow ? "allow" : "deny"}: ${decision.reason}`);
+  process.stdout.write(`${JSON.stringify(hookOutput(event, decision))}\n`);
+  return 0;
+}
+
+async function decide(input: unknown, args: string[]): Promise<HookDecision> {
+  const timeout = parseTimeout(args, process.env.TAPGATE_HOOK_TIMEOUT);
+  if (typeof timeout === "string") return deny(`Tapgate: ${timeout}`);
+  if (input === undefined) return deny("Tapgate: the hook input on stdin is not JSON");
+  const parsed = hookInputSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
+    return deny(`Tapgate: invalid hook input on stdin (${where}${issue?.message})`);
+  }
+  const { url, apiKey } = credentials();
+  if (!apiKey) return deny("Tapgate: not signed in — run `tapgate login`");
+  return ask(parsed.data, url, apiKey, timeout * 1000);
+}
+
+async function ask(input: HookInput, url: string, apiKey: string, timeoutMs: number): Promise<HookDecision> {
+  // The SDK answers local failures fail-closed and says why only in its log: keep that as the reason.
+  const problems: string[] = [];
+  const onLog = (level: LogLevel, message: string) => {
+    if (level === "warn" || level === "error") problems.push(message);
+    log(level, message);
+  };
+  let gate: Tapgate | undefined;
+  try {
+    gate = new Tapgate({ url, apiKey, onLog, connectTimeoutMs: Math.min(CONNECT_TIMEOUT_MS, timeoutMs) });
+    const sessionId = sanitizeSessionId(input.session_id);
+    const session = await gate.session(sessionId, {
+      title: "Claude Code",
+      agent: { name: "claude-code" },
+      ...(input.cwd ? { cwd: input.cwd } : {}),
+    });
+    const toolCallId = input.tool_use_id ?? `claude-${randomUUID()}`;
+    const params = toPermissionRequest(input, sessionId, toolCallId, readExisting);
+    const asked = Date.now();
+    const answer = await session.requestPermission(params, { timeoutMs });
+    const outcome = answer.outcome;
+    if (outcome.outcome === "cancelled") return deny("Tapgate: the request was cancelled");
+    if (outcome.optionId === OPTIONS[0].optionId) return { allow: true, reason: "allowed on Tapgate" };
+    if (problems.length) return deny(`Tapgate: ${problems.at(-1)}`);
+    // Expiry and a human's deny are the same answer on the wire; only the clock tells them apart.
+    if (Date.now() - asked >= timeoutMs) return deny(`Tapgate: no decision within ${timeoutMs / 1000} s`);
+    return deny("denied on Tapgate by a human reviewer");
+  } catch (err) {
+    return deny(`Tapgate: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    gate?.close();
+  }
+}
+
+/** Seconds from `--timeout N` / `--timeout=N`, else the env, else the default; a string is the problem. */
+export function parseTimeout(args: string[], env: string | undefined): number | string {
+  let value = env || undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? "";
+    if (arg === "--timeout") value = args[++i];
+    else if (arg.startsWith("--timeout=")) value = arg.slice("--timeout=".length);
+    else return `unknown argument ${JSON.stringify(arg)} (usage: tapgate claude-hook [--timeout SECONDS])`;
+  }
+  if (value === undefined) return DEFAULT_TIMEOUT_S;
+  const seconds = Number(value);
+  if (Number.isInteger(seconds) && seconds >= 1 && seconds <= MAX_TIMEOUT_S) return seconds;
+  return `invalid timeout ${JSON.stringify(value)}: use whole seconds from 1 to ${MAX_TIMEOUT_S}`;
+}
+
+function eventOf(input: unknown): HookEvent | undefined {
+  const name = input && typeof input === "object" ? (input as Record<string, unknown>).hook_event_name : undefined;
+  return HOOK_EVENTS.find((e) => e === name);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const readExisting: ReadExisting = (path) => {
+  try {
+    const stat = statSync(path);
+    return stat.isFile() && stat.size <= MAX_OLD_TEXT_BYTES ? readFileSync(path, "utf8") : undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT" ? null : undefined;
+  }
+};
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function log(level: LogLevel, message: string): void {
+  if (level !== "debug" || process.env.TAPGATE_DEBUG) process.stderr.write(`[tapgate] ${message}\n`);
+}

@@ -1,0 +1,309 @@
+/** `tapgate claude-hook` as Claude Code runs it: a child process, hook JSON on stdin, against `wrangler dev`. */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
+import type { Approval } from "../../sdk/src/approval";
+import { sanitizeSessionId, summarize, title, toolKind } from "../../sdk/src/claude/hook";
+import { parseTimeout } from "../../sdk/src/cli/claude-hook";
+import { Person, unique } from "./helpers";
+
+let worker: Awaited<ReturnType<typeof startLocalWorker>>;
+let person: Person;
+let key: string;
+/** An empty home, so a developer's own `tapgate login` never leaks into a test. */
+const home = mkdtempSync(join(tmpdir(), "tapgate-hook-home-"));
+
+beforeAll(async () => {
+  worker = await startLocalWorker();
+  person = await Person.signUp(worker.url);
+  key = (await person.createKey("claude hook tests")).key;
+});
+afterAll(() => worker?.stop());
+
+interface HookRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runHook(input: unknown, opts: { args?: string[]; env?: Record<string, string> } = {}): Promise<HookRun> {
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: home, ...opts.env };
+  delete env.TAPGATE_HOOK_TIMEOUT;
+  if (!opts.env?.TAPGATE_API_KEY) delete env.TAPGATE_API_KEY;
+  const child = spawn(process.execPath, ["sdk/dist/cli/main.js", "claude-hook", ...(opts.args ?? [])], {
+    cwd: ROOT,
+    env,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => {
+    stdout += d;
+  });
+  child.stderr.on("data", (d) => {
+    stderr += d;
+  });
+  child.stdin.end(typeof input === "string" ? input : JSON.stringify(input));
+  return once(child, "close").then(([code]) => ({ code: code as number | null, stdout, stderr }));
+}
+
+const signedIn = () => ({ TAPGATE_URL: worker.url, TAPGATE_API_KEY: key });
+
+/** Exactly one JSON line on stdout: Claude parses the whole of it. */
+function answerOf(run: HookRun): unknown {
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout.trim().split("\n")).toHaveLength(1);
+  return JSON.parse(run.stdout);
+}
+
+function preToolUse(sessionId: string, tool: string, toolInput: Record<string, unknown>) {
+  return {
+    session_id: sessionId,
+    transcript_path: "/home/ada/.claude/projects/demo/transcript.jsonl",
+    cwd: "/home/ada/demo",
+    permission_mode: "default",
+    hook_event_name: "PreToolUse",
+    tool_name: tool,
+    tool_input: toolInput,
+    tool_use_id: unique("toolu"),
+  };
+}
+
+/** The index is written just after each resolution: wait for it rather than guessing how long. */
+function waitForResolved(sessionId: string): Promise<Approval> {
+  return vi.waitFor(
+    async () => {
+      const res = await person.fetch("/v1/approvals?state=resolved&scope=mine&limit=200");
+      const { approvals } = (await res.json()) as { approvals: Approval[] };
+      const found = approvals.find((a) => a.sessionId === sessionId);
+      if (!found) throw new Error("not resolved yet");
+      return found;
+    },
+    { timeout: 10_000, interval: 20 },
+  );
+}
+
+describe("tapgate claude-hook against wrangler dev", () => {
+  it("PreToolUse Bash: the card shows the command, and a human's allow is an allow", async () => {
+    const sessionId = unique("claude");
+    const input = preToolUse(sessionId, "Bash", { command: "git push --force origin main", description: "Push" });
+    const run = runHook(input, { env: signedIn() });
+    const approval = await person.waitForOne(sessionId);
+    expect(approval.snapshot.toolCall).toMatchObject({
+      toolCallId: input.tool_use_id,
+      title: "Bash: git push --force origin main",
+      kind: "execute",
+      rawInput: input.tool_input,
+    });
+    expect(approval.snapshot.session).toMatchObject({
+      title: "Claude Code",
+      agent: { name: "claude-code" },
+      cwd: "/home/ada/demo",
+    });
+    expect(approval.options.map((o) => o.kind)).toEqual(["allow_once", "reject_once"]);
+    expect((await person.decide(approval, "allow")).status).toBe(200);
+    expect(answerOf(await run)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision: "allow",
+        permissionDecisionReason: "allowed on Tapgate",
+      },
+    });
+  });
+
+  it("PreToolUse Edit: a diff block and kind edit on the card; a human's reject is a deny with a reason", async () => {
+    const sessionId = unique("claude");
+    const toolInput = {
+      file_path: "/home/ada/demo/src/app.ts",
+      old_string: "const a = 1;",
+      new_string: "const a = 2;",
+    };
+    const run = runHook(preToolUse(sessionId, "Edit", toolInput), { env: signedIn() });
+    const approval = await person.waitForOne(sessionId);
+    const fetched = await person.approval(approval.id);
+    expect(fetched.snapshot.toolCall).toMatchObject({
+      title: "Edit: /home/ada/demo/src/app.ts",
+      kind: "edit",
+      content: [{ type: "diff", path: toolInput.file_path, oldText: "const a = 1;", newText: "const a = 2;" }],
+      locations: [{ path: toolInput.file_path }],
+      rawInput: toolInput,
+    });
+    expect((await person.decide(approval, "deny")).status).toBe(200);
+    expect(answerOf(await run)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision: "deny",
+        permissionDecisionReason: "denied on Tapgate by a human reviewer",
+      },
+    });
+  });
+
+  it("PermissionRequest: no tool_use_id, a generated call id, and the decision-object answer shape", async () => {
+    const sessionId = unique("claude");
+    const { tool_use_id: _, ...input } = preToolUse(sessionId, "Bash", { command: "rm -rf node_modules" });
+    const allowRun = runHook({ ...input, hook_event_name: "PermissionRequest" }, { env: signedIn() });
+    const first = await person.waitForOne(sessionId);
+    expect(first.snapshot.toolCall.toolCallId).toMatch(/^claude-[0-9a-f-]{36}$/);
+    await person.decide(first, "allow");
+    expect(answerOf(await allowRun)).toEqual({
+      hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "allow" } },
+    });
+
+    const denyRun = runHook({ ...input, hook_event_name: "PermissionRequest" }, { env: signedIn() });
+    const second = await person.waitForOne(sessionId);
+    await person.decide(second, "deny");
+    expect(answerOf(await denyRun)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PermissionRequest",
+        decision: { behavior: "deny", message: "denied on Tapgate by a human reviewer" },
+      },
+    });
+  });
+
+  it("--timeout 1: the card expires on the server at the same time, and Claude gets a deny", async () => {
+    const sessionId = unique("claude");
+    const run = await runHook(preToolUse(sessionId, "Bash", { command: "make deploy" }), {
+      args: ["--timeout", "1"],
+      env: signedIn(),
+    });
+    expect(answerOf(run)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision: "deny",
+        permissionDecisionReason: "Tapgate: no decision within 1 s",
+      },
+    });
+    const approval = await waitForResolved(sessionId);
+    expect(approval).toMatchObject({ state: "expired", reason: "expired" });
+    expect(approval.expiresAt - approval.createdAt).toBe(1_000);
+  });
+
+  it("Write and MultiEdit: one diff per edit; a new file has oldText null, an existing one its content", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tapgate-hook-files-"));
+    const existing = join(dir, "existing.txt");
+    writeFileSync(existing, "old line\n");
+    const cases = [
+      {
+        tool: "MultiEdit",
+        input: {
+          file_path: existing,
+          edits: [
+            { old_string: "a", new_string: "b" },
+            { old_string: "c", new_string: "d", replace_all: true },
+          ],
+        },
+        content: [
+          { type: "diff", path: existing, oldText: "a", newText: "b" },
+          { type: "diff", path: existing, oldText: "c", newText: "d" },
+        ],
+      },
+      {
+        tool: "Write",
+        input: { file_path: join(dir, "new.txt"), content: "hello\n" },
+        content: [{ type: "diff", path: join(dir, "new.txt"), oldText: null, newText: "hello\n" }],
+      },
+      {
+        tool: "Write",
+        input: { file_path: existing, content: "new line\n" },
+        content: [{ type: "diff", path: existing, oldText: "old line\n", newText: "new line\n" }],
+      },
+    ];
+    for (const c of cases) {
+      const sessionId = unique("claude");
+      const run = runHook(preToolUse(sessionId, c.tool, c.input), { env: signedIn() });
+      const approval = await person.waitForOne(sessionId);
+      expect(approval.snapshot.toolCall).toMatchObject({ kind: "edit", content: c.content, rawInput: c.input });
+      await person.decide(approval, "deny");
+      expect((await run).code).toBe(0);
+    }
+  });
+
+  it("a session id outside the allowed charset is mapped into it", async () => {
+    const raw = `${unique("claude")}/with spaces`;
+    const run = runHook(preToolUse(raw, "Read", { file_path: "/etc/hosts", offset: 3 }), { env: signedIn() });
+    const approval = await person.waitForOne(sanitizeSessionId(raw));
+    expect(approval.sessionId).toBe(raw.replace(/[/ ]/g, "_"));
+    expect(approval.snapshot.toolCall).toMatchObject({
+      title: "Read: /etc/hosts",
+      kind: "read",
+      locations: [{ path: "/etc/hosts", line: 3 }],
+    });
+    await person.decide(approval, "allow");
+    expect(answerOf(await run)).toMatchObject({ hookSpecificOutput: { permissionDecision: "allow" } });
+  });
+
+  it("no credentials: a deny that names `tapgate login`, without touching the network", async () => {
+    const run = await runHook(preToolUse(unique("claude"), "Bash", { command: "ls" }));
+    expect(answerOf(run)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision: "deny",
+        permissionDecisionReason: "Tapgate: not signed in — run `tapgate login`",
+      },
+    });
+  });
+
+  it("bad input denies: invalid fields and a bad --timeout answer in the event's shape, unknown events exit 2", async () => {
+    const invalid = await runHook(
+      { hook_event_name: "PermissionRequest", session_id: "s1", tool_input: {} },
+      {
+        env: signedIn(),
+      },
+    );
+    expect(answerOf(invalid)).toMatchObject({
+      hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "deny" } },
+    });
+    expect(JSON.stringify(JSON.parse(invalid.stdout))).toContain("tool_name");
+
+    const badTimeout = await runHook(preToolUse(unique("claude"), "Bash", { command: "ls" }), {
+      args: ["--timeout", "soon"],
+      env: signedIn(),
+    });
+    expect(answerOf(badTimeout)).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
+
+    const garbage = await runHook("not json", { env: signedIn() });
+    expect(garbage).toMatchObject({ code: 2, stdout: "" });
+    expect(garbage.stderr).toContain("not JSON");
+  });
+});
+
+describe("the Claude tool mapping", () => {
+  it("maps tool names to ACP kinds, anything unknown to other", () => {
+    expect(
+      ["Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "Read", "WebFetch", "WebSearch", "Grep", "Glob"].map(
+        toolKind,
+      ),
+    ).toEqual(["execute", "edit", "edit", "edit", "edit", "read", "fetch", "fetch", "search", "search"]);
+    expect(toolKind("mcp__github__create_issue")).toBe("other");
+  });
+
+  it("summarises the argument a human recognises, on one line, within 80 characters", () => {
+    expect(title("WebFetch", { url: "https://example.com", prompt: "x" })).toBe("WebFetch: https://example.com");
+    expect(title("Grep", { pattern: "TODO.*fix", path: "/src" })).toBe("Grep: TODO.*fix");
+    expect(title("mcp__x__y", { n: 1, query: "weather" })).toBe("mcp__x__y: weather");
+    expect(title("TodoWrite", { todos: [] })).toBe("TodoWrite");
+    expect(summarize("Bash", { command: "echo one\n  echo two" })).toBe("echo one echo two");
+    const long = summarize("Bash", { command: `echo ${"é".repeat(200)}` });
+    expect(Array.from(long)).toHaveLength(80);
+    expect(long.endsWith("…")).toBe(true);
+  });
+
+  it("keeps session ids inside [A-Za-z0-9._:-]{1,128}", () => {
+    expect(sanitizeSessionId("0b0c7a1e-3f4d-4a59-9b1a-2f3c4d5e6f70")).toBe("0b0c7a1e-3f4d-4a59-9b1a-2f3c4d5e6f70");
+    expect(sanitizeSessionId("a/b c")).toBe("a_b_c");
+    expect(sanitizeSessionId("x".repeat(300))).toHaveLength(128);
+  });
+
+  it("reads the timeout from --timeout, then TAPGATE_HOOK_TIMEOUT, else 540 s", () => {
+    expect(parseTimeout([], undefined)).toBe(540);
+    expect(parseTimeout([], "30")).toBe(30);
+    expect(parseTimeout(["--timeout", "5"], "30")).toBe(5);
+    expect(parseTimeout(["--timeout=7"], undefined)).toBe(7);
+    expect(parseTimeout(["--timeout", "0"], undefined)).toMatch(/invalid timeout/);
+    expect(parseTimeout(["--bogus"], undefined)).toMatch(/unknown argument/);
+  });
+});

@@ -1,0 +1,344 @@
+/**
+ * Web Push, with outbound fetch intercepted as a fake push service (the push services are the
+ * one part outside this machine). Bodies are decrypted with http_ece and the VAPID JWT is
+ * verified against the public key, independently of the code that made them.
+ */
+
+import { env, runInDurableObject } from "cloudflare:test";
+import { createECDH, randomBytes } from "node:crypto";
+import ece from "http_ece";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Approval } from "../../sdk/src/approval";
+import {
+  api,
+  connectAgent,
+  createKey,
+  decide,
+  json,
+  type Member,
+  pendingApprovals,
+  permissionParams,
+  signUp,
+  unique,
+} from "./helpers";
+
+interface Phone {
+  deviceId: string;
+  endpoint: string;
+  ecdh: ReturnType<typeof createECDH>;
+  auth: string;
+}
+
+interface Captured {
+  url: string;
+  headers: Headers;
+  payload: Record<string, unknown>;
+}
+
+let pushes: Captured[];
+let answer: (url: string) => number;
+let phones: Map<string, Phone>;
+
+beforeEach(() => {
+  pushes = [];
+  phones = new Map();
+  answer = () => 201;
+  const realFetch = globalThis.fetch;
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const request = new Request(input, init);
+    const phone = phones.get(request.url);
+    if (!phone) return realFetch(input, init);
+    const body = Buffer.from(await request.arrayBuffer());
+    const plain = ece.decrypt(body, { version: "aes128gcm", privateKey: phone.ecdh, authSecret: phone.auth });
+    pushes.push({ url: request.url, headers: request.headers, payload: JSON.parse(plain.toString("utf8")) });
+    return new Response(null, { status: answer(request.url) });
+  });
+});
+afterEach(() => vi.restoreAllMocks());
+
+async function addPhone(member: Member, name = "Pixel 8"): Promise<Phone> {
+  const ecdh = createECDH("prime256v1");
+  ecdh.generateKeys();
+  const auth = randomBytes(16).toString("base64url");
+  const endpoint = `https://fcm.googleapis.com/fcm/send/${unique("sub")}`;
+  const response = await api("/v1/devices", {
+    method: "POST",
+    cookie: member.cookie,
+    body: JSON.stringify({ name, subscription: { endpoint, keys: { p256dh: ecdh.getPublicKey("base64url"), auth } } }),
+  });
+  expect(response.status).toBe(201);
+  const { id } = await json<{ id: string }>(response);
+  const phone = { deviceId: id, endpoint, ecdh, auth };
+  phones.set(endpoint, phone);
+  return phone;
+}
+
+/** An agent asks; resolves once the hub has handed the push to the (fake) push service. */
+const secretCall = () => ({
+  toolCallId: unique("call"),
+  title: "Remove build output",
+  kind: "execute" as const,
+  rawInput: { command: "rm -rf build --secret-token=abc123" },
+});
+
+async function ask(member: Member, toolCall = secretCall()) {
+  const { key } = await createKey(member);
+  const sessionId = unique("sess");
+  const agent = await connectAgent(key, sessionId);
+  await agent.send({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "session/request_permission",
+    params: permissionParams(sessionId, { toolCall }),
+  });
+  const [approval] = await pendingApprovals(member, sessionId);
+  return { agent, sessionId, approval: approval as Approval };
+}
+
+const untilPushes = (count: number) =>
+  vi.waitFor(
+    () => {
+      if (pushes.length < count) throw new Error(`${pushes.length} pushes so far`);
+    },
+    { timeout: 5_000, interval: 10 },
+  );
+
+async function verifyVapid(headers: Headers, endpoint: string): Promise<void> {
+  const authorization = headers.get("Authorization") ?? "";
+  const [, jwt, key] = /^vapid t=([^,]+), k=(.+)$/.exec(authorization) ?? [];
+  expect(key).toBe(env.VAPID_PUBLIC_KEY);
+  const [header, claims, signature] = (jwt ?? "").split(".");
+  const publicKey = await crypto.subtle.importKey(
+    "raw",
+    Buffer.from(key ?? "", "base64url"),
+    { name: "ECDSA", namedCurve: "P-256" },
+    false,
+    ["verify"],
+  );
+  const valid = await crypto.subtle.verify(
+    { name: "ECDSA", hash: "SHA-256" },
+    publicKey,
+    Buffer.from(signature ?? "", "base64url"),
+    new TextEncoder().encode(`${header}.${claims}`),
+  );
+  expect(valid).toBe(true);
+  expect(JSON.parse(Buffer.from(header ?? "", "base64url").toString())).toMatchObject({ alg: "ES256" });
+  const body = JSON.parse(Buffer.from(claims ?? "", "base64url").toString()) as { aud: string; exp: number };
+  expect(body.aud).toBe(new URL(endpoint).origin);
+  expect(body.exp * 1000).toBeLessThanOrEqual(Date.now() + 24 * 60 * 60 * 1000);
+  expect(body.exp * 1000).toBeGreaterThan(Date.now());
+}
+
+describe("Web Push", () => {
+  it("pushes an encrypted, VAPID-signed notice with ids and the title only, then a resolved notice", async () => {
+    const owner = await signUp();
+    const phone = await addPhone(owner);
+    const { agent, approval } = await ask(owner);
+    await untilPushes(1);
+    const [push] = pushes;
+    expect(push?.url).toBe(phone.endpoint);
+    expect(push?.payload).toEqual({
+      v: 1,
+      type: "approval",
+      approvalId: approval.id,
+      title: "Remove build output",
+      expiresAt: approval.expiresAt,
+    });
+    expect(JSON.stringify(push?.payload)).not.toContain("rm -rf");
+    expect(JSON.stringify(push?.payload)).not.toContain("abc123");
+    expect(push?.headers.get("Urgency")).toBe("high");
+    expect(push?.headers.get("Content-Encoding")).toBe("aes128gcm");
+    const ttl = Number(push?.headers.get("TTL"));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual((approval.expiresAt - Date.now()) / 1000 + 1);
+    expect(push?.headers.get("Topic")).toMatch(/^[A-Za-z0-9_-]{1,32}$/);
+    await verifyVapid(push?.headers as Headers, phone.endpoint);
+
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
+    await agent.next();
+    await untilPushes(2);
+    expect(pushes[1]?.payload).toEqual({ v: 1, type: "resolved", approvalId: approval.id, state: "denied" });
+  });
+
+  it("shows sent, delivered and seen per device on the approval", async () => {
+    const owner = await signUp();
+    const phone = await addPhone(owner, "Pixel 8");
+    const { approval } = await ask(owner);
+    await untilPushes(1);
+    const delivered = await vi.waitFor(async () => {
+      const read = await json<Approval & { delivery: Array<Record<string, unknown>> }>(
+        await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }),
+      );
+      if (!read.delivery[0]?.deliveredAt) throw new Error("not delivered yet");
+      return read;
+    });
+    expect(delivered.delivery).toEqual([
+      expect.objectContaining({ deviceId: phone.deviceId, deviceName: "Pixel 8", seenAt: null }),
+    ]);
+    const seen = await api(`/v1/approvals/${approval.id}/seen`, {
+      method: "POST",
+      cookie: owner.cookie,
+      body: JSON.stringify({ deviceId: phone.deviceId }),
+    });
+    expect(seen.status).toBe(204);
+    const read = await json<Approval & { delivery: Array<{ seenAt: number | null }> }>(
+      await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }),
+    );
+    expect(read.delivery[0]?.seenAt).toBeGreaterThan(0);
+  });
+
+  it("a lock-screen policy of 'generic' hides even the tool title", async () => {
+    const owner = await signUp();
+    await env.DB.prepare("UPDATE teams SET policy = ? WHERE id = ?")
+      .bind(JSON.stringify({ lockScreen: "generic" }), owner.teamId)
+      .run();
+    await addPhone(owner);
+    await ask(owner);
+    await untilPushes(1);
+    expect(pushes[0]?.payload.title).toBe("An agent is asking for permission");
+  });
+
+  it("a 410 from the push service deletes the device", async () => {
+    const owner = await signUp();
+    const phone = await addPhone(owner);
+    answer = () => 410;
+    await ask(owner);
+    await untilPushes(1);
+    await vi.waitFor(async () => {
+      const { devices } = await json<{ devices: unknown[] }>(await api("/v1/devices", { cookie: owner.cookie }));
+      if (devices.length !== 0) throw new Error("device still there");
+    });
+    const row = await env.DB.prepare("SELECT id FROM devices WHERE id = ?").bind(phone.deviceId).first();
+    expect(row).toBeNull();
+  });
+
+  it("a 500 is retried from the hub's alarm until it is delivered", async () => {
+    const owner = await signUp();
+    await addPhone(owner);
+    let calls = 0;
+    answer = () => (++calls === 1 ? 500 : 201);
+    const { approval } = await ask(owner);
+    await untilPushes(1);
+    const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(owner.teamId));
+    // The failed push waits with backoff, and the hub's alarm is set for it.
+    const alarm = await vi.waitFor(async () => {
+      const at = await runInDurableObject(hub, (_, state) => state.storage.getAlarm());
+      if (at === null) throw new Error("no alarm yet");
+      return at;
+    });
+    expect(alarm).toBeGreaterThan(Date.now());
+    expect(pushes).toHaveLength(1);
+    await runInDurableObject(hub, (h) => h.drain(alarm)); // the alarm's moment
+    expect(pushes).toHaveLength(2);
+    expect(pushes[1]?.payload).toMatchObject({ type: "approval", approvalId: approval.id });
+  });
+
+  it("refuses every invalid subscription with 400 and makes no fetch", async () => {
+    const owner = await signUp();
+    const ecdh = createECDH("prime256v1");
+    ecdh.generateKeys();
+    const good = { p256dh: ecdh.getPublicKey("base64url"), auth: randomBytes(16).toString("base64url") };
+    const offCurve = Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 1)]).toString("base64url");
+    const cases = [
+      { endpoint: "http://fcm.googleapis.com/fcm/send/x", keys: good },
+      { endpoint: "https://fcm.googleapis.com:8443/fcm/send/x", keys: good },
+      { endpoint: "https://user:pw@fcm.googleapis.com/fcm/send/x", keys: good },
+      { endpoint: `https://fcm.googleapis.com/${"x".repeat(1000)}`, keys: good },
+      { endpoint: "https://evil.example/fcm.googleapis.com", keys: good },
+      { endpoint: "https://169.254.169.254/latest/meta-data", keys: good },
+      { endpoint: "https://localhost/push", keys: good },
+      { endpoint: "https://fcm.googleapis.com.evil.example/x", keys: good },
+      { endpoint: "https://push.services.mozilla.com.evil.example/x", keys: good },
+      { endpoint: "https://fcm.googleapis.com/fcm/send/x", keys: { ...good, p256dh: offCurve } },
+      { endpoint: "https://fcm.googleapis.com/fcm/send/x", keys: { ...good, p256dh: good.p256dh.slice(0, 40) } },
+      {
+        endpoint: "https://fcm.googleapis.com/fcm/send/x",
+        keys: { ...good, auth: randomBytes(8).toString("base64url") },
+      },
+    ];
+    for (const subscription of cases) {
+      const response = await api("/v1/devices", {
+        method: "POST",
+        cookie: owner.cookie,
+        body: JSON.stringify({ name: "x", subscription }),
+      });
+      expect({ endpoint: subscription.endpoint.slice(0, 60), status: response.status }).toEqual({
+        endpoint: subscription.endpoint.slice(0, 60),
+        status: 400,
+      });
+    }
+    expect(globalThis.fetch).not.toHaveBeenCalled();
+    // Known services with their real shapes are accepted.
+    for (const endpoint of [
+      "https://updates.push.services.mozilla.com/wpush/v2/abc",
+      "https://web.push.apple.com/QGx",
+      "https://wns2-by3p.notify.windows.com/w/?token=abc",
+    ]) {
+      const response = await api("/v1/devices", {
+        method: "POST",
+        cookie: owner.cookie,
+        body: JSON.stringify({ name: "ok", subscription: { endpoint, keys: good } }),
+      });
+      expect(response.status).toBe(201);
+    }
+  });
+
+  it("checks a stored subscription again at send time", async () => {
+    const owner = await signUp();
+    const phone = await addPhone(owner);
+    // A row edited behind the API's back must not become a fetch to an internal address.
+    await env.DB.prepare("UPDATE devices SET endpoint = 'https://127.0.0.1/admin' WHERE id = ?")
+      .bind(phone.deviceId)
+      .run();
+    const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(owner.teamId));
+    await hub.forgetDirectory();
+    const { approval } = await ask(owner);
+    await settledDelivery(owner, approval.id);
+    expect(globalThis.fetch).not.toHaveBeenCalledWith(expect.stringContaining("127.0.0.1"), expect.anything());
+    expect(pushes).toEqual([]);
+  });
+
+  it("allows at most 10 pushes per session per 10 minutes, then one summary", async () => {
+    const owner = await signUp();
+    await addPhone(owner);
+    const { key } = await createKey(owner);
+    const sessionId = unique("sess");
+    const agent = await connectAgent(key, sessionId);
+    for (let id = 1; id <= 12; id++) {
+      await agent.send({
+        jsonrpc: "2.0",
+        id,
+        method: "session/request_permission",
+        params: permissionParams(sessionId),
+      });
+    }
+    await untilPushes(11);
+    const kinds = pushes.map((p) => p.payload.type);
+    expect(kinds.filter((k) => k === "approval")).toHaveLength(10);
+    expect(pushes.filter((p) => p.payload.type === "summary").map((p) => p.payload.count)).toEqual([11]);
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(12); // every request still waits
+  });
+
+  it("sends a test push to my own device only", async () => {
+    const owner = await signUp();
+    const other = await signUp("Eve");
+    const phone = await addPhone(owner);
+    expect((await api(`/v1/devices/${phone.deviceId}/test`, { method: "POST", cookie: other.cookie })).status).toBe(
+      404,
+    );
+    expect((await api(`/v1/devices/${phone.deviceId}/test`, { method: "POST", cookie: owner.cookie })).status).toBe(
+      202,
+    );
+    await untilPushes(1);
+    expect(pushes[0]?.payload).toEqual({ v: 1, type: "test" });
+  });
+});
+
+/** Waits until the hub has finished with an approval's pushes (a delivery row exists or none will). */
+async function settledDelivery(owner: Member, approvalId: string) {
+  const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(owner.teamId));
+  await vi.waitFor(async () => {
+    const rows = await hub.deliveries(approvalId);
+    if (rows.length === 0 || rows.some((r) => r.sentAt === null)) throw new Error("not attempted yet");
+  });
+}

@@ -1,0 +1,126 @@
+/**
+ * Web Push: who may be pushed to (subscription validation, checked at subscribe AND at send,
+ * so an edited row can never turn into a fetch to an internal address), and one encrypted send
+ * (aes128gcm + VAPID via web-push's generateRequestDetails, delivered with our own fetch so the
+ * status codes are ours to act on).
+ */
+import webpush from "web-push";
+import { z } from "zod";
+import { sha256Hex } from "./crypto";
+
+const MAX_ENDPOINT_CHARS = 1000;
+
+/** The push services browsers use (DESIGN.md, "Limits"). Anything else is refused. */
+const PUSH_HOSTS: Array<(host: string) => boolean> = [
+  (h) => h === "fcm.googleapis.com",
+  (h) => h === "web.push.apple.com",
+  (h) => /^[a-z0-9-]+(\.[a-z0-9-]+)*\.push\.services\.mozilla\.com$/.test(h),
+  (h) => /^[a-z0-9-]+(\.[a-z0-9-]+)*\.notify\.windows\.com$/.test(h),
+];
+
+function endpointProblem(endpoint: string): string | null {
+  if (endpoint.length > MAX_ENDPOINT_CHARS) return `endpoint is longer than ${MAX_ENDPOINT_CHARS} characters`;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return "endpoint is not a URL";
+  }
+  if (url.protocol !== "https:") return "endpoint must use https";
+  if (url.port !== "" && url.port !== "443") return "endpoint must use port 443";
+  if (url.username || url.password) return "endpoint must not carry credentials";
+  if (!PUSH_HOSTS.some((known) => known(url.hostname)))
+    return `endpoint host ${url.hostname} is not a known push service`;
+  return null;
+}
+
+function base64urlBytes(value: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9_-]+={0,2}$/.test(value)) return null;
+  return new Uint8Array(Buffer.from(value, "base64url"));
+}
+
+async function isP256Point(bytes: Uint8Array): Promise<boolean> {
+  if (bytes.length !== 65 || bytes[0] !== 0x04) return false;
+  try {
+    // importKey checks that the point lies on the curve.
+    await crypto.subtle.importKey("raw", bytes, { name: "ECDH", namedCurve: "P-256" }, false, []);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const pushSubscriptionSchema = z.object({
+  endpoint: z.string().superRefine((endpoint, ctx) => {
+    const problem = endpointProblem(endpoint);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+  keys: z.object({
+    p256dh: z.string().refine(async (key) => {
+      const bytes = base64urlBytes(key);
+      return bytes !== null && (await isP256Point(bytes));
+    }, "p256dh must be a base64url 65-byte uncompressed P-256 point"),
+    auth: z.string().refine((key) => base64urlBytes(key)?.length === 16, "auth must be 16 base64url-encoded bytes"),
+  }),
+});
+export type PushSubscription = z.infer<typeof pushSubscriptionSchema>;
+
+export interface VapidKeys {
+  publicKey: string;
+  privateKey: string;
+  subject: string;
+}
+
+/** Payloads carry ids and short text only, never tool arguments. */
+export type PushPayload =
+  | { v: 1; type: "approval"; approvalId: string; title: string; expiresAt: number }
+  | { v: 1; type: "resolved"; approvalId: string; state: string }
+  | { v: 1; type: "summary"; count: number }
+  | { v: 1; type: "test" };
+
+/** delivered: the push service took it · gone: drop the device · retry: try again later · rejected: give up. */
+export type PushOutcome = "delivered" | "gone" | "retry" | "rejected";
+
+export function outcomeOf(status: number): PushOutcome {
+  if (status >= 200 && status < 300) return "delivered";
+  if (status === 404 || status === 410) return "gone";
+  if (status === 429 || status >= 500) return "retry";
+  return "rejected";
+}
+
+/** The Topic header: one pending message per approval at the push service (≤ 32 base64url chars). */
+export function pushTopic(approvalId: string): string {
+  return Buffer.from(sha256Hex(approvalId), "hex").toString("base64url").slice(0, 32);
+}
+
+export async function sendPush(
+  subscription: PushSubscription,
+  payload: PushPayload,
+  options: { ttlSeconds: number; urgency: "high" | "normal"; topic?: string },
+  vapid: VapidKeys,
+): Promise<PushOutcome> {
+  const checked = await pushSubscriptionSchema.safeParseAsync(subscription);
+  if (!checked.success) return "gone";
+  const details = webpush.generateRequestDetails(checked.data, JSON.stringify(payload), {
+    vapidDetails: vapid,
+    TTL: Math.max(0, Math.floor(options.ttlSeconds)),
+    urgency: options.urgency,
+    topic: options.topic,
+    contentEncoding: "aes128gcm",
+  });
+  const headers = Object.fromEntries(Object.entries(details.headers).map(([k, v]) => [k, String(v)]));
+  try {
+    const response = await fetch(details.endpoint, {
+      method: "POST",
+      headers,
+      body: details.body as unknown as BodyInit,
+      // A redirect could point anywhere, including inside: never follow one.
+      redirect: "manual",
+      signal: AbortSignal.timeout(10_000),
+    });
+    await response.body?.cancel();
+    return response.status >= 300 && response.status < 400 ? "rejected" : outcomeOf(response.status);
+  } catch {
+    return "retry"; // timeouts and network errors
+  }
+}

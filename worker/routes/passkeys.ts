@@ -1,0 +1,286 @@
+/**
+ * Passkeys (WebAuthn): sign-up, sign-in, and adding or removing them while signed in. Challenges
+ * are 32 random bytes, live 5 minutes in D1, work once, and are bound to their purpose (and, for
+ * a signed-in registration, to the user). Sign-in uses discoverable credentials: no username.
+ */
+import {
+  type AuthenticationResponseJSON,
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  type RegistrationResponseJSON,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+} from "@simplewebauthn/server";
+import { isoBase64URL, isoUint8Array } from "@simplewebauthn/server/helpers";
+import { type Context, Hono } from "hono";
+import { z } from "zod";
+import { currentWeb, requireSameOrigin, requireWeb, startWebSession } from "../auth";
+import { newId } from "../crypto";
+import {
+  addPasskey,
+  audit,
+  type ChallengeUse,
+  consumeChallenge,
+  createChallenge,
+  deletePasskey,
+  findPasskey,
+  firstMembership,
+  listPasskeys,
+  type NewPasskey,
+  type PasskeyRow,
+  recordPasskeyUse,
+} from "../db";
+import { apiError, appOrigin, validate } from "../http";
+import type { AppEnv } from "../types";
+import { signUpByMail, signupBody } from "./auth";
+
+const CHALLENGE_TTL_MS = 5 * 60 * 1000;
+
+const base64url = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .regex(/^[A-Za-z0-9_-]*$/, "not base64url");
+/** WebAuthn caps credential ids at 1023 bytes. */
+const credentialId = base64url(1364).min(1);
+
+// The library checks every field it reads; these bound sizes and shapes before it does.
+const credentialFields = {
+  id: credentialId,
+  rawId: credentialId,
+  type: z.literal("public-key"),
+  clientExtensionResults: z.record(z.string(), z.unknown()),
+  authenticatorAttachment: z.enum(["platform", "cross-platform"]).optional(),
+};
+const registrationResponse = z.object({
+  ...credentialFields,
+  response: z.object({
+    clientDataJSON: base64url(8192),
+    attestationObject: base64url(65536),
+    authenticatorData: base64url(65536).optional(),
+    publicKey: base64url(8192).optional(),
+    publicKeyAlgorithm: z.number().int().optional(),
+    transports: z.array(z.string().max(32)).max(16).optional(),
+  }),
+});
+const authenticationResponse = z.object({
+  ...credentialFields,
+  response: z.object({
+    clientDataJSON: base64url(8192),
+    authenticatorData: base64url(65536),
+    signature: base64url(8192),
+    userHandle: base64url(128).optional(),
+  }),
+});
+
+// `{}` adds a passkey to the signed-in user (null here); sign-up details start a passkey sign-up.
+const registerOptionsBody = z.union([signupBody, z.strictObject({}).transform(() => null)]);
+const challengeId = z.string().regex(/^wch_[0-9A-Za-z]{22}$/, "not a challenge id");
+const registerVerifyBody = z.object({
+  challengeId,
+  response: registrationResponse,
+  deviceName: z.string().trim().min(1).max(100).optional(),
+});
+const loginVerifyBody = z.object({ challengeId, response: authenticationResponse });
+
+function relyingParty(c: Context<AppEnv>): { rpID: string; origin: string } {
+  const origin = appOrigin(c);
+  return { rpID: c.env.RP_ID ?? new URL(origin).hostname, origin };
+}
+
+/** One answer for every failure, so a caller learns nothing about which check failed. */
+function passkeyFailed(c: Context<AppEnv>) {
+  return apiError(c, 400, "passkey_failed", "the passkey could not be verified; start again");
+}
+
+function logRejection(err: unknown): void {
+  console.warn("passkey rejected:", err instanceof Error ? err.message : "unknown error");
+}
+
+/** Makes options around a fresh challenge, stores the challenge, answers `{challengeId, options}`. */
+async function issueChallenge<T extends { challenge: string }>(
+  c: Context<AppEnv>,
+  purpose: "register" | "login",
+  bound: Omit<ChallengeUse, "challenge">,
+  makeOptions: (challenge: Uint8Array<ArrayBuffer>) => Promise<T>,
+) {
+  const options = await makeOptions(crypto.getRandomValues(new Uint8Array(32)));
+  const id = newId("wch");
+  await createChallenge(c.env.DB, {
+    id,
+    purpose,
+    challenge: options.challenge,
+    ...bound,
+    now: Date.now(),
+    ttlMs: CHALLENGE_TTL_MS,
+  });
+  return c.json({ challengeId: id, options });
+}
+
+function registrationOptions(
+  c: Context<AppEnv>,
+  user: { name: string; displayName: string; handle: Uint8Array<ArrayBuffer>; existing: PasskeyRow[] },
+) {
+  const { rpID } = relyingParty(c);
+  return (challenge: Uint8Array<ArrayBuffer>) =>
+    generateRegistrationOptions({
+      rpName: "Tapgate",
+      rpID,
+      userName: user.name,
+      userDisplayName: user.displayName,
+      userID: user.handle,
+      challenge,
+      timeout: CHALLENGE_TTL_MS,
+      attestationType: "none",
+      excludeCredentials: user.existing.map(({ id, transports }) => ({ id, transports })),
+      authenticatorSelection: { residentKey: "required", requireResidentKey: true, userVerification: "required" },
+    });
+}
+
+async function verifiedRegistration(
+  c: Context<AppEnv>,
+  body: z.infer<typeof registerVerifyBody>,
+  expectedChallenge: string,
+): Promise<NewPasskey | null> {
+  const { rpID, origin } = relyingParty(c);
+  try {
+    const { verified, registrationInfo } = await verifyRegistrationResponse({
+      response: body.response as RegistrationResponseJSON,
+      expectedChallenge,
+      expectedOrigin: origin,
+      expectedRPID: rpID,
+      requireUserVerification: true,
+    });
+    if (!verified) return null;
+    const { credential } = registrationInfo;
+    return {
+      id: credential.id,
+      publicKey: isoBase64URL.fromBuffer(credential.publicKey),
+      counter: credential.counter,
+      transports: credential.transports ?? [],
+      deviceName: body.deviceName ?? null,
+    };
+  } catch (err) {
+    logRejection(err);
+    return null;
+  }
+}
+
+/** The authenticator's new signature counter, or null when the assertion does not verify. */
+async function verifiedAssertion(
+  c: Context<AppEnv>,
+  response: z.infer<typeof authenticationResponse>,
+  expectedChallenge: string,
+  stored: PasskeyRow,
+): Promise<number | null> {
+  const { rpID, origin } = relyingParty(c);
+  try {
+    const { verified, authenticationInfo } = await verifyAuthenticationResponse({
+      response: response as AuthenticationResponseJSON,
+      expectedChallenge,
+      expectedOrigin: origin,
+      expectedRPID: rpID,
+      credential: {
+        id: stored.id,
+        publicKey: isoBase64URL.toBuffer(stored.publicKey),
+        counter: stored.counter,
+        transports: stored.transports,
+      },
+      requireUserVerification: true,
+    });
+    return verified ? authenticationInfo.newCounter : null;
+  } catch (err) {
+    logRejection(err);
+    return null;
+  }
+}
+
+export const passkeyRoutes = new Hono<AppEnv>()
+  .use("/v1/auth/passkey/*", requireSameOrigin)
+  .use("/v1/auth/passkeys", requireWeb)
+  .use("/v1/auth/passkeys/*", requireWeb, requireSameOrigin)
+  .post("/v1/auth/passkey/register/options", validate("json", registerOptionsBody), async (c) => {
+    const signup = c.req.valid("json");
+    if (signup) {
+      // No exclude list: it would tell a stranger whether the address has passkeys.
+      const handle = crypto.getRandomValues(new Uint8Array(16));
+      const user = { name: signup.email, displayName: signup.name, handle, existing: [] };
+      return issueChallenge(c, "register", { userId: null, signup }, registrationOptions(c, user));
+    }
+    const me = await currentWeb(c);
+    if (!me) return apiError(c, 401, "unauthenticated", "sign in first, or send {email, name, team} to sign up");
+    const user = {
+      name: me.email,
+      displayName: me.name,
+      handle: isoUint8Array.fromUTF8String(me.userId),
+      existing: await listPasskeys(c.env.DB, me.userId),
+    };
+    return issueChallenge(c, "register", { userId: me.userId, signup: null }, registrationOptions(c, user));
+  })
+  .post("/v1/auth/passkey/register/verify", validate("json", registerVerifyBody), async (c) => {
+    const body = c.req.valid("json");
+    const me = await currentWeb(c);
+    const now = Date.now();
+    const use = await consumeChallenge(c.env.DB, {
+      id: body.challengeId,
+      purpose: "register",
+      userId: me?.userId ?? null,
+      now,
+    });
+    const passkey = use && (await verifiedRegistration(c, body, use.challenge));
+    if (!use || !passkey) return passkeyFailed(c);
+    if (use.signup) return signUpByMail(c, use.signup, passkey);
+    // consumeChallenge only hands a user's challenge to that user.
+    if (!me) return passkeyFailed(c);
+    if (!(await addPasskey(c.env.DB, { passkey, userId: me.userId, teamId: me.teamId, now }))) {
+      return passkeyFailed(c);
+    }
+    return c.json({ id: passkey.id }, 201);
+  })
+  .post("/v1/auth/passkey/login/options", validate("json", z.object({})), (c) => {
+    const { rpID } = relyingParty(c);
+    return issueChallenge(c, "login", { userId: null, signup: null }, (challenge) =>
+      generateAuthenticationOptions({ rpID, challenge, timeout: CHALLENGE_TTL_MS, userVerification: "required" }),
+    );
+  })
+  .post("/v1/auth/passkey/login/verify", validate("json", loginVerifyBody), async (c) => {
+    const { challengeId, response } = c.req.valid("json");
+    const now = Date.now();
+    // The challenge is spent first, so a failed attempt cannot be retried with it.
+    const use = await consumeChallenge(c.env.DB, { id: challengeId, purpose: "login", userId: null, now });
+    const stored = use && (await findPasskey(c.env.DB, response.id));
+    const counter = use && stored && (await verifiedAssertion(c, response, use.challenge, stored));
+    if (!stored || typeof counter !== "number") return passkeyFailed(c);
+    const userId = await recordPasskeyUse(c.env.DB, { id: stored.id, counter, now });
+    const member = userId && (await firstMembership(c.env.DB, userId));
+    if (!userId || !member) return passkeyFailed(c);
+    await startWebSession(c, userId, member.teamId, "passkey");
+    return c.json({ ok: true });
+  })
+  .get("/v1/auth/passkeys", async (c) => {
+    const passkeys = await listPasskeys(c.env.DB, c.get("web").userId);
+    return c.json({
+      passkeys: passkeys.map(({ id, deviceName, createdAt, lastUsedAt }) => ({
+        id,
+        deviceName,
+        createdAt,
+        lastUsedAt,
+      })),
+    });
+  })
+  .delete("/v1/auth/passkeys/:id", validate("param", z.object({ id: credentialId })), async (c) => {
+    const w = c.get("web");
+    const id = c.req.valid("param").id;
+    if (!(await deletePasskey(c.env.DB, w.userId, id))) return apiError(c, 404, "not_found", "no such passkey");
+    const now = Date.now();
+    await audit(c.env.DB, {
+      eventId: `passkey_removed:${id}:${now}`,
+      teamId: w.teamId,
+      at: now,
+      actor: `user:${w.userId}`,
+      action: "passkey.removed",
+      subject: w.userId,
+      detail: { credentialId: id },
+    });
+    return c.json({ ok: true, id });
+  });

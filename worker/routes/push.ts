@@ -1,0 +1,76 @@
+/** Web Push: the VAPID key, this user's devices, test pushes, and the service worker's "seen". */
+import { Hono } from "hono";
+import { z } from "zod";
+import { requireSameOrigin, requireWeb } from "../auth";
+import { deleteDevice, listDevices, saveDevice } from "../db";
+import { apiError, validate } from "../http";
+import { pushSubscriptionSchema } from "../push";
+import { hubFor } from "../team-hub";
+import type { AppEnv } from "../types";
+
+const MAX_DEVICES_PER_USER = 20;
+
+const deviceBody = z.object({
+  name: z.string().trim().min(1).max(64),
+  subscription: pushSubscriptionSchema,
+});
+const deviceParam = z.object({ id: z.string().regex(/^dev_[0-9A-Za-z]{22}$/, "not a device id") });
+const seenBody = z.object({ deviceId: z.string().regex(/^dev_[0-9A-Za-z]{22}$/, "not a device id") });
+
+export const pushRoutes = new Hono<AppEnv>()
+  .get("/v1/push/key", (c) => {
+    if (!c.env.VAPID_PUBLIC_KEY)
+      return apiError(c, 503, "push_unavailable", "Web Push is not configured on this server");
+    return c.json({ publicKey: c.env.VAPID_PUBLIC_KEY });
+  })
+  .use("/v1/devices", requireWeb, requireSameOrigin)
+  .use("/v1/devices/*", requireWeb, requireSameOrigin)
+  .post("/v1/devices", validate("json", deviceBody), async (c) => {
+    const w = c.get("web");
+    const { name, subscription } = c.req.valid("json");
+    const device = await saveDevice(c.env.DB, {
+      teamId: w.teamId,
+      userId: w.userId,
+      name,
+      endpoint: subscription.endpoint,
+      p256dh: subscription.keys.p256dh,
+      auth: subscription.keys.auth,
+      userAgent: c.req.header("User-Agent")?.slice(0, 200) ?? "",
+      now: Date.now(),
+      limit: MAX_DEVICES_PER_USER,
+    });
+    if (!device) {
+      return apiError(
+        c,
+        409,
+        "too_many_devices",
+        `at most ${MAX_DEVICES_PER_USER} devices per person; remove one first`,
+      );
+    }
+    await hubFor(c.env, w.teamId).deviceSaved(w.teamId, device);
+    return c.json({ id: device.id, name: device.name, createdAt: device.createdAt }, 201);
+  })
+  .get("/v1/devices", async (c) => {
+    const w = c.get("web");
+    const devices = await listDevices(c.env.DB, w.teamId, w.userId);
+    return c.json({
+      devices: devices.map(({ id, name, createdAt, lastSeenAt }) => ({ id, name, createdAt, lastSeenAt })),
+    });
+  })
+  .delete("/v1/devices/:id", validate("param", deviceParam), async (c) => {
+    const w = c.get("web");
+    const { id } = c.req.valid("param");
+    if (!(await deleteDevice(c.env.DB, w.teamId, id, w.userId))) return apiError(c, 404, "not_found", "no such device");
+    await hubFor(c.env, w.teamId).deviceRemoved(id);
+    return c.json({ ok: true });
+  })
+  .post("/v1/devices/:id/test", validate("param", deviceParam), async (c) => {
+    const w = c.get("web");
+    const sent = await hubFor(c.env, w.teamId).sendTest(w.teamId, c.req.valid("param").id, w.userId);
+    return sent ? c.json({ ok: true }, 202) : apiError(c, 404, "not_found", "no such device");
+  })
+  .post("/v1/approvals/:id/seen", requireWeb, requireSameOrigin, validate("json", seenBody), async (c) => {
+    const w = c.get("web");
+    const seen = await hubFor(c.env, w.teamId).markSeen(c.req.param("id"), c.req.valid("json").deviceId, w.userId);
+    return seen ? c.body(null, 204) : apiError(c, 404, "not_found", "no push of that approval to that device");
+  });
