@@ -37,6 +37,18 @@ export default defineConfig({
           hookTimeout: 120_000,
         },
       },
+      {
+        // The phone app in real headless Chromium (playwright-core, Debian's chromium), against
+        // `wrangler dev`; each file starts its own Worker and browser. Skips without Chromium,
+        // unless TAPGATE_REQUIRE_BROWSER=1 (CI), where a missing browser fails.
+        test: {
+          name: "browser",
+          include: ["test/browser/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
     ],
   },
 });

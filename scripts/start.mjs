@@ -5,7 +5,7 @@
  * http://localhost:8787.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { localVars } from "./local-vars.mjs";
 import { applyMigrations, ROOT } from "./local-worker.mjs";
@@ -17,9 +17,20 @@ if (!existsSync(devVars)) {
     "# Local mode, written by `npm start`. Never deploy these values.",
     "# DEV_OUTBOX: sign-in mail is printed here and readable at GET /v1/dev/outbox.",
     "# VAPID_*: this machine's Web Push keys.",
+    "# RATE_LIMIT_SECRET: keys the hashed IP addresses of the sign-in code rate limit.",
   ];
   writeFileSync(devVars, `${[...header, ...lines].join("\n")}\n`, { mode: 0o600 });
   console.log("created .dev.vars (local mode, fresh VAPID keys)");
+} else {
+  // Settings added since this .dev.vars was written (such as RATE_LIMIT_SECRET) are appended.
+  const text = readFileSync(devVars, "utf8");
+  const present = new Set(text.match(/^[A-Z_]+(?==)/gm) ?? []);
+  const missing = Object.entries(localVars()).filter(([key]) => !present.has(key) && !key.startsWith("VAPID_"));
+  if (missing.length) {
+    const lines = missing.map(([key, value]) => `${key}=${value}\n`).join("");
+    appendFileSync(devVars, text === "" || text.endsWith("\n") ? lines : `\n${lines}`);
+    console.log(`added ${missing.map(([key]) => key).join(", ")} to .dev.vars`);
+  }
 }
 
 // wrangler serves the PWA from pwa/dist, so it must exist before the Worker starts.

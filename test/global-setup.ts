@@ -7,6 +7,10 @@ import { execFileSync } from "node:child_process";
 
 export default function setup(): void {
   for (const script of ["build:pwa", "build:sdk"]) {
-    execFileSync("npm", ["run", "--silent", script], { stdio: ["ignore", "ignore", "inherit"] });
+    // Vitest sets NODE_ENV=test; inherited, it would make Vite build a dev bundle (no service worker).
+    execFileSync("npm", ["run", "--silent", script], {
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, NODE_ENV: "production" },
+    });
   }
 }

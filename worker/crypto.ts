@@ -1,16 +1,27 @@
-import { createHash } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-/** `length` uniformly random base62 characters (rejection sampling, no modulo bias). */
-export function randomBase62(length: number): string {
+/**
+ * `length` uniformly random characters of `alphabet` (at most 256 of them): rejection sampling,
+ * so no character is likelier than another.
+ */
+export function randomString(alphabet: string, length: number): string {
+  const n = alphabet.length;
+  if (n < 1 || n > 256) throw new RangeError("the alphabet needs 1 to 256 characters");
+  const usable = 256 - (256 % n); // bytes at or above this would favour the first characters
   let out = "";
   while (out.length < length) {
     for (const byte of crypto.getRandomValues(new Uint8Array(length * 2))) {
-      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+      if (byte < usable && out.length < length) out += alphabet[byte % n];
     }
   }
   return out;
+}
+
+/** `length` uniformly random base62 characters. */
+export function randomBase62(length: number): string {
+  return randomString(BASE62, length);
 }
 
 /** A 256-bit URL-safe secret (sign-in links, web sessions). */
@@ -21,6 +32,17 @@ export function randomToken(): string {
 /** Synchronous on purpose: the Durable Object hashes without yielding its input gate. */
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
+}
+
+/** HMAC-SHA-256 (hex): a keyed hash, for values too guessable to store as a plain hash (IP addresses). */
+export function hmacSha256Hex(key: string, text: string): string {
+  return createHmac("sha256", key).update(text).digest("hex");
+}
+
+/** A fresh 256-bit secret to hand out once, and the SHA-256 to store in its place. */
+export function newSecret(): { token: string; hash: string } {
+  const token = randomToken();
+  return { token, hash: sha256Hex(token) };
 }
 
 /** Ids like `usr_…`, `team_…`: a prefix and 22 base62 characters (≈131 random bits). */

@@ -2,9 +2,10 @@
  * All D1 access. Every function that reads or changes a team's rows takes the team id from
  * authentication as a parameter; nothing here trusts a team id from a request body.
  */
+import { type AuditEntry, type AuditEvent, chainEvents, GENESIS_HASH, type StoredAuditRow } from "./audit-chain";
 import { newId } from "./crypto";
 import { parsePolicy, type TeamPolicy } from "./policy";
-import type { AgentIdentity, Approval, ApprovalState, DecidedBy, Role, SessionInfo, WebIdentity } from "./types";
+import type { AgentIdentity, Approval, ApprovalState, DecidedBy, Env, Role, SessionInfo, WebIdentity } from "./types";
 
 const WEB_SESSION_MS = 30 * 24 * 60 * 60 * 1000;
 
@@ -74,25 +75,72 @@ export async function createUserWithTeam(
     db
       .prepare("INSERT INTO users (id, email, name, created_at) VALUES (?, ?, ?, ?)")
       .bind(userId, u.email, u.name, u.now),
-    db.prepare("INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)").bind(teamId, u.teamName, u.now),
-    db
-      .prepare("INSERT INTO memberships (team_id, user_id, role, created_at) VALUES (?, ?, 'owner', ?)")
-      .bind(teamId, userId, u.now),
-    auditStatement(db, {
-      eventId: `team_created:${teamId}`,
-      teamId,
-      at: u.now,
-      actor: `user:${userId}`,
-      action: "team.created",
-      subject: teamId,
-    }),
+    ...newTeamStatements(db, { teamId, userId, name: u.teamName, now: u.now }),
   ]);
   return { userId, teamId };
 }
 
-export async function getTeamPolicy(db: D1Database, teamId: string): Promise<TeamPolicy> {
-  const row = await db.prepare("SELECT policy FROM teams WHERE id = ?").bind(teamId).first<{ policy: string }>();
-  return parsePolicy(row?.policy);
+/** Another team for an existing user, who owns it. */
+export async function createTeam(db: D1Database, t: { userId: string; name: string; now: number }): Promise<string> {
+  const teamId = newId("team");
+  await db.batch(newTeamStatements(db, { teamId, ...t }));
+  return teamId;
+}
+
+/**
+ * A team, its owner, and the first link of its audit chain, in one batch. Written here rather
+ * than through the team's TeamHub because nothing else can write for a team that does not exist
+ * yet; the hub reads its chain head from D1 on first use.
+ */
+function newTeamStatements(db: D1Database, t: { teamId: string; userId: string; name: string; now: number }) {
+  const [genesis] = chainEvents(GENESIS_HASH, [
+    {
+      eventId: `team_created:${t.teamId}`,
+      teamId: t.teamId,
+      at: t.now,
+      actor: `user:${t.userId}`,
+      action: "team.created",
+      subject: t.teamId,
+    },
+  ]);
+  return [
+    db.prepare("INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)").bind(t.teamId, t.name, t.now),
+    db
+      .prepare("INSERT INTO memberships (team_id, user_id, role, created_at) VALUES (?, ?, 'owner', ?)")
+      .bind(t.teamId, t.userId, t.now),
+    auditEntryStatement(db, genesis as AuditEntry),
+  ];
+}
+
+export interface VersionedPolicy {
+  policy: TeamPolicy;
+  version: number;
+}
+
+export async function getTeamPolicy(db: D1Database, teamId: string): Promise<VersionedPolicy> {
+  const row = await db
+    .prepare("SELECT policy, policy_version FROM teams WHERE id = ?")
+    .bind(teamId)
+    .first<{ policy: string; policy_version: number }>();
+  return { policy: parsePolicy(row?.policy), version: row?.policy_version ?? 0 };
+}
+
+/** Replaces the policy and bumps its version; returns the one it replaced and the new version. */
+export async function setTeamPolicy(
+  db: D1Database,
+  teamId: string,
+  policy: TeamPolicy,
+): Promise<{ before: TeamPolicy; version: number }> {
+  const [before, updated] = await db.batch<{ policy?: string; policy_version: number }>([
+    db.prepare("SELECT policy, policy_version FROM teams WHERE id = ?").bind(teamId),
+    db
+      .prepare("UPDATE teams SET policy = ?, policy_version = policy_version + 1 WHERE id = ? RETURNING policy_version")
+      .bind(JSON.stringify(policy), teamId),
+  ]);
+  return {
+    before: parsePolicy(before?.results[0]?.policy),
+    version: updated?.results[0]?.policy_version ?? 0,
+  };
 }
 
 // ── sign-in links ───────────────────────────────────────────────────────────
@@ -103,29 +151,37 @@ export interface SignInLink {
   name: string | null;
   team_name: string | null;
   /** A passkey made during passkey sign-up, stored once the link is confirmed. */
-  passkey?: NewPasskey | null;
+  passkey?: ParkedPasskey | null;
 }
+
+/**
+ * A passkey waiting on a sign-up link, with the SHA-256 of the nonce that the browser which made
+ * it holds in a cookie (kept in the same JSON column; rows without it never attach).
+ */
+export type ParkedPasskey = NewPasskey & { browserHash: string };
 
 export async function createSignInLink(
   db: D1Database,
   l: SignInLink & { tokenHash: string; now: number; ttlMs: number },
 ): Promise<void> {
-  await db
-    .prepare(
-      `INSERT INTO sign_in_links (token_hash, purpose, email, name, team_name, passkey, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    )
-    .bind(
-      l.tokenHash,
-      l.purpose,
-      l.email,
-      l.name,
-      l.team_name,
-      l.passkey ? JSON.stringify(l.passkey) : null,
-      l.now,
-      l.now + l.ttlMs,
-    )
-    .run();
+  await db.batch([
+    sweepExpired(db, "sign_in_links", l.now),
+    db
+      .prepare(
+        `INSERT INTO sign_in_links (token_hash, purpose, email, name, team_name, passkey, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .bind(
+        l.tokenHash,
+        l.purpose,
+        l.email,
+        l.name,
+        l.team_name,
+        l.passkey ? JSON.stringify(l.passkey) : null,
+        l.now,
+        l.now + l.ttlMs,
+      ),
+  ]);
 }
 
 /** Marks the link used and returns it, in one statement: a link works once, even under races. */
@@ -138,7 +194,7 @@ export async function consumeSignInLink(db: D1Database, tokenHash: string, now: 
     )
     .bind(now, tokenHash)
     .first<Omit<SignInLink, "passkey"> & { passkey: string | null }>();
-  return row && { ...row, passkey: row.passkey ? (JSON.parse(row.passkey) as NewPasskey) : null };
+  return row && { ...row, passkey: row.passkey ? (JSON.parse(row.passkey) as ParkedPasskey) : null };
 }
 
 // ── API keys ────────────────────────────────────────────────────────────────
@@ -148,6 +204,7 @@ export interface ApiKeyRow {
   label: string;
   prefix: string;
   userId: string;
+  owner: { userId: string; name: string };
   createdAt: number;
   lastUsedAt: number | null;
   revokedAt: number | null;
@@ -166,30 +223,33 @@ export async function createApiKey(
     .run();
 }
 
-export async function listApiKeys(db: D1Database, teamId: string, userId: string): Promise<ApiKeyRow[]> {
+/** The team's keys, or (with `userId`) only that user's. */
+export async function listApiKeys(db: D1Database, teamId: string, userId: string | null): Promise<ApiKeyRow[]> {
   const { results } = await db
     .prepare(
-      `SELECT id, label, prefix, user_id AS userId, created_at AS createdAt,
-              last_used_at AS lastUsedAt, revoked_at AS revokedAt
-         FROM api_keys WHERE team_id = ? AND user_id = ? ORDER BY created_at DESC, id`,
+      `SELECT k.id, k.label, k.prefix, k.user_id AS userId, u.name AS ownerName, k.created_at AS createdAt,
+              k.last_used_at AS lastUsedAt, k.revoked_at AS revokedAt
+         FROM api_keys k JOIN users u ON u.id = k.user_id
+        WHERE k.team_id = ?1 AND (?2 IS NULL OR k.user_id = ?2) ORDER BY k.created_at DESC, k.id`,
     )
     .bind(teamId, userId)
-    .all<ApiKeyRow>();
-  return results;
+    .all<Omit<ApiKeyRow, "owner"> & { ownerName: string }>();
+  return results.map(({ ownerName, ...k }) => ({ ...k, owner: { userId: k.userId, name: ownerName } }));
 }
 
 /**
- * Revokes one of the user's keys and returns the sessions it opened (to deny and disconnect),
- * or null when no such live key exists in this team for this user.
+ * Revokes a live key of the team (with `userId`: only if it is that user's) and returns the
+ * sessions it opened (to deny and disconnect), or null when no such live key exists.
  */
 export async function revokeApiKey(
   db: D1Database,
-  r: { teamId: string; userId: string; keyId: string; now: number },
+  r: { teamId: string; userId: string | null; keyId: string; now: number },
 ): Promise<string[] | null> {
   const [revoked, sessions] = await db.batch<{ id?: string; session_id?: string }>([
     db
       .prepare(
-        `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND team_id = ? AND user_id = ? AND revoked_at IS NULL
+        `UPDATE api_keys SET revoked_at = ?1 WHERE id = ?2 AND team_id = ?3 AND (?4 IS NULL OR user_id = ?4)
+            AND revoked_at IS NULL
          RETURNING id`,
       )
       .bind(r.now, r.keyId, r.teamId, r.userId),
@@ -352,7 +412,10 @@ export type OutboxOp =
       detail: unknown;
     };
 
-export function outboxStatement(db: D1Database, o: OutboxOp): D1PreparedStatement {
+/** The outbox ops D1 takes directly; audit ops go through the team's TeamHub instead. */
+export type D1OutboxOp = Exclude<OutboxOp, { op: "audit" }>;
+
+export function outboxStatement(db: D1Database, o: D1OutboxOp): D1PreparedStatement {
   switch (o.op) {
     case "approval":
       return approvalUpsertStatement(db, o.teamId, o.ownerUserId, o.approval);
@@ -374,8 +437,6 @@ export function outboxStatement(db: D1Database, o: OutboxOp): D1PreparedStatemen
           o.at,
           o.connected ? 1 : 0,
         );
-    case "audit":
-      return auditStatement(db, o);
   }
 }
 
@@ -416,29 +477,99 @@ function approvalUpsertStatement(
     );
 }
 
-// ── audit log ───────────────────────────────────────────────────────────────
+// ── audit log (hash-chained; appended by the team's TeamHub) ─────────────────
 
-export interface AuditEvent {
-  eventId: string;
-  teamId: string;
-  at: number;
-  actor: string;
-  action: string;
-  subject: string;
-  detail?: unknown;
+export type { AuditEvent };
+
+/**
+ * Appends an event to its team's audit log through the team's TeamHub, the chain's one writer.
+ * The hub is reached through the binding rather than team-hub.ts, which itself reads D1 from here.
+ */
+export async function audit(env: Env, e: AuditEvent): Promise<void> {
+  await env.TEAM_HUB.get(env.TEAM_HUB.idFromName(e.teamId)).appendAudit([e]);
 }
 
-export function auditStatement(db: D1Database, e: AuditEvent): D1PreparedStatement {
+/**
+ * Inserts a chained entry only if its `prev_hash` is still the team's last hash (compare and
+ * swap), so even a writer with a stale head cannot fork the chain: it inserts nothing and
+ * re-reads the head. A replayed `event_id` inserts nothing either.
+ */
+export function auditEntryStatement(db: D1Database, e: AuditEntry): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO audit_log (event_id, team_id, at, actor, action, subject, detail)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
+      `INSERT INTO audit_log (event_id, team_id, at, actor, action, subject, detail, prev_hash, hash)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
+        WHERE COALESCE((SELECT hash FROM audit_log WHERE team_id = ?2 ORDER BY seq DESC LIMIT 1), ?10) = ?8
+       ON CONFLICT (event_id) DO NOTHING
+       RETURNING seq`,
     )
-    .bind(e.eventId, e.teamId, e.at, e.actor, e.action, e.subject, JSON.stringify(e.detail ?? {}));
+    .bind(
+      e.eventId,
+      e.teamId,
+      e.at,
+      e.actor,
+      e.action,
+      e.subject,
+      JSON.stringify(e.detail ?? {}),
+      e.prevHash,
+      e.hash,
+      GENESIS_HASH,
+    );
 }
 
-export async function audit(db: D1Database, e: AuditEvent): Promise<void> {
-  await auditStatement(db, e).run();
+/** Inserts entries in order; returns how many went in (fewer: the head moved or an event was a replay). */
+export async function insertAuditEntries(db: D1Database, entries: AuditEntry[]): Promise<number> {
+  const results = await db.batch(entries.map((e) => auditEntryStatement(db, e)));
+  return results.reduce((n, r) => n + r.results.length, 0);
+}
+
+/** The team's chain head: the last entry's hash (64 zeros before the first chained entry). */
+export async function lastAuditHash(db: D1Database, teamId: string): Promise<string> {
+  const row = await db
+    .prepare("SELECT hash FROM audit_log WHERE team_id = ? ORDER BY seq DESC LIMIT 1")
+    .bind(teamId)
+    .first<{ hash: string | null }>();
+  return row?.hash ?? GENESIS_HASH;
+}
+
+/** Which of these event ids are already in the log (at most 100 per call: D1's bound-parameter limit). */
+export async function writtenEventIds(db: D1Database, eventIds: string[]): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const { results } = await db
+    .prepare(`SELECT event_id FROM audit_log WHERE event_id IN (${eventIds.map(() => "?").join(", ")})`)
+    .bind(...eventIds)
+    .all<{ event_id: string }>();
+  return new Set(results.map((r) => r.event_id));
+}
+
+const AUDIT_COLUMNS = `seq, event_id AS eventId, team_id AS teamId, at, actor, action, subject, detail,
+  prev_hash AS prevHash, hash`;
+
+/** Newest first, before `beforeSeq` when given. */
+export async function listAudit(
+  db: D1Database,
+  q: { teamId: string; beforeSeq: number | null; limit: number },
+): Promise<StoredAuditRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE team_id = ?1 AND (?2 IS NULL OR seq < ?2)
+        ORDER BY seq DESC LIMIT ?3`,
+    )
+    .bind(q.teamId, q.beforeSeq, q.limit)
+    .all<StoredAuditRow>();
+  return results;
+}
+
+/** Oldest first, after `afterSeq`: the verifier's pages. */
+export async function auditPage(
+  db: D1Database,
+  q: { teamId: string; afterSeq: number; limit: number },
+): Promise<StoredAuditRow[]> {
+  const { results } = await db
+    .prepare(`SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE team_id = ? AND seq > ? ORDER BY seq LIMIT ?`)
+    .bind(q.teamId, q.afterSeq, q.limit)
+    .all<StoredAuditRow>();
+  return results;
 }
 
 // ── local mode outbox ───────────────────────────────────────────────────────
@@ -532,12 +663,58 @@ export async function createDeviceCode(
   return { created: false, retryAfterMs: (recent.oldest ?? d.now) + d.windowMs - d.now };
 }
 
-/** A code that has not expired, by its user code (any team: a pending code belongs to no team yet). */
-export async function findDeviceCode(db: D1Database, userCode: string, now: number): Promise<DeviceCode | null> {
+/** Codes a team may see: pending ones (they belong to no team yet) and those it decided itself. */
+const VISIBLE_DEVICE_CODE = "user_code = ?1 AND expires_at > ?2 AND (team_id IS NULL OR team_id = ?3)";
+
+/** A code that has not expired, by its user code, if `teamId` may see it. */
+export async function findDeviceCode(
+  db: D1Database,
+  q: { userCode: string; teamId: string; now: number },
+): Promise<DeviceCode | null> {
   return db
-    .prepare(`SELECT ${DEVICE_CODE_COLUMNS} FROM device_codes WHERE user_code = ? AND expires_at > ?`)
-    .bind(userCode, now)
+    .prepare(`SELECT ${DEVICE_CODE_COLUMNS} FROM device_codes WHERE ${VISIBLE_DEVICE_CODE}`)
+    .bind(q.userCode, q.now, q.teamId)
     .first<DeviceCode>();
+}
+
+export type DeviceCodeLookup =
+  | { outcome: "found"; code: DeviceCode }
+  | { outcome: "unknown" }
+  | { outcome: "limited"; retryAfterMs: number };
+
+/**
+ * A signed-in user's lookup of a typed code, allowed only while they have missed fewer than
+ * `limit` codes within `windowMs` (RFC 8628 §5.1: user codes are short enough to guess). Once
+ * limited, even a right code is refused. The count, the lookup and recording a miss are one
+ * transaction, so parallel guesses cannot overshoot the limit. Another team's decided code is a
+ * miss, exactly like an unknown one.
+ */
+export async function lookupDeviceCode(
+  db: D1Database,
+  q: { userCode: string; userId: string; teamId: string; now: number; limit: number; windowMs: number },
+): Promise<DeviceCodeLookup> {
+  const underLimit = "(SELECT COUNT(*) FROM device_code_misses WHERE user_id = ?4 AND at > ?2 - ?5) < ?6";
+  const [, misses, found] = await db.batch<Record<string, unknown>>([
+    db.prepare("DELETE FROM device_code_misses WHERE at <= ?").bind(q.now - q.windowMs),
+    db
+      .prepare("SELECT COUNT(*) AS n, MIN(at) AS oldest FROM device_code_misses WHERE user_id = ? AND at > ?")
+      .bind(q.userId, q.now - q.windowMs),
+    db
+      .prepare(`SELECT ${DEVICE_CODE_COLUMNS} FROM device_codes WHERE ${VISIBLE_DEVICE_CODE} AND ${underLimit}`)
+      .bind(q.userCode, q.now, q.teamId, q.userId, q.windowMs, q.limit),
+    db
+      .prepare(
+        `INSERT INTO device_code_misses (user_id, at) SELECT ?4, ?2
+          WHERE ${underLimit} AND NOT EXISTS (SELECT 1 FROM device_codes WHERE ${VISIBLE_DEVICE_CODE})`,
+      )
+      .bind(q.userCode, q.now, q.teamId, q.userId, q.windowMs, q.limit),
+  ]);
+  const count = misses?.results[0] as { n: number; oldest: number | null } | undefined;
+  if (count && count.n >= q.limit) {
+    return { outcome: "limited", retryAfterMs: (count.oldest ?? q.now) + q.windowMs - q.now };
+  }
+  const code = found?.results[0] as DeviceCode | undefined;
+  return code ? { outcome: "found", code } : { outcome: "unknown" };
 }
 
 /** Approves or denies a pending, unexpired code for the deciding user's team; null if it was not pending. */
@@ -719,10 +896,14 @@ export async function deleteDevice(
 export async function listTeamDirectory(
   db: D1Database,
   teamId: string,
-): Promise<{ devices: DeviceRow[]; members: Array<{ userId: string; role: Role }> }> {
+): Promise<{ devices: DeviceRow[]; members: Array<{ userId: string; role: Role; name: string }> }> {
   const [devices, members] = await db.batch<DeviceRow & { userId: string; role: Role }>([
     db.prepare(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE team_id = ?`).bind(teamId),
-    db.prepare("SELECT user_id AS userId, role FROM memberships WHERE team_id = ?").bind(teamId),
+    db
+      .prepare(
+        "SELECT m.user_id AS userId, m.role, u.name FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.team_id = ?",
+      )
+      .bind(teamId),
   ]);
   return { devices: devices?.results ?? [], members: members?.results ?? [] };
 }
@@ -730,7 +911,7 @@ export async function listTeamDirectory(
 // ── passkeys and pairing ────────────────────────────────────────────────────
 
 /** Rows past their expiry are swept when new ones are made; used rows are kept until then. */
-function sweepExpired(db: D1Database, table: "webauthn_challenges" | "pairing_tokens", now: number) {
+function sweepExpired(db: D1Database, table: "sign_in_links" | "webauthn_challenges" | "pairing_tokens", now: number) {
   return db.prepare(`DELETE FROM ${table} WHERE expires_at < ?`).bind(now);
 }
 
@@ -820,19 +1001,18 @@ function passkeyFromRow(row: Omit<PasskeyRow, "transports"> & { transports: stri
 
 /** Stores a passkey for a user and audits it in their team; false if that credential id exists. */
 export async function addPasskey(
-  db: D1Database,
+  env: Env,
   p: { passkey: NewPasskey; userId: string; teamId: string; now: number },
 ): Promise<boolean> {
   const { passkey: k } = p;
-  const inserted = await db
-    .prepare(
-      `INSERT INTO passkey_credentials (id, user_id, public_key, counter, transports, device_name, created_at)
+  const inserted = await env.DB.prepare(
+    `INSERT INTO passkey_credentials (id, user_id, public_key, counter, transports, device_name, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id`,
-    )
+  )
     .bind(k.id, p.userId, k.publicKey, k.counter, JSON.stringify(k.transports), k.deviceName, p.now)
     .first();
   if (!inserted) return false;
-  await audit(db, {
+  await audit(env, {
     eventId: `passkey_added:${k.id}:${p.now}`,
     teamId: p.teamId,
     at: p.now,
@@ -921,4 +1101,466 @@ export async function claimPairingToken(
     .bind(tokenHash, now)
     .first<{ user_id: string; team_id: string }>();
   return row ? { userId: row.user_id, teamId: row.team_id } : null;
+}
+
+// ── teams and members (the dashboard) ───────────────────────────────────────
+
+export interface TeamOfMine {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+export async function listMyTeams(db: D1Database, userId: string): Promise<TeamOfMine[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT t.id, t.name, m.role FROM memberships m JOIN teams t ON t.id = m.team_id
+        WHERE m.user_id = ? ORDER BY m.created_at, t.id`,
+    )
+    .bind(userId)
+    .all<TeamOfMine>();
+  return results;
+}
+
+/** Moves a web session to another team, only if its user is a member there; false otherwise. */
+export async function switchWebSession(
+  db: D1Database,
+  s: { tokenHash: string; userId: string; teamId: string },
+): Promise<boolean> {
+  const { meta } = await db
+    .prepare(
+      `UPDATE web_sessions SET team_id = ?3
+        WHERE token_hash = ?1 AND user_id = ?2
+          AND EXISTS (SELECT 1 FROM memberships WHERE team_id = ?3 AND user_id = ?2)`,
+    )
+    .bind(s.tokenHash, s.userId, s.teamId)
+    .run();
+  return meta.changes > 0;
+}
+
+export interface MemberRow {
+  userId: string;
+  name: string;
+  email: string;
+  role: Role;
+  joinedAt: number;
+}
+
+export async function listMembers(db: D1Database, teamId: string): Promise<MemberRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT m.user_id AS userId, u.name, u.email, m.role, m.created_at AS joinedAt
+         FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.team_id = ? ORDER BY m.created_at, u.id`,
+    )
+    .bind(teamId)
+    .all<MemberRow>();
+  return results;
+}
+
+export async function findMember(db: D1Database, teamId: string, userId: string): Promise<MemberRow | null> {
+  return db
+    .prepare(
+      `SELECT m.user_id AS userId, u.name, u.email, m.role, m.created_at AS joinedAt
+         FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.team_id = ? AND m.user_id = ?`,
+    )
+    .bind(teamId, userId)
+    .first<MemberRow>();
+}
+
+/** A member's web sessions in a team: cached identities to forget when their role changes. */
+export async function webSessionHashes(db: D1Database, teamId: string, userId: string): Promise<string[]> {
+  const { results } = await db
+    .prepare("SELECT token_hash FROM web_sessions WHERE team_id = ? AND user_id = ?")
+    .bind(teamId, userId)
+    .all<{ token_hash: string }>();
+  return results.map((r) => r.token_hash);
+}
+
+/** The last-owner rule as SQL, so two concurrent demotions cannot both pass a count read earlier. */
+const KEEPS_AN_OWNER = `(role <> 'owner' OR ?3 = 'owner'
+  OR (SELECT COUNT(*) FROM memberships WHERE team_id = ?1 AND role = 'owner') > 1)`;
+
+/** Changes a role unless that would leave the team without an owner; false when it would. */
+export async function setMemberRole(
+  db: D1Database,
+  m: { teamId: string; userId: string; role: Role },
+): Promise<boolean> {
+  const { meta } = await db
+    .prepare(`UPDATE memberships SET role = ?3 WHERE team_id = ?1 AND user_id = ?2 AND ${KEEPS_AN_OWNER}`)
+    .bind(m.teamId, m.userId, m.role)
+    .run();
+  return meta.changes > 0;
+}
+
+/**
+ * Removes a member, with their web sessions and push devices in this team, unless they are the
+ * last owner (null then). Returns what the caller must also forget: session token hashes
+ * (cached per isolate), device ids (the hub's copy) and live keys (to revoke with their requests).
+ */
+export async function removeMember(
+  db: D1Database,
+  m: { teamId: string; userId: string },
+): Promise<{ tokenHashes: string[]; deviceIds: string[]; keyIds: string[] } | null> {
+  const [removed, sessions, devices, keys] = await db.batch<{ user_id?: string; token_hash?: string; id?: string }>([
+    db
+      .prepare(`DELETE FROM memberships WHERE team_id = ?1 AND user_id = ?2 AND ${KEEPS_AN_OWNER} RETURNING user_id`)
+      .bind(m.teamId, m.userId, "none"),
+    // The rest only once the membership went: a refused removal must change nothing.
+    db
+      .prepare(
+        `DELETE FROM web_sessions WHERE team_id = ?1 AND user_id = ?2
+            AND NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2)
+         RETURNING token_hash`,
+      )
+      .bind(m.teamId, m.userId),
+    db
+      .prepare(
+        `DELETE FROM devices WHERE team_id = ?1 AND user_id = ?2
+            AND NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2)
+         RETURNING id`,
+      )
+      .bind(m.teamId, m.userId),
+    db
+      .prepare("SELECT id FROM api_keys WHERE team_id = ? AND user_id = ? AND revoked_at IS NULL")
+      .bind(m.teamId, m.userId),
+  ]);
+  if (!removed?.results.length) return null;
+  return {
+    tokenHashes: (sessions?.results ?? []).map((r) => r.token_hash as string),
+    deviceIds: (devices?.results ?? []).map((r) => r.id as string),
+    keyIds: (keys?.results ?? []).map((r) => r.id as string),
+  };
+}
+
+// ── invites ─────────────────────────────────────────────────────────────────
+
+export interface InviteRow {
+  id: string;
+  role: Role;
+  email: string | null;
+  createdAt: number;
+  expiresAt: number;
+  createdBy: { userId: string; name: string };
+}
+
+export async function createInvite(
+  db: D1Database,
+  i: {
+    id: string;
+    teamId: string;
+    tokenHash: string;
+    role: Role;
+    email: string | null;
+    createdBy: string;
+    now: number;
+    ttlMs: number;
+  },
+): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO invites (id, team_id, token_hash, role, email, created_by, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .bind(i.id, i.teamId, i.tokenHash, i.role, i.email, i.createdBy, i.now, i.now + i.ttlMs)
+    .run();
+}
+
+const PENDING_INVITE = "i.used_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > ?2";
+
+export async function listInvites(db: D1Database, teamId: string, now: number): Promise<InviteRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT i.id, i.role, i.email, i.created_at AS createdAt, i.expires_at AS expiresAt,
+              i.created_by AS userId, u.name
+         FROM invites i JOIN users u ON u.id = i.created_by
+        WHERE i.team_id = ?1 AND ${PENDING_INVITE} ORDER BY i.created_at DESC`,
+    )
+    .bind(teamId, now)
+    .all<Omit<InviteRow, "createdBy"> & { userId: string; name: string }>();
+  return results.map(({ userId, name, ...i }) => ({ ...i, createdBy: { userId, name } }));
+}
+
+export async function revokeInvite(db: D1Database, teamId: string, id: string, now: number): Promise<boolean> {
+  const { meta } = await db
+    .prepare(`UPDATE invites AS i SET revoked_at = ?2 WHERE i.id = ?3 AND i.team_id = ?1 AND ${PENDING_INVITE}`)
+    .bind(teamId, now, id)
+    .run();
+  return meta.changes > 0;
+}
+
+export interface InvitePreview {
+  team: { name: string };
+  role: Role;
+  invitedBy: { name: string };
+  expiresAt: number;
+}
+
+export async function previewInvite(db: D1Database, tokenHash: string, now: number): Promise<InvitePreview | null> {
+  const row = await db
+    .prepare(
+      `SELECT t.name AS teamName, i.role, u.name AS inviter, i.expires_at AS expiresAt
+         FROM invites i JOIN teams t ON t.id = i.team_id JOIN users u ON u.id = i.created_by
+        WHERE i.token_hash = ?1 AND ${PENDING_INVITE}`,
+    )
+    .bind(tokenHash, now)
+    .first<{ teamName: string; role: Role; inviter: string; expiresAt: number }>();
+  return (
+    row && { team: { name: row.teamName }, role: row.role, invitedBy: { name: row.inviter }, expiresAt: row.expiresAt }
+  );
+}
+
+export type InviteAcceptance =
+  | { outcome: "joined"; inviteId: string; teamId: string; role: Role }
+  | { outcome: "already_member" | "invalid" };
+
+/**
+ * Uses the invite up and adds the user with its role, in one batch: the token is consumed only
+ * by someone not yet in the team, and the membership is made only by the statement that
+ * consumed it, so a link works once even under races.
+ */
+export async function acceptInvite(
+  db: D1Database,
+  a: { tokenHash: string; userId: string; now: number },
+): Promise<InviteAcceptance> {
+  const [consumed, , pending] = await db.batch<{ id?: string; team_id?: string; role?: Role }>([
+    db
+      .prepare(
+        `UPDATE invites AS i SET used_at = ?2, used_by = ?3
+          WHERE i.token_hash = ?1 AND ${PENDING_INVITE}
+            AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.team_id = i.team_id AND m.user_id = ?3)
+         RETURNING id, team_id, role`,
+      )
+      .bind(a.tokenHash, a.now, a.userId),
+    db
+      .prepare(
+        `INSERT INTO memberships (team_id, user_id, role, created_at)
+         SELECT team_id, ?3, role, ?2 FROM invites WHERE token_hash = ?1 AND used_by = ?3 AND used_at = ?2
+         ON CONFLICT DO NOTHING`,
+      )
+      .bind(a.tokenHash, a.now, a.userId),
+    db.prepare(`SELECT i.id FROM invites i WHERE i.token_hash = ?1 AND ${PENDING_INVITE}`).bind(a.tokenHash, a.now),
+  ]);
+  const row = consumed?.results[0];
+  if (row)
+    return { outcome: "joined", inviteId: row.id as string, teamId: row.team_id as string, role: row.role as Role };
+  return pending?.results.length ? { outcome: "already_member" } : { outcome: "invalid" };
+}
+
+// ── agent sessions (the dashboard) ──────────────────────────────────────────
+
+export interface SessionRow {
+  sessionId: string;
+  owner: { userId: string; name: string };
+  title: string | null;
+  agent: SessionInfo["agent"];
+  host: string | null;
+  cwd: string | null;
+  connectedAt: number | null;
+  disconnectedAt: number | null;
+  lastSeenAt: number;
+  pending: number;
+}
+
+interface SessionDbRow extends Omit<SessionRow, "owner" | "agent"> {
+  ownerUserId: string;
+  ownerName: string;
+  agent: string | null;
+}
+
+const SESSION_SELECT = `SELECT s.session_id AS sessionId, s.owner_user_id AS ownerUserId, u.name AS ownerName, s.title,
+       s.agent, s.host, s.cwd, s.connected_at AS connectedAt, s.disconnected_at AS disconnectedAt,
+       s.last_seen_at AS lastSeenAt,
+       (SELECT COUNT(*) FROM approvals a
+         WHERE a.team_id = s.team_id AND a.session_id = s.session_id AND a.state = 'pending') AS pending
+  FROM agent_sessions s JOIN users u ON u.id = s.owner_user_id`;
+
+function sessionFromRow({ ownerUserId, ownerName, agent, ...s }: SessionDbRow): SessionRow {
+  return { ...s, owner: { userId: ownerUserId, name: ownerName }, agent: agent ? JSON.parse(agent) : null };
+}
+
+/** Connected sessions, or the most recently seen ones. */
+export async function listSessions(
+  db: D1Database,
+  q: { teamId: string; state: "connected" | "recent"; limit: number },
+): Promise<SessionRow[]> {
+  const connected = q.state === "connected" ? "AND s.connected_at IS NOT NULL AND s.disconnected_at IS NULL" : "";
+  const { results } = await db
+    .prepare(`${SESSION_SELECT} WHERE s.team_id = ? ${connected} ORDER BY s.last_seen_at DESC, s.session_id LIMIT ?`)
+    .bind(q.teamId, q.limit)
+    .all<SessionDbRow>();
+  return results.map(sessionFromRow);
+}
+
+export async function getSession(db: D1Database, teamId: string, sessionId: string): Promise<SessionRow | null> {
+  const row = await db
+    .prepare(`${SESSION_SELECT} WHERE s.team_id = ? AND s.session_id = ?`)
+    .bind(teamId, sessionId)
+    .first<SessionDbRow>();
+  return row ? sessionFromRow(row) : null;
+}
+
+/** A session's requests, oldest first; `cursor` is the last row of the previous page. */
+export async function listSessionApprovals(
+  db: D1Database,
+  q: { teamId: string; sessionId: string; cursor: { createdAt: number; id: string } | null; limit: number },
+): Promise<Approval[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT * FROM approvals WHERE team_id = ?1 AND session_id = ?2
+          AND (?3 IS NULL OR created_at > ?3 OR (created_at = ?3 AND id > ?4))
+        ORDER BY created_at, id LIMIT ?5`,
+    )
+    .bind(q.teamId, q.sessionId, q.cursor?.createdAt ?? null, q.cursor?.id ?? "", q.limit)
+    .all<ApprovalRow>();
+  return results.map(approvalFromRow);
+}
+
+// ── history and stats ───────────────────────────────────────────────────────
+
+export interface HistoryFilter {
+  teamId: string;
+  state?: ApprovalState;
+  reason?: string;
+  /** The session's owner or the person who decided. */
+  member?: string;
+  session?: string;
+  kind?: string;
+  from?: number;
+  to?: number;
+}
+
+/** The WHERE clause and bindings of a history filter; resolved requests of the team only. */
+function historyWhere(f: HistoryFilter): { where: string; binds: Array<string | number> } {
+  const where = ["a.team_id = ?", "a.state <> 'pending'"];
+  const binds: Array<string | number> = [f.teamId];
+  const add = (clause: string, ...values: Array<string | number>) => {
+    where.push(clause);
+    binds.push(...values);
+  };
+  if (f.state) add("a.state = ?", f.state);
+  if (f.reason) add("a.reason = ?", f.reason);
+  if (f.member) add("(a.owner_user_id = ? OR json_extract(a.decided_by, '$.userId') = ?)", f.member, f.member);
+  if (f.session) add("a.session_id = ?", f.session);
+  if (f.kind) add("a.tool_kind = ?", f.kind);
+  if (f.from !== undefined) add("a.created_at >= ?", f.from);
+  if (f.to !== undefined) add("a.created_at < ?", f.to);
+  return { where: where.join(" AND "), binds };
+}
+
+export type HistoryApproval = Approval & { owner: { userId: string; name: string }; latencyMs: number | null };
+
+/** Newest first; `cursor` is the last row of the previous page. */
+export async function listHistory(
+  db: D1Database,
+  f: HistoryFilter,
+  page: { cursor: { createdAt: number; id: string } | null; limit: number },
+): Promise<HistoryApproval[]> {
+  const { where, binds } = historyWhere(f);
+  const after = page.cursor ? " AND (a.created_at < ? OR (a.created_at = ? AND a.id < ?))" : "";
+  const cursorBinds = page.cursor ? [page.cursor.createdAt, page.cursor.createdAt, page.cursor.id] : [];
+  const { results } = await db
+    .prepare(
+      `SELECT a.*, u.name AS owner_name FROM approvals a LEFT JOIN users u ON u.id = a.owner_user_id
+        WHERE ${where}${after} ORDER BY a.created_at DESC, a.id DESC LIMIT ?`,
+    )
+    .bind(...binds, ...cursorBinds, page.limit)
+    .all<ApprovalRow & { owner_user_id: string; owner_name: string | null }>();
+  return results.map((r) => {
+    const approval = approvalFromRow(r);
+    return {
+      ...approval,
+      owner: { userId: r.owner_user_id, name: r.owner_name ?? "" },
+      latencyMs: approval.resolvedAt === null ? null : approval.resolvedAt - approval.createdAt,
+    };
+  });
+}
+
+/** One flat row per resolved request, without the snapshot: what exports carry. */
+export interface HistoryExportRow {
+  id: string;
+  createdAt: number;
+  resolvedAt: number | null;
+  state: ApprovalState;
+  reason: string | null;
+  sessionId: string;
+  ownerUserId: string;
+  ownerName: string | null;
+  toolTitle: string | null;
+  toolKind: string | null;
+  optionId: string | null;
+  decidedByUserId: string | null;
+  decidedByName: string | null;
+  decidedByDevice: string | null;
+  latencyMs: number | null;
+}
+
+export async function exportHistory(db: D1Database, f: HistoryFilter, limit: number): Promise<HistoryExportRow[]> {
+  const { where, binds } = historyWhere(f);
+  const { results } = await db
+    .prepare(
+      `SELECT a.id, a.created_at AS createdAt, a.resolved_at AS resolvedAt, a.state, a.reason,
+              a.session_id AS sessionId, a.owner_user_id AS ownerUserId, u.name AS ownerName,
+              a.tool_title AS toolTitle, a.tool_kind AS toolKind, a.option_id AS optionId,
+              json_extract(a.decided_by, '$.userId') AS decidedByUserId,
+              json_extract(a.decided_by, '$.name') AS decidedByName,
+              json_extract(a.decided_by, '$.device') AS decidedByDevice,
+              a.resolved_at - a.created_at AS latencyMs
+         FROM approvals a LEFT JOIN users u ON u.id = a.owner_user_id
+        WHERE ${where} ORDER BY a.created_at DESC, a.id DESC LIMIT ?`,
+    )
+    .bind(...binds, limit)
+    .all<HistoryExportRow>();
+  return results;
+}
+
+export interface DayCounts {
+  date: string;
+  allowed: number;
+  denied: number;
+  cancelled: number;
+  expired: number;
+}
+
+export interface LatencyStats {
+  p50: number | null;
+  p90: number | null;
+  count: number;
+}
+
+/**
+ * Requests per UTC day by outcome, and human decision latency percentiles (nearest rank), all
+ * computed by D1: the Worker receives one row per day and one row of percentiles.
+ */
+export async function teamStats(
+  db: D1Database,
+  teamId: string,
+  since: number,
+): Promise<{ days: DayCounts[]; latency: LatencyStats }> {
+  const [days, latency] = await db.batch<Record<string, unknown>>([
+    db
+      .prepare(
+        `SELECT date(created_at / 1000, 'unixepoch') AS date,
+                SUM(state = 'allowed') AS allowed, SUM(state = 'denied') AS denied,
+                SUM(state = 'cancelled') AS cancelled, SUM(state = 'expired') AS expired
+           FROM approvals WHERE team_id = ? AND created_at >= ? AND state <> 'pending'
+          GROUP BY 1 ORDER BY 1`,
+      )
+      .bind(teamId, since),
+    db
+      .prepare(
+        `WITH l AS (
+           SELECT resolved_at - created_at AS ms,
+                  ROW_NUMBER() OVER (ORDER BY resolved_at - created_at) AS rank, COUNT(*) OVER () AS n
+             FROM approvals WHERE team_id = ? AND created_at >= ? AND reason = 'decided')
+         SELECT COUNT(*) AS count, MIN(CASE WHEN rank >= n * 0.5 THEN ms END) AS p50,
+                MIN(CASE WHEN rank >= n * 0.9 THEN ms END) AS p90
+           FROM l`,
+      )
+      .bind(teamId, since),
+  ]);
+  const l = latency?.results[0] as { count: number; p50: number | null; p90: number | null } | undefined;
+  return {
+    days: (days?.results ?? []) as unknown as DayCounts[],
+    latency: { p50: l?.p50 ?? null, p90: l?.p90 ?? null, count: l?.count ?? 0 },
+  };
 }

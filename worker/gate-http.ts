@@ -7,7 +7,7 @@
 import type { RequestPermissionParams, RequestPermissionResponse } from "../sdk/src/protocol";
 import type { PendingRow, SessionMeta, StoredRow } from "./gate-storage";
 import type { GateJoin, Holder, Refusal, Resolution } from "./session-gate";
-import type { Approval, ApprovalState, ResolutionReason } from "./types";
+import type { Approval, ApprovalState, DecidedBy, ResolutionReason } from "./types";
 
 /** An HTTP-held request not polled for this long is denied `agent_disconnected`. */
 export const LEASE_MS = 60_000;
@@ -31,7 +31,7 @@ export type HttpPollResult =
       status: 200;
       body: { approvalId: string; state: ApprovalState; reason: ResolutionReason | null } & Pick<
         RequestPermissionResponse,
-        "outcome"
+        "outcome" | "_meta"
       >;
     }
   | { status: 202; body: { approvalId: string; state: "pending"; expiresAt: number } }
@@ -46,7 +46,7 @@ export interface GateCore {
   resolve(row: PendingRow, r: Resolution, now: number): Approval | null;
   agentAnswer(
     row: PendingRow,
-    r: { reason: ResolutionReason | null; optionId?: string | null },
+    r: { reason: ResolutionReason | null; optionId?: string | null; decidedBy?: DecidedBy | null },
   ): RequestPermissionResponse;
   afterChange(): void;
 }
@@ -117,7 +117,13 @@ export class HttpAgents {
       : this.gate.agentAnswer(row, approval);
     return {
       status: 200,
-      body: { approvalId, state: approval.state, reason: approval.reason, outcome: answer.outcome },
+      body: {
+        approvalId,
+        state: approval.state,
+        reason: approval.reason,
+        outcome: answer.outcome,
+        _meta: answer._meta,
+      },
     };
   }
 }

@@ -12,6 +12,8 @@ export interface SessionMeta {
   sessionId: string;
   ownerUserId: string;
   policy: TeamPolicy;
+  /** The team's policy_version of `policy`; absent (0) in objects from before versions. */
+  policyVersion?: number;
   info: SessionInfo;
 }
 

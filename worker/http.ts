@@ -27,3 +27,36 @@ export function validate<T extends z.ZodType, Target extends "json" | "query" | 
 export function appOrigin(c: Context<AppEnv>): string {
   return c.env.APP_ORIGIN ?? new URL(c.req.url).origin;
 }
+
+/** Keyset pagination: the last row of the previous page, opaque to clients. */
+export interface PageCursor {
+  createdAt: number;
+  id: string;
+}
+
+const pageCursorSchema = z.object({ createdAt: z.number().int(), id: z.string().max(200) });
+
+/** A `cursor` query parameter, decoded (400 when it is not one of ours). */
+export const cursorParam = z
+  .string()
+  .max(300)
+  .transform((s, ctx) => {
+    const parsed = pageCursorSchema.safeParse(safeJson(Buffer.from(s, "base64url").toString()));
+    if (parsed.success) return parsed.data;
+    ctx.addIssue({ code: "custom", message: "invalid cursor" });
+    return z.NEVER;
+  });
+
+/** The cursor of the next page, or null when this page was the last. */
+export function nextCursor(rows: PageCursor[], limit: number): string | null {
+  const last = rows.length === limit ? rows[rows.length - 1] : undefined;
+  return last ? Buffer.from(JSON.stringify({ createdAt: last.createdAt, id: last.id })).toString("base64url") : null;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

@@ -7,13 +7,19 @@ import { HTTPException } from "hono/http-exception";
 import { apiError } from "./http";
 import { agentRoutes } from "./routes/agent";
 import { approvalRoutes } from "./routes/approvals";
+import { auditRoutes } from "./routes/audit";
 import { authRoutes } from "./routes/auth";
 import { deviceRoutes } from "./routes/device";
+import { historyRoutes } from "./routes/history";
 import { keyRoutes } from "./routes/keys";
 import { liveRoutes } from "./routes/live";
+import { memberRoutes } from "./routes/members";
 import { pairingRoutes } from "./routes/pairing";
 import { passkeyRoutes } from "./routes/passkeys";
+import { policyRoutes } from "./routes/policy";
 import { pushRoutes } from "./routes/push";
+import { sessionRoutes } from "./routes/sessions";
+import { teamRoutes } from "./routes/teams";
 import type { AppEnv } from "./types";
 
 export { SessionGate } from "./session-gate";
@@ -29,6 +35,12 @@ const app = new Hono<AppEnv>()
   .route("/", pushRoutes)
   .route("/", liveRoutes)
   .route("/", deviceRoutes)
+  .route("/", teamRoutes)
+  .route("/", memberRoutes)
+  .route("/", policyRoutes)
+  .route("/", sessionRoutes)
+  .route("/", historyRoutes)
+  .route("/", auditRoutes)
   .get("/v1/health", (c) => c.json({ ok: true }))
   .notFound((c) => apiError(c, 404, "not_found", "no such route"))
   .onError((err, c) => {

@@ -24,8 +24,9 @@ import {
   tapgateMetaSchema,
   toolCallUpdateSchema,
 } from "../sdk/src/protocol";
+import type { AuditEvent } from "./audit-chain";
 import { canonicalJson, randomBase62, sha256Hex } from "./crypto";
-import { type OutboxOp, outboxStatement } from "./db";
+import { type D1OutboxOp, type OutboxOp, outboxStatement, type VersionedPolicy } from "./db";
 import { type AgentCaller, HttpAgents, type HttpOpenResult, type HttpPollResult } from "./gate-http";
 import {
   keyTag,
@@ -50,6 +51,7 @@ export interface GateJoin {
   keyId: string;
   userId: string;
   policy: TeamPolicy;
+  policyVersion: number;
 }
 
 export interface DecisionInput {
@@ -172,6 +174,8 @@ export class SessionGate extends DurableObject<Env> {
     };
     this.ctx.acceptWebSocket(server, [socketTag(identity.socketId), keyTag(join.keyId)]);
     server.serializeAttachment(identity);
+    this.noteConnection(now);
+    this.afterChange();
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -210,18 +214,35 @@ export class SessionGate extends DurableObject<Env> {
     this.dropSocket(ws, "agent_disconnected");
   }
 
-  /** Records who joins with which policy; null when the key was revoked here. */
+  /**
+   * Records who joins with which policy; null when the key was revoked here. A policy the hub
+   * pushed may be newer than the one the Worker read for this join: the newer version wins.
+   */
   private join(join: GateJoin): SessionMeta | null {
     if (this.sql.exec("SELECT 1 FROM revoked_keys WHERE key_id = ?", join.keyId).toArray().length > 0) return null;
+    const known = this.meta();
+    const keepKnown = known && (known.policyVersion ?? 0) > join.policyVersion;
     const meta: SessionMeta = {
       teamId: join.teamId,
       sessionId: join.sessionId,
       ownerUserId: join.ownerUserId,
-      policy: join.policy,
-      info: this.meta()?.info ?? EMPTY_INFO,
+      policy: keepKnown ? known.policy : join.policy,
+      policyVersion: keepKnown ? known.policyVersion : join.policyVersion,
+      info: known?.info ?? EMPTY_INFO,
     };
     this.saveMeta(meta);
     return meta;
+  }
+
+  /**
+   * The team's policy changed: requests opened from now on use it (open ones keep the options
+   * and lifetime they were opened with). Older versions than the one held are ignored.
+   */
+  async applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean> {
+    const meta = this.meta();
+    if (!meta || meta.teamId !== teamId || (meta.policyVersion ?? 0) >= update.version) return false;
+    this.saveMeta({ ...meta, policy: update.policy, policyVersion: update.version });
+    return true;
   }
 
   private dropSocket(ws: WebSocket, reason: ResolutionReason): void {
@@ -431,14 +452,19 @@ export class SessionGate extends DurableObject<Env> {
     return { kind: "summary", waiting: this.pendingCount() };
   }
 
+  /** The ACP `outcome`, and in `_meta.tapgate` which approval it was, why it ended and who decided. */
   private agentAnswer(
     row: PendingRow,
-    r: { reason: ResolutionReason | null; optionId?: string | null },
+    r: { reason: ResolutionReason | null; optionId?: string | null; decidedBy?: DecidedBy | null },
   ): RequestPermissionResponse {
-    if (r.reason === "decided" && r.optionId) return { outcome: { outcome: "selected", optionId: r.optionId } };
-    if (r.reason === "agent_cancelled" || r.reason === "session_cancelled")
-      return { outcome: { outcome: "cancelled" } };
-    return failClosedAnswer(JSON.parse(row.agent_options) as PermissionOption[]);
+    const { outcome } =
+      r.reason === "decided" && r.optionId
+        ? { outcome: { outcome: "selected" as const, optionId: r.optionId } }
+        : r.reason === "agent_cancelled" || r.reason === "session_cancelled"
+          ? { outcome: { outcome: "cancelled" as const } }
+          : failClosedAnswer(JSON.parse(row.agent_options) as PermissionOption[]);
+    const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
+    return { outcome, _meta: { tapgate: { approvalId: row.id, reason: r.reason, ...(decidedBy && { decidedBy }) } } };
   }
 
   /** Responses go only to the socket that sent the request (HTTP-held requests have none: they are polled). */
@@ -579,7 +605,11 @@ export class SessionGate extends DurableObject<Env> {
     return this.sql.exec("SELECT COUNT(*) AS n FROM outbox").one().n as number;
   }
 
-  /** Writes the outbox to D1 in order, one flush at a time; rows leave only once D1 has them. */
+  /**
+   * Writes the outbox in order, one flush at a time: index rows to D1, audit events to the team's
+   * TeamHub (the audit chain's one writer), which answers once D1 has them. Rows leave only once
+   * both acknowledged; a retry replays both, and both are idempotent.
+   */
   async flushOutbox(): Promise<void> {
     if (this.flushing) {
       this.flushAgain = true;
@@ -590,7 +620,8 @@ export class SessionGate extends DurableObject<Env> {
         this.flushAgain = false;
         const rows = this.sql.exec("SELECT seq, op FROM outbox ORDER BY seq LIMIT 50").toArray();
         if (rows.length === 0) break;
-        await this.env.DB.batch(rows.map((r) => outboxStatement(this.env.DB, JSON.parse(r.op as string) as OutboxOp)));
+        const ops = rows.map((r) => JSON.parse(r.op as string) as OutboxOp);
+        await Promise.all([this.writeIndex(ops), this.writeAudit(ops)]);
         this.sql.exec("DELETE FROM outbox WHERE seq <= ?", rows[rows.length - 1]?.seq as number);
         if (rows.length === 50) this.flushAgain = true;
       } while (this.flushAgain);
@@ -598,6 +629,17 @@ export class SessionGate extends DurableObject<Env> {
       this.flushing = null;
     });
     return this.flushing;
+  }
+
+  private async writeIndex(ops: OutboxOp[]): Promise<void> {
+    const writes = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
+    if (writes.length > 0) await this.env.DB.batch(writes.map((o) => outboxStatement(this.env.DB, o)));
+  }
+
+  private async writeAudit(ops: OutboxOp[]): Promise<void> {
+    const events: AuditEvent[] = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
+    const teamId = events[0]?.teamId;
+    if (teamId) await hubFor(this.env, teamId).appendAudit(events);
   }
 
   // ── session metadata and tool calls ──────────────────────────────────────
@@ -615,7 +657,10 @@ export class SessionGate extends DurableObject<Env> {
     this.noteConnection(Date.now());
   }
 
-  /** Records whether the session has a live socket, for the sessions index in D1. */
+  /**
+   * Records whether the session has a live socket: for the sessions index in D1, and for the
+   * team's hub, which shows it live and answers with a newer policy if one raced our join.
+   */
   private noteConnection(now: number): void {
     const meta = this.meta();
     if (!meta) return;
@@ -627,6 +672,18 @@ export class SessionGate extends DurableObject<Env> {
       info: meta.info,
       connected,
       at: now,
+    });
+    this.tellHub(meta, async (hub) => {
+      const newer = await hub.sessionChanged(meta.teamId, {
+        sessionId: meta.sessionId,
+        ownerUserId: meta.ownerUserId,
+        info: meta.info,
+        connected,
+        pending: this.pendingCount(),
+        at: now,
+        policyVersion: meta.policyVersion ?? 0,
+      });
+      if (newer) await this.applyPolicy(meta.teamId, newer);
     });
   }
 

@@ -3,12 +3,22 @@
  * browsers hold a WebSocket to, and Web Push to their devices (with retries from its alarm).
  * SessionGates tell it what happened; it never decides anything. It keeps its own copy of the
  * team's devices and roles, so the path from an agent's request to a push touches no D1.
+ * It is also the one writer of the team's audit chain, and knows which sessions are connected
+ * so a policy change reaches them.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../sdk/src/approval";
-import { deleteDevice, listTeamDirectory } from "./db";
+import { type AuditEvent, chainEvents } from "./audit-chain";
+import {
+  deleteDevice,
+  insertAuditEntries,
+  lastAuditHash,
+  listTeamDirectory,
+  type VersionedPolicy,
+  writtenEventIds,
+} from "./db";
 import { type PushPayload, type PushSubscription, pushTopic, sendPush, type VapidKeys } from "./push";
-import type { Env, Role } from "./types";
+import type { Env, Role, SessionInfo } from "./types";
 
 /** Who opened a live-feed socket: set by the Worker after it checked the cookie and Origin. */
 export interface HubJoin {
@@ -46,10 +56,36 @@ export interface ApprovalNews {
   push: { kind: "approval" } | { kind: "summary"; waiting: number } | { kind: "none" };
 }
 
-export type LiveEvent = {
-  type: "approval" | "resolved";
-  approval: Approval & { ownerUserId: string; delivery: Delivery[] };
-};
+/** What a SessionGate reports when its connection state or metadata may have changed. */
+export interface SessionNews {
+  sessionId: string;
+  ownerUserId: string;
+  info: SessionInfo;
+  connected: boolean;
+  pending: number;
+  at: number;
+  policyVersion: number;
+}
+
+/** A session as the live feed shows it (the same shape as `GET /v1/sessions`). */
+export interface LiveSession {
+  sessionId: string;
+  owner: { userId: string; name: string };
+  title: string | null;
+  agent: SessionInfo["agent"];
+  host: string | null;
+  cwd: string | null;
+  connectedAt: number | null;
+  disconnectedAt: number | null;
+  lastSeenAt: number;
+  pending: number;
+}
+
+export type LiveApproval = Approval & { ownerUserId: string; delivery: Delivery[] };
+
+export type LiveEvent =
+  | { type: "approval" | "resolved"; approval: LiveApproval }
+  | { type: "session"; session: LiveSession };
 
 const JOIN_HEADER = "x-tapgate-hub-join";
 const RETRY_BASE_MS = 1_000;
@@ -57,6 +93,10 @@ const RETRY_MAX_MS = 60_000;
 const RESOLVED_TTL_S = 24 * 60 * 60;
 const KEEP_RESOLVED_MS = 24 * 60 * 60 * 1000;
 const DECIDER_ROLES: Role[] = ["owner", "admin", "approver"];
+/** Attempts at appending when the chain head moved under us (another writer, a stale head). */
+const AUDIT_ATTEMPTS = 3;
+/** D1 binds at most 100 parameters per statement; replay checks go in pages of this size. */
+const EVENT_ID_PAGE = 90;
 
 export function hubJoinRequest(request: Request, join: HubJoin): Request {
   const headers = new Headers({ Upgrade: "websocket", [JOIN_HEADER]: JSON.stringify(join) });
@@ -89,6 +129,10 @@ export class TeamHub extends DurableObject<Env> {
       CREATE TABLE IF NOT EXISTS push_queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, device_id TEXT NOT NULL,
         approval_id TEXT, payload TEXT NOT NULL, urgency TEXT NOT NULL, expires_at INTEGER NOT NULL,
         attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS people (user_id TEXT PRIMARY KEY, name TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, owner_user_id TEXT NOT NULL,
+        info TEXT NOT NULL, connected INTEGER NOT NULL, connected_at INTEGER, disconnected_at INTEGER,
+        last_seen_at INTEGER NOT NULL, pending INTEGER NOT NULL);
     `);
   }
 
@@ -124,10 +168,13 @@ export class TeamHub extends DurableObject<Env> {
     for (const ws of this.ctx.getWebSockets(`user:${userId}`)) ws.close(4003, "signed out");
   }
 
-  private broadcast(type: LiveEvent["type"], approvalId: string): void {
+  private broadcast(type: "approval" | "resolved", approvalId: string): void {
     const approval = this.liveApproval(approvalId);
-    if (!approval) return;
-    const frame = JSON.stringify({ type, approval } satisfies LiveEvent);
+    if (approval) this.send({ type, approval });
+  }
+
+  private send(event: LiveEvent): void {
+    const frame = JSON.stringify(event);
     for (const ws of this.ctx.getWebSockets()) {
       try {
         ws.send(frame);
@@ -137,7 +184,7 @@ export class TeamHub extends DurableObject<Env> {
     }
   }
 
-  private liveApproval(approvalId: string): LiveEvent["approval"] | null {
+  private liveApproval(approvalId: string): LiveApproval | null {
     const row = this.sql.exec("SELECT owner_user_id, record FROM approvals WHERE id = ?", approvalId).toArray()[0];
     if (!row) return null;
     const approval = JSON.parse(row.record as string) as Approval;
@@ -283,8 +330,147 @@ export class TeamHub extends DurableObject<Env> {
         d.auth,
       );
     }
-    for (const m of members) this.sql.exec("INSERT INTO members (user_id, role) VALUES (?, ?)", m.userId, m.role);
+    this.sql.exec("DELETE FROM people");
+    for (const m of members) {
+      this.sql.exec("INSERT INTO members (user_id, role) VALUES (?, ?)", m.userId, m.role);
+      this.sql.exec("INSERT INTO people (user_id, name) VALUES (?, ?)", m.userId, m.name);
+    }
     this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('directory', '1')");
+  }
+
+  // ── sessions and policy ──────────────────────────────────────────────────
+
+  /**
+   * A session connected, disconnected or changed its metadata: shown live when something
+   * changed. Answers the team's policy when the hub knows a newer one than the gate's (a change
+   * that raced the gate's join), so the gate takes it up.
+   */
+  async sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null> {
+    this.adopt(teamId);
+    const before = this.sql.exec("SELECT * FROM sessions WHERE session_id = ?", news.sessionId).toArray()[0];
+    const wasConnected = before?.connected === 1;
+    const connectedAt = news.connected && !wasConnected ? news.at : ((before?.connected_at as number | null) ?? null);
+    const disconnectedAt = news.connected
+      ? null
+      : wasConnected
+        ? news.at
+        : ((before?.disconnected_at as number) ?? news.at);
+    const info = JSON.stringify(news.info);
+    const changed =
+      !before || wasConnected !== news.connected || before.info !== info || before.pending !== news.pending;
+    this.sql.exec(
+      `INSERT OR REPLACE INTO sessions (session_id, owner_user_id, info, connected, connected_at, disconnected_at,
+         last_seen_at, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      news.sessionId,
+      news.ownerUserId,
+      info,
+      news.connected ? 1 : 0,
+      connectedAt,
+      disconnectedAt,
+      news.at,
+      news.pending,
+    );
+    if (changed) {
+      await this.loadDirectory();
+      this.send({ type: "session", session: this.liveSession(news.sessionId) as LiveSession });
+    }
+    const policy = this.policy();
+    return news.connected && policy && policy.version > news.policyVersion ? policy : null;
+  }
+
+  /** The policy changed (already in D1): returns the connected sessions, which the caller updates. */
+  async policyChanged(teamId: string, policy: VersionedPolicy): Promise<string[]> {
+    this.adopt(teamId);
+    const known = this.policy();
+    if (!known || known.version < policy.version) {
+      this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('policy', ?)", JSON.stringify(policy));
+    }
+    return this.sql
+      .exec("SELECT session_id FROM sessions WHERE connected = 1")
+      .toArray()
+      .map((r) => r.session_id as string);
+  }
+
+  private policy(): VersionedPolicy | null {
+    const row = this.sql.exec("SELECT v FROM meta WHERE k = 'policy'").toArray()[0];
+    return row ? (JSON.parse(row.v as string) as VersionedPolicy) : null;
+  }
+
+  private liveSession(sessionId: string): LiveSession | null {
+    const row = this.sql
+      .exec(
+        "SELECT s.*, p.name FROM sessions s LEFT JOIN people p ON p.user_id = s.owner_user_id WHERE session_id = ?",
+        sessionId,
+      )
+      .toArray()[0];
+    if (!row) return null;
+    const info = JSON.parse(row.info as string) as SessionInfo;
+    return {
+      sessionId,
+      owner: { userId: row.owner_user_id as string, name: (row.name as string | null) ?? "" },
+      ...info,
+      connectedAt: row.connected_at as number | null,
+      disconnectedAt: row.disconnected_at as number | null,
+      lastSeenAt: row.last_seen_at as number,
+      pending: row.pending as number,
+    };
+  }
+
+  // ── the audit chain ──────────────────────────────────────────────────────
+
+  private auditTail: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Appends events to the team's audit chain, in order; an event id already in the log is
+   * skipped, so a replay never advances or forks the chain. Appends run one at a time (the D1
+   * writes would otherwise interleave across awaits), and each insert is a compare-and-swap on
+   * the chain head in D1, so even a stale head here cannot fork it: it is re-read and retried.
+   * Resolves once D1 has every event.
+   */
+  async appendAudit(events: AuditEvent[]): Promise<void> {
+    const teamId = events[0]?.teamId;
+    if (!teamId) return;
+    this.adopt(teamId);
+    if (events.some((e) => e.teamId !== this.teamId())) throw new Error("audit events of another team");
+    const run = this.auditTail.then(() => this.writeAudit(teamId, events));
+    this.auditTail = run.catch(() => undefined);
+    await run;
+  }
+
+  private async writeAudit(teamId: string, events: AuditEvent[]): Promise<void> {
+    let todo = [...new Map(events.map((e) => [e.eventId, e])).values()];
+    let head = this.auditHead();
+    for (let attempt = 0; attempt < AUDIT_ATTEMPTS; attempt++) {
+      if (head === null) {
+        // First use, a restart mid-write, or a lost race: D1 is the record of where the chain is.
+        head = await lastAuditHash(this.env.DB, teamId);
+        todo = await this.unwritten(todo);
+      }
+      if (todo.length === 0) return this.saveAuditHead(head);
+      const entries = chainEvents(head, todo);
+      this.sql.exec("DELETE FROM meta WHERE k = 'audit_head'");
+      const written = await insertAuditEntries(this.env.DB, entries);
+      if (written === entries.length) return this.saveAuditHead((entries.at(-1) as { hash: string }).hash);
+      head = null;
+    }
+    throw new Error("the audit chain head kept moving; try again");
+  }
+
+  private async unwritten(events: AuditEvent[]): Promise<AuditEvent[]> {
+    const written = new Set<string>();
+    for (let i = 0; i < events.length; i += EVENT_ID_PAGE) {
+      const page = events.slice(i, i + EVENT_ID_PAGE).map((e) => e.eventId);
+      for (const id of await writtenEventIds(this.env.DB, page)) written.add(id);
+    }
+    return events.filter((e) => !written.has(e.eventId));
+  }
+
+  private auditHead(): string | null {
+    return (this.sql.exec("SELECT v FROM meta WHERE k = 'audit_head'").toArray()[0]?.v as string | undefined) ?? null;
+  }
+
+  private saveAuditHead(hash: string): void {
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('audit_head', ?)", hash);
   }
 
   /** The hub's team: every caller names it (hubs are named by team id); kept for alarms. */

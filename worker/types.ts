@@ -9,6 +9,8 @@ export interface Env {
   VAPID_PUBLIC_KEY?: string;
   VAPID_PRIVATE_KEY?: string;
   VAPID_SUBJECT?: string;
+  /** Keys the hashes behind rate limits (IP addresses); `npm start` writes a local one into .dev.vars. */
+  RATE_LIMIT_SECRET?: string;
   /** Local mode: mail goes to the console and `GET /v1/dev/outbox`. Never set in production. */
   DEV_OUTBOX?: string;
   /** The public origin, e.g. https://tapgate.example.com; defaults to the request's origin. */

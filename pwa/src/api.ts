@@ -21,7 +21,17 @@ export interface Delivery {
 }
 
 /** The approval plus what the card and live feed add to it. */
-export type ApprovalView = Approval & { delivery?: Delivery[]; ownerUserId?: string };
+export type ApprovalView = Approval & {
+  delivery?: Delivery[];
+  ownerUserId?: string;
+  /** The dashboard routes name the session's owner. */
+  owner?: { userId: string; name: string };
+};
+
+/** Whose session asked: the feed says `ownerUserId`, the dashboard routes `owner`. */
+export function ownerId(a: ApprovalView): string | undefined {
+  return a.ownerUserId ?? a.owner?.userId;
+}
 
 export interface Me {
   user: { id: string; email: string; name: string };
@@ -48,6 +58,121 @@ export interface DeviceCode {
 export interface Page<T> {
   approvals: T[];
   cursor: string | null;
+}
+
+export const APPROVAL_STATES_RESOLVED = ["allowed", "denied", "cancelled", "expired"] as const;
+
+export type Role = "owner" | "admin" | "approver" | "viewer";
+export const ROLES: Role[] = ["owner", "admin", "approver", "viewer"];
+/** owner > admin > approver > viewer. */
+export function roleRank(role: string): number {
+  const i = ROLES.indexOf(role as Role);
+  return i < 0 ? 0 : ROLES.length - i;
+}
+export const isAdmin = (role: string | undefined) => role === "owner" || role === "admin";
+export const canDecide = (role: string | undefined) => role !== "viewer";
+
+export interface Team {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+export interface Member {
+  userId: string;
+  name: string;
+  email: string;
+  role: Role;
+  joinedAt: number;
+}
+
+export interface Invite {
+  id: string;
+  role: Role;
+  email: string | null;
+  createdAt: number;
+  expiresAt: number;
+  createdBy: string | { userId: string; name: string } | null;
+}
+
+export interface CreatedInvite {
+  id: string;
+  url: string;
+  role: Role;
+  expiresAt: number;
+}
+
+export interface InvitePreview {
+  team: { name: string };
+  role: Role;
+  invitedBy: { name: string };
+  expiresAt: number;
+}
+
+export interface ApiKey {
+  id: string;
+  label: string;
+  prefix: string;
+  userId?: string;
+  owner?: { userId: string; name: string };
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface TeamPolicy {
+  lifetimeMs: number;
+  onceOnlyOptions: boolean;
+  notify: "session_owner" | "all_approvers";
+  deciders: "any_approver" | "session_owner";
+  lockScreen: "tool_title" | "generic";
+}
+
+export interface AgentSession {
+  sessionId: string;
+  owner: { userId: string; name: string };
+  title: string | null;
+  agent: { name: string; version?: string } | string | null;
+  host: string | null;
+  cwd: string | null;
+  connectedAt: number | null;
+  disconnectedAt: number | null;
+  lastSeenAt: number | null;
+  pending: number;
+}
+
+/** A resolved request as the team history lists it. */
+export type HistoryItem = ApprovalView & { latencyMs?: number | null };
+
+export interface HistoryFilters {
+  state?: string;
+  reason?: string;
+  member?: string;
+  session?: string;
+  kind?: string;
+  from?: number;
+  to?: number;
+}
+
+export interface AuditEntry {
+  seq?: number;
+  eventId: string;
+  at: number;
+  actor: string;
+  action: string;
+  subject: string | null;
+  detail?: unknown;
+  hash?: string;
+  prevHash?: string;
+}
+
+export type AuditVerdict =
+  | { ok: true; entries: number }
+  | { ok: false; entries: number; brokenAt: { seq: number; eventId: string; reason: string } };
+
+export interface Stats {
+  days: Array<{ date: string; allowed: number; denied: number; cancelled: number; expired: number }>;
+  latency: { p50: number | null; p90: number | null; count: number };
 }
 
 export interface PushSubscriptionBody {
@@ -121,6 +246,17 @@ const enc = encodeURIComponent;
 const get = <T>(path: string) => request<T>("GET", path);
 const post = <T>(path: string, body: unknown = {}) => request<T>("POST", path, body);
 const del = <T>(path: string) => request<T>("DELETE", path);
+const patch = <T>(path: string, body: unknown) => request<T>("PATCH", path, body);
+const put = <T>(path: string, body: unknown) => request<T>("PUT", path, body);
+
+/** Filters as query parameters, empty ones left out (the export links use the same). */
+export function historyQuery(f: HistoryFilters, extra: Record<string, string | null | undefined> = {}): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries({ ...f, ...extra })) {
+    if (v !== undefined && v !== null && v !== "") params.set(k, String(v));
+  }
+  return params.toString();
+}
 
 interface ChallengeOf<O> {
   challengeId: string;
@@ -169,6 +305,40 @@ export const api = {
 
   createPairing: () => post<{ url: string; expiresAt: number }>("/v1/pairing"),
   claimPairing: (token: string) => post<unknown>("/v1/pairing/claim", { token }),
+
+  teams: () => get<{ teams: Team[] }>("/v1/teams"),
+  switchTeam: (teamId: string) => post<unknown>("/v1/teams/switch", { teamId }),
+  createTeam: (name: string) => post<Team>("/v1/teams", { name }),
+
+  members: () => get<{ members: Member[] }>("/v1/members"),
+  changeRole: (userId: string, role: Role) => patch<unknown>(`/v1/members/${enc(userId)}`, { role }),
+  removeMember: (userId: string) => del<unknown>(`/v1/members/${enc(userId)}`),
+  invites: () => get<{ invites: Invite[] }>("/v1/invites"),
+  createInvite: (role: Role, email?: string) => post<CreatedInvite>("/v1/invites", email ? { role, email } : { role }),
+  revokeInvite: (id: string) => del<unknown>(`/v1/invites/${enc(id)}`),
+  previewInvite: (token: string) =>
+    request<InvitePreview>("GET", `/v1/invites/preview?token=${enc(token)}`, undefined, true),
+  acceptInvite: (token: string) => post<unknown>("/v1/invites/accept", { token }),
+
+  keys: (scope: "mine" | "team") => get<{ keys: ApiKey[] }>(`/v1/keys?scope=${scope}`),
+  createKey: (label: string) =>
+    post<{ id: string; key: string; prefix: string; label: string; createdAt: number }>("/v1/keys", { label }),
+  revokeKey: (id: string) => del<unknown>(`/v1/keys/${enc(id)}`),
+
+  policy: () => get<TeamPolicy>("/v1/policy"),
+  setPolicy: (p: TeamPolicy) => put<TeamPolicy>("/v1/policy", p),
+
+  sessions: (state: "connected" | "recent") => get<{ sessions: AgentSession[] }>(`/v1/sessions?state=${state}`),
+  session: (id: string) => get<AgentSession & { approvals: ApprovalView[] }>(`/v1/sessions/${enc(id)}`),
+
+  history: (f: HistoryFilters, cursor: string | null, limit = 50) =>
+    get<Page<HistoryItem>>(`/v1/history?${historyQuery(f, { cursor, limit: String(limit) })}`),
+  audit: (cursor: string | null, limit = 50) =>
+    get<{ entries: AuditEntry[]; cursor: string | null }>(
+      `/v1/audit?${historyQuery({}, { cursor, limit: String(limit) })}`,
+    ),
+  verifyAudit: () => get<AuditVerdict>("/v1/audit/verify"),
+  stats: (days: 7 | 30) => get<Stats>(`/v1/stats?days=${days}`),
 
   deviceCode: (userCode: string) => get<DeviceCode>(`/v1/device/${enc(userCode)}`),
   decideDeviceCode: (userCode: string, decision: "approve" | "deny") =>

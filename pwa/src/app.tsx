@@ -3,18 +3,32 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { ApiError, api, setUnauthenticatedHandler } from "./api";
 import { BottomNav } from "./components/BottomNav";
+import { SideNav } from "./components/SideNav";
+import { TeamSwitcher } from "./components/TeamSwitcher";
+import { lazy } from "./lazy";
 import { live } from "./live";
 import { pending, usePending } from "./pending";
-import { Link, type Location, navigate, signInFor, useLocation } from "./router";
+import { Link, type Location, navigate, signInFor, useLocation, useWide } from "./router";
 import { ApprovalCard } from "./screens/ApprovalCard";
 import { DeviceApproval } from "./screens/Device";
 import { Devices } from "./screens/Devices";
 import { History } from "./screens/History";
+import { InviteScreen } from "./screens/Invite";
 import { PairClaim, PairDesktop, PairSetup } from "./screens/Pair";
 import { Pending } from "./screens/Pending";
 import { SignIn } from "./screens/SignIn";
 import { SignUp } from "./screens/SignUp";
 import { type Session, SessionContext } from "./session";
+
+const Board = lazy(() => import("./dashboard/Board").then((m) => m.Board));
+const Sessions = lazy(() => import("./dashboard/Sessions").then((m) => m.Sessions));
+const SessionPage = lazy(() => import("./dashboard/Sessions").then((m) => m.SessionPage));
+const TeamHistory = lazy(() => import("./dashboard/TeamHistory").then((m) => m.TeamHistory));
+const Audit = lazy(() => import("./dashboard/Audit").then((m) => m.Audit));
+const Members = lazy(() => import("./dashboard/Members").then((m) => m.Members));
+const Keys = lazy(() => import("./dashboard/Keys").then((m) => m.Keys));
+const Policy = lazy(() => import("./dashboard/Policy").then((m) => m.Policy));
+const Stats = lazy(() => import("./dashboard/Stats").then((m) => m.Stats));
 
 export function App() {
   const [session, setSession] = useState<Session>({ status: "loading" });
@@ -39,6 +53,8 @@ export function App() {
   }, [refresh]);
 
   const userId = session.status === "signed-in" ? session.me.user.id : null;
+  // Keyed by team too: after a team switch the feed and the lists belong to the new team.
+  const teamId = session.status === "signed-in" ? session.me.team.id : null;
   useEffect(() => {
     if (!userId) return;
     live.start();
@@ -47,9 +63,10 @@ export function App() {
       live.stop();
       pending.stop();
     };
-  }, [userId]);
+  }, [userId, teamId]);
 
-  const route = matchRoute(loc);
+  const wide = useWide();
+  const route = matchRoute(loc, wide);
   const needsSignIn = route.protected && session.status === "signed-out";
   useEffect(() => {
     if (needsSignIn) navigate(signInFor(loc.path + location.search), { replace: true });
@@ -57,20 +74,25 @@ export function App() {
 
   const ctx = useMemo(() => ({ session, refresh }), [session, refresh]);
   const chrome = session.status === "signed-in" || session.status === "offline";
+  const sidebar = chrome && wide;
   return (
     <SessionContext.Provider value={ctx}>
-      <Header session={session} />
-      <main class={chrome ? "with-nav" : undefined}>
-        {session.status === "loading" || needsSignIn ? <p class="muted center">Loading…</p> : route.render()}
-      </main>
-      {chrome && <Nav path={loc.path} />}
+      <div class={sidebar ? "shell has-sidebar" : "shell"}>
+        <Header session={session} wide={wide} />
+        {sidebar && <Nav path={loc.path} side />}
+        <main class={sidebar ? "wide" : chrome ? "with-nav" : undefined} key={teamId ?? "none"}>
+          {session.status === "loading" || needsSignIn ? <p class="muted center">Loading…</p> : route.render()}
+        </main>
+        {chrome && !wide && <Nav path={loc.path} />}
+      </div>
     </SessionContext.Provider>
   );
 }
 
-function Nav({ path }: { path: string }) {
+function Nav({ path, side = false }: { path: string; side?: boolean }) {
   const { mine, team } = usePending();
-  return <BottomNav path={path} pendingCount={mine.length + team.length} />;
+  const count = mine.length + team.length;
+  return side ? <SideNav path={path} pendingCount={count} /> : <BottomNav path={path} pendingCount={count} />;
 }
 
 interface Route {
@@ -78,17 +100,36 @@ interface Route {
   render: () => ComponentChildren;
 }
 
-function matchRoute({ path, query }: Location): Route {
+function matchRoute({ path, query }: Location, wide: boolean): Route {
   const approval = /^\/approvals\/([^/]+)$/.exec(path);
   if (approval?.[1]) {
     const id = decodeURIComponent(approval[1]);
     return { protected: true, render: () => <ApprovalCard key={id} id={id} /> };
   }
+  const agentSession = /^\/sessions\/([^/]+)$/.exec(path);
+  if (agentSession?.[1]) {
+    const id = decodeURIComponent(agentSession[1]);
+    return { protected: true, render: () => <SessionPage key={id} id={id} /> };
+  }
   switch (path) {
     case "/":
-      return { protected: true, render: () => <Pending /> };
+      return { protected: true, render: () => (wide ? <Board open={query.get("open")} /> : <Pending />) };
     case "/history":
-      return { protected: true, render: () => <History /> };
+      return { protected: true, render: () => (wide ? <TeamHistory /> : <History />) };
+    case "/sessions":
+      return { protected: true, render: () => <Sessions /> };
+    case "/audit":
+      return { protected: true, render: () => <Audit /> };
+    case "/members":
+      return { protected: true, render: () => <Members /> };
+    case "/keys":
+      return { protected: true, render: () => <Keys /> };
+    case "/policy":
+      return { protected: true, render: () => <Policy /> };
+    case "/stats":
+      return { protected: true, render: () => <Stats /> };
+    case "/invite":
+      return { protected: false, render: () => <InviteScreen token={query.get("token") ?? ""} /> };
     case "/devices":
       return { protected: true, render: () => <Devices /> };
     case "/device":
@@ -108,23 +149,26 @@ function matchRoute({ path, query }: Location): Route {
   }
 }
 
-function Header({ session }: { session: Session }) {
+function Header({ session, wide }: { session: Session; wide: boolean }) {
   const signOut = async () => {
     await api.signOut().catch(() => {});
     // A full load drops every cached list and closes the live socket.
     location.assign("/signin");
   };
   return (
-    <header class="top">
+    <header class={wide ? "top wide" : "top"}>
       <Link href="/" class="brand" data-testid="brand">
         <img src="/icons/icon-192.png" alt="" width="28" height="28" />
         Tapgate
       </Link>
       {session.status === "signed-in" && (
         <div class="top-actions">
-          <span class="muted team-name" data-testid="team-name">
-            {session.me.team.name}
-          </span>
+          <TeamSwitcher me={session.me} />
+          {wide && (
+            <span class="muted top-user" data-testid="user-name">
+              {session.me.user.name} · <span class="role-tag">{session.me.role}</span>
+            </span>
+          )}
           <Link href="/pair" class="top-link" data-testid="add-phone">
             Add a phone
           </Link>

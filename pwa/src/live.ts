@@ -4,9 +4,12 @@
  * events sent while the socket was down are gone.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { ApprovalView } from "./api";
+import type { AgentSession, ApprovalView } from "./api";
 
-export type LiveEvent = { type: "approval" | "resolved"; approval: ApprovalView } | { type: "resync" };
+export type LiveEvent =
+  | { type: "approval" | "resolved"; approval: ApprovalView }
+  | { type: "session"; session: AgentSession }
+  | { type: "resync" };
 export type LiveStatus = "connecting" | "live" | "offline";
 
 const PING_EVERY_MS = 25_000;
@@ -88,6 +91,7 @@ class LiveFeed {
     try {
       const event = JSON.parse(data) as LiveEvent;
       if ((event.type === "approval" || event.type === "resolved") && event.approval?.id) this.emit(event);
+      else if (event.type === "session" && event.session?.sessionId) this.emit(event);
     } catch {
       // A frame we cannot read changes nothing; the next resync corrects the list.
     }

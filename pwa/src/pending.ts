@@ -73,13 +73,14 @@ class PendingStore {
       void this.reload();
       return;
     }
+    if (e.type === "session") return;
     this.inFlight?.push(e);
     this.apply(e);
     this.publish({});
   }
 
   private apply(e: LiveEvent): void {
-    if (e.type === "resync") return;
+    if (e.type === "resync" || e.type === "session") return;
     const a = e.approval;
     if (e.type === "approval" && a.state === "pending") {
       this.byId.set(a.id, a);

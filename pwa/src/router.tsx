@@ -4,12 +4,26 @@ import { useEffect, useState } from "preact/hooks";
 
 const CHANGE = "tapgate:navigate";
 
-export function navigate(to: string, opts: { replace?: boolean } = {}): void {
+export function navigate(to: string, opts: { replace?: boolean; keepScroll?: boolean } = {}): void {
   if (to === location.pathname + location.search) return;
   if (opts.replace) history.replaceState(null, "", to);
   else history.pushState(null, "", to);
   dispatchEvent(new Event(CHANGE));
-  scrollTo(0, 0);
+  if (!opts.keepScroll) scrollTo(0, 0);
+}
+
+/** True on a wide screen (≥ 1024 px): the dashboard layout with the sidebar. */
+export function useWide(): boolean {
+  const query = "(min-width: 1024px)";
+  const [wide, setWide] = useState(() => matchMedia(query).matches);
+  useEffect(() => {
+    const mq = matchMedia(query);
+    const update = () => setWide(mq.matches);
+    update();
+    mq.addEventListener("change", update);
+    return () => mq.removeEventListener("change", update);
+  }, []);
+  return wide;
 }
 
 export interface Location {
@@ -41,9 +55,10 @@ export function signInFor(path: string): string {
   return path === "/" ? "/signin" : `/signin?next=${encodeURIComponent(path)}`;
 }
 
-/** An <a> that routes in place; modified clicks still open new tabs. */
+/** An <a> that routes in place (after the caller's own onClick); modified clicks still open new tabs. */
 export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
   const onClick = (e: TargetedMouseEvent<HTMLAnchorElement>) => {
+    (props.onClick as ((e: TargetedMouseEvent<HTMLAnchorElement>) => void) | undefined)?.(e);
     if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
     e.preventDefault();
     navigate(props.href);

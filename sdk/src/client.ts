@@ -309,9 +309,13 @@ export class GateSession {
 
   #answerFrom(msg: Record<string, unknown>, p: Pending): RequestPermissionResponse {
     const parsed = requestPermissionResponseSchema.safeParse(msg.result);
-    const outcome = parsed.success && !("error" in msg) ? parsed.data.outcome : undefined;
-    if (outcome?.outcome === "cancelled") return CANCELLED;
-    if (outcome && p.options.some((o) => o.optionId === outcome.optionId) && parsed.data) return parsed.data;
+    const answer = parsed.success && !("error" in msg) ? parsed.data : undefined;
+    const outcome = answer?.outcome;
+    // The service's answer goes to the caller as sent, `_meta` (who decided, why) included.
+    if (answer?.outcome.outcome === "cancelled") return answer;
+    if (answer && outcome?.outcome === "selected" && p.options.some((o) => o.optionId === outcome.optionId)) {
+      return answer;
+    }
     const why = isRecord(msg.error) ? describeRpcError(msg.error) : outcome ? "unoffered option" : "malformed result";
     this.#cfg.log("warn", `request_permission failed closed: ${why}`);
     return failClosedAnswer(p.options);

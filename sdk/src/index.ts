@@ -30,6 +30,9 @@ export {
   type SessionUpdateParams,
   sessionIdSchema,
   sessionUpdateParamsSchema,
+  type TapgateAnswerMeta,
+  tapgateAnswerMeta,
+  tapgateAnswerMetaSchema,
   type ToolCallUpdate,
   toolCallUpdateSchema,
 } from "./protocol.js";

@@ -103,8 +103,28 @@ export const requestPermissionResponseSchema = z.looseObject({
     z.object({ outcome: z.literal("cancelled") }),
     z.object({ outcome: z.literal("selected"), optionId: z.string() }),
   ]),
+  _meta: metaSchema,
 });
 export type RequestPermissionResponse = z.infer<typeof requestPermissionResponseSchema>;
+
+/**
+ * What Tapgate adds to its answers in `_meta.tapgate` (ACP allows `_meta` on results; `outcome`
+ * alone is the decision): the approval, why it ended, and for a human's decision who made it
+ * and where. Answers the SDK gives itself (a lost connection, a local timeout) have none.
+ */
+export const tapgateAnswerMetaSchema = z.looseObject({
+  approvalId: z.string(),
+  /** A `ResolutionReason`: `decided`, `expired`, `agent_disconnected`, … */
+  reason: z.string().nullable(),
+  decidedBy: z.looseObject({ name: z.string(), device: z.string() }).optional(),
+});
+export type TapgateAnswerMeta = z.infer<typeof tapgateAnswerMetaSchema>;
+
+/** The `_meta.tapgate` of an answer, when the service sent a well-formed one. */
+export function tapgateAnswerMeta(answer: RequestPermissionResponse): TapgateAnswerMeta | undefined {
+  const parsed = tapgateAnswerMetaSchema.safeParse(answer._meta?.tapgate);
+  return parsed.success ? parsed.data : undefined;
+}
 
 /** `session/update` params. Only `tool_call` and `tool_call_update` matter to Tapgate. */
 export const sessionUpdateParamsSchema = z.looseObject({

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { Approval } from "../../sdk/src/approval";
 import { sanitizeSessionId, summarize, title, toolKind } from "../../sdk/src/claude/hook";
-import { parseTimeout } from "../../sdk/src/cli/claude-hook";
+import { denyReason, parseTimeout } from "../../sdk/src/cli/claude-hook";
 import { Person, unique } from "./helpers";
 
 let worker: Awaited<ReturnType<typeof startLocalWorker>>;
@@ -137,7 +137,7 @@ describe("tapgate claude-hook against wrangler dev", () => {
       hookSpecificOutput: {
         hookEventName: "PreToolUse",
         permissionDecision: "deny",
-        permissionDecisionReason: "denied on Tapgate by a human reviewer",
+        permissionDecisionReason: "denied on Tapgate by Ada (web)",
       },
     });
   });
@@ -159,7 +159,7 @@ describe("tapgate claude-hook against wrangler dev", () => {
     expect(answerOf(await denyRun)).toEqual({
       hookSpecificOutput: {
         hookEventName: "PermissionRequest",
-        decision: { behavior: "deny", message: "denied on Tapgate by a human reviewer" },
+        decision: { behavior: "deny", message: "denied on Tapgate by Ada (web)" },
       },
     });
   });
@@ -174,7 +174,7 @@ describe("tapgate claude-hook against wrangler dev", () => {
       hookSpecificOutput: {
         hookEventName: "PreToolUse",
         permissionDecision: "deny",
-        permissionDecisionReason: "Tapgate: no decision within 1 s",
+        permissionDecisionReason: "Tapgate: expired — no decision within 1 s",
       },
     });
     const approval = await waitForResolved(sessionId);
@@ -305,5 +305,26 @@ describe("the Claude tool mapping", () => {
     expect(parseTimeout(["--timeout=7"], undefined)).toBe(7);
     expect(parseTimeout(["--timeout", "0"], undefined)).toMatch(/invalid timeout/);
     expect(parseTimeout(["--bogus"], undefined)).toMatch(/unknown argument/);
+  });
+});
+
+describe("the deny reason, from the answer's _meta.tapgate", () => {
+  const meta = (reason: string, decidedBy?: { name: string; device: string }) => ({
+    approvalId: "apr_1",
+    reason,
+    ...(decidedBy ? { decidedBy } : {}),
+  });
+
+  it("names who denied and where, or says why nobody did", () => {
+    expect(denyReason(meta("decided", { name: "Sam", device: "Pixel 8" }), 5_000)).toBe(
+      "denied on Tapgate by Sam (Pixel 8)",
+    );
+    expect(denyReason(meta("decided"), 5_000)).toBe("denied on Tapgate by a human reviewer");
+    expect(denyReason(meta("expired"), 600_400)).toBe("Tapgate: expired — no decision within 600 s");
+    expect(denyReason(meta("agent_disconnected"), 1)).toBe("Tapgate: agent disconnected before anyone decided");
+    expect(denyReason(meta("key_revoked"), 1)).toBe("Tapgate: this API key was revoked — run `tapgate login`");
+    expect(denyReason(meta("service_restart"), 1)).toContain("restarted");
+    expect(denyReason(meta("session_cancelled"), 1)).toBe("Tapgate: the request was cancelled");
+    expect(denyReason(meta("something_new"), 1)).toBe("Tapgate: denied (something_new)");
   });
 });

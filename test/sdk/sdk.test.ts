@@ -8,10 +8,11 @@ let worker: Awaited<ReturnType<typeof startLocalWorker>>;
 let person: Person;
 let key: string;
 const quiet = () => undefined;
+const PERSON = "Ada";
 
 beforeAll(async () => {
   worker = await startLocalWorker();
-  person = await Person.signUp(worker.url);
+  person = await Person.signUp(worker.url, PERSON);
   key = (await person.createKey("sdk tests")).key;
 });
 afterAll(() => worker?.stop());
@@ -32,7 +33,11 @@ describe("the SDK against wrangler dev", () => {
     expect(approval?.snapshot.toolCall).toMatchObject({ title: "Run git push", kind: "execute" });
     expect(approval?.snapshot.session).toMatchObject({ title: "fix flaky test", agent: { name: "test-agent" } });
     expect((await person.decide(approval, "allow")).status).toBe(200);
-    expect(await answer).toEqual({ outcome: { outcome: "selected", optionId: "allow" } });
+    // The service's `_meta` reaches the caller: which approval, why it ended, who decided where.
+    expect(await answer).toEqual({
+      outcome: { outcome: "selected", optionId: "allow" },
+      _meta: { tapgate: { approvalId: approval.id, reason: "decided", decidedBy: { name: PERSON, device: "web" } } },
+    });
     tapgate.close();
   });
 
@@ -43,7 +48,10 @@ describe("the SDK against wrangler dev", () => {
     const answer = session.requestPermission(askParams(sessionId));
     const approval = await person.waitForOne(sessionId);
     await person.decide(approval, "deny");
-    expect(await answer).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
+    expect(await answer).toMatchObject({
+      outcome: { outcome: "selected", optionId: "deny" },
+      _meta: { tapgate: { approvalId: approval.id, reason: "decided", decidedBy: { name: PERSON } } },
+    });
     tapgate.close();
   });
 
@@ -68,7 +76,10 @@ describe("the SDK against wrangler dev", () => {
     const answer = session.requestPermission(askParams(sessionId), { timeoutMs: 1_000 });
     const approval = await person.waitForOne(sessionId);
     expect(approval.expiresAt - approval.createdAt).toBe(1_000);
-    expect(await answer).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
+    expect(await answer).toEqual({
+      outcome: { outcome: "selected", optionId: "deny" },
+      _meta: { tapgate: { approvalId: approval.id, reason: "expired" } },
+    });
     expect(await person.approval(approval.id)).toMatchObject({ state: "expired", reason: "expired" });
     tapgate.close();
   });
@@ -133,10 +144,8 @@ describe("the SDK against wrangler dev", () => {
     const pending = await person.waitForPending(sessionId, 2);
     const revoked = await person.fetch(`/v1/keys/${keyId}`, { method: "DELETE" });
     expect(await revoked.json()).toMatchObject({ id: keyId, deniedRequests: 2 });
-    expect(await Promise.all(answers)).toEqual([
-      { outcome: { outcome: "selected", optionId: "deny" } },
-      { outcome: { outcome: "selected", optionId: "deny" } },
-    ]);
+    const revokedAnswer = { outcome: { outcome: "selected", optionId: "deny" }, _meta: { tapgate: { reason: "key_revoked" } } };
+    expect(await Promise.all(answers)).toMatchObject([revokedAnswer, revokedAnswer]);
     for (const a of pending)
       expect(await person.approval(a.id)).toMatchObject({ state: "denied", reason: "key_revoked" });
     // A new request on a revoked key is answered fail-closed, never sent for a human to allow.
@@ -164,6 +173,7 @@ describe("a restart of the service", () => {
 
     const port = Number(new URL(worker.url).port);
     await worker.stop();
+    // The SDK's own fail-closed answer: no `_meta`, since the service never answered.
     expect(await inFlight).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
     worker = await startLocalWorker({ persistTo: worker.persistTo, port });
 
@@ -173,7 +183,10 @@ describe("a restart of the service", () => {
     const fresh = await person.waitForOne(sessionId, (a) => a.id !== approval.id);
     await person.waitForOne(sessionId); // and only that one: the old request was not re-sent
     await person.decide(fresh, "allow");
-    expect(await after).toEqual({ outcome: { outcome: "selected", optionId: "allow" } });
+    expect(await after).toMatchObject({
+      outcome: { outcome: "selected", optionId: "allow" },
+      _meta: { tapgate: { approvalId: fresh.id, reason: "decided" } },
+    });
     tapgate.close();
   });
 });

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../worker/crypto";
+import app from "../../worker/index";
 import { api, confirmLink, cookieOf, json, lastMailLink, ORIGIN, signUp, tokenOf, unique } from "./helpers";
 
 const post = (path: string, body: unknown, init: RequestInit & { cookie?: string } = {}) =>
@@ -29,13 +30,18 @@ describe("sign-up and sign-in by one-time email link", () => {
     });
   });
 
-  it("GET on the link only shows a confirm page; the token survives it and works exactly once", async () => {
+  it("the Worker serves no pages: /signin and /device are the PWA's (assets), behind run_worker_first = /v1/*", async () => {
+    for (const path of ["/signin?token=abc", "/device?code=BCDF-GHJK"]) {
+      const response = await app.request(`${ORIGIN}${path}`, {}, env);
+      expect(response.status, path).toBe(404);
+      expect(await json(response)).toMatchObject({ error: "not_found" });
+    }
+  });
+
+  it("a link works exactly once", async () => {
     const email = `${unique("once")}@example.com`;
     await post("/v1/auth/signup", { email, name: "Lin", team: "T" });
     const link = await lastMailLink(email);
-    const page = await api(`/signin?token=${tokenOf(link)}`);
-    expect(page.status).toBe(200);
-    expect(await page.text()).toContain("Continue");
     expect((await confirmLink(link)).status).toBe(200);
     const again = await confirmLink(link);
     expect(again.status).toBe(400);

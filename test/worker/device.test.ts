@@ -1,7 +1,8 @@
 /** `tapgate login` by device code (RFC 8628): the terminal's side and the approver's side. */
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
-import { sha256Hex } from "../../worker/crypto";
+import { describe, expect, it, vi } from "vitest";
+import { hmacSha256Hex, sha256Hex } from "../../worker/crypto";
+import app from "../../worker/index";
 import { api, connectAgent, createKey, json, type Member, ORIGIN, signUp, unique } from "./helpers";
 
 interface CodeAnswer {
@@ -48,6 +49,9 @@ async function pollError(deviceCode: string): Promise<string> {
 function decide(member: Member, userCode: string, decision: "approve" | "deny"): Promise<Response> {
   return api(`/v1/device/${userCode}/${decision}`, { method: "POST", cookie: member.cookie });
 }
+
+/** The per-IP rate limit's key for an address: HMAC-SHA-256 with the server's secret. */
+const ipHash = (ip: string) => hmacSha256Hex(env.RATE_LIMIT_SECRET ?? "", `device-code-ip:${ip}`);
 
 /** The terminal waited its interval (without sleeping in the test). */
 async function waitedInterval(deviceCode: string): Promise<void> {
@@ -179,7 +183,7 @@ describe("device code sign-in", () => {
     expect((await requestCode({}, newIp())).status).toBe(200);
     // The window slides: once the oldest codes are older than 10 minutes, the address may ask again.
     await env.DB.prepare("UPDATE device_codes SET created_at = created_at - 600000 WHERE ip_hash = ?")
-      .bind(sha256Hex(`device-code-ip:${ip}`))
+      .bind(ipHash(ip))
       .run();
     expect((await requestCode({}, ip)).status).toBe(200);
   });
@@ -248,52 +252,86 @@ describe("device code sign-in", () => {
   });
 });
 
-describe("the /device confirm page", () => {
-  it("shows the code and client name, escaped, with Approve and Deny, and cannot be framed", async () => {
-    const ada = await signUp();
-    const hostile = `<script>alert("x")</script><img src=x onerror=alert(1)>'&`;
-    const code = await newCode(hostile);
-    const page = await api(`/device?code=${code.userCode}`, { cookie: ada.cookie });
-    expect(page.status).toBe(200);
-    expect(page.headers.get("X-Frame-Options")).toBe("DENY");
-    expect(page.headers.get("Content-Security-Policy")).toContain("frame-ancestors 'none'");
-    const text = await page.text();
-    expect(text).toContain("Approve this device?");
-    expect(text).toContain(code.userCode);
-    expect(text).toContain(
-      "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&#39;&amp;",
-    );
-    expect(text).not.toContain("<script>alert");
-    expect(text).not.toContain("<img");
-    expect(text).toContain('data-decision="approve"');
-    expect(text).toContain('data-decision="deny"');
+describe("the per-IP hash", () => {
+  const storedIpHash = async (deviceCode: string) =>
+    (
+      await env.DB.prepare("SELECT ip_hash FROM device_codes WHERE device_code_hash = ?")
+        .bind(sha256Hex(deviceCode))
+        .first<{ ip_hash: string }>()
+    )?.ip_hash;
+
+  it("is HMAC-SHA-256 keyed with RATE_LIMIT_SECRET: hashing every IPv4 address does not find it", async () => {
+    expect(env.RATE_LIMIT_SECRET).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const ip = newIp();
+    const code = await json<CodeAnswer>(await requestCode({}, ip));
+    const stored = await storedIpHash(code.deviceCode);
+    expect(stored).toBe(ipHash(ip));
+    expect(stored).not.toBe(sha256Hex(`device-code-ip:${ip}`));
   });
 
-  it("escapes a hostile code in the query too", async () => {
-    const ada = await signUp();
-    const text = await (
-      await api(`/device?code=${encodeURIComponent('"><svg onload=1>')}`, { cookie: ada.cookie })
-    ).text();
-    expect(text).not.toContain("<svg");
-    expect(text).toContain("unknown or has expired");
+  it("without the secret, falls back to a per-isolate key and warns once", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const ip = newIp();
+      const unset = { ...env, RATE_LIMIT_SECRET: undefined };
+      const ask = () =>
+        app.request(
+          `${ORIGIN}/v1/device/code`,
+          { method: "POST", body: "{}", headers: { "Content-Type": "application/json", "CF-Connecting-IP": ip } },
+          unset,
+        );
+      const [first, second] = [await json<CodeAnswer>(await ask()), await json<CodeAnswer>(await ask())];
+      const hashes = [await storedIpHash(first.deviceCode), await storedIpHash(second.deviceCode)];
+      expect(hashes[0]).toMatch(/^[0-9a-f]{64}$/);
+      expect(hashes[1]).toBe(hashes[0]); // one key per isolate: the limit still counts this address
+      expect(hashes[0]).not.toBe(ipHash(ip));
+      expect(hashes[0]).not.toBe(sha256Hex(`device-code-ip:${ip}`));
+      expect(warn.mock.calls.filter(([m]) => String(m).includes("RATE_LIMIT_SECRET"))).toHaveLength(1);
+    } finally {
+      warn.mockRestore();
+    }
   });
+});
 
-  it("not signed in: says so and offers the email sign-in form, without showing the client name", async () => {
-    const code = await newCode("secret-host");
-    const text = await (await api(`/device?code=${code.userCode}`)).text();
-    expect(text).toContain("not signed in");
-    expect(text).toContain('id="signin"');
-    expect(text).toContain("/v1/auth/signin");
-    expect(text).not.toContain("secret-host");
-  });
+describe("device code guessing (RFC 8628 §5.1)", () => {
+  const guesses = (member: Member, n: number) =>
+    Promise.all(Array.from({ length: n }, (_, i) => api(`/v1/device/BCDF${"GHJKLMNPQRST"[i] ?? "V"}XWZ`, { cookie: member.cookie })));
 
-  it("says when a code was already decided", async () => {
-    const ada = await signUp();
+  it("10 unknown codes per person per 10 minutes, then 429 with Retry-After even for a right code", async () => {
+    const mallory = await signUp("Mallory");
     const code = await newCode();
-    await decide(ada, code.userCode, "deny");
-    const text = await (await api(`/device?code=${code.userCode}`, { cookie: ada.cookie })).text();
-    expect(text).toContain("already");
-    expect(text).toContain("denied");
-    expect(text).not.toContain('data-decision="approve"');
+    // Parallel guesses cannot slip past the limit: exactly 10 are looked up.
+    const statuses = (await guesses(mallory, 12)).map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(404), 429, 429]);
+    const limited = await api(`/v1/device/${code.userCode}`, { cookie: mallory.cookie });
+    expect(limited.status).toBe(429);
+    expect(await json(limited)).toMatchObject({ error: "rate_limited" });
+    const retryAfter = Number(limited.headers.get("Retry-After"));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(600);
+    expect((await decide(mallory, code.userCode, "approve")).status).toBe(429);
+    expect((await decide(mallory, code.userCode, "deny")).status).toBe(429);
+    expect(await pollError(code.deviceCode)).toBe("authorization_pending");
+
+    // Someone else is not limited by Mallory's misses.
+    const ada = await signUp("Ada");
+    expect((await api(`/v1/device/${code.userCode}`, { cookie: ada.cookie })).status).toBe(200);
+    // The window slides: misses older than 10 minutes no longer count.
+    await env.DB.prepare("UPDATE device_code_misses SET at = at - 600000 WHERE user_id = ?").bind(mallory.userId).run();
+    expect((await api(`/v1/device/${code.userCode}`, { cookie: mallory.cookie })).status).toBe(200);
+  });
+
+  it("found codes are not misses; another team's decided code is one, like an unknown code", async () => {
+    const ada = await signUp("Ada");
+    const bob = await signUp("Bob");
+    const code = await newCode();
+    for (let i = 0; i < 12; i++) {
+      expect((await api(`/v1/device/${code.userCode}`, { cookie: ada.cookie })).status).toBe(200);
+    }
+    expect((await decide(ada, code.userCode, "approve")).status).toBe(200);
+    expect((await decide(ada, code.userCode, "deny")).status).toBe(409);
+    const bobs = await Promise.all(Array.from({ length: 11 }, () => decide(bob, code.userCode, "deny")));
+    expect(bobs.map((r) => r.status).sort()).toEqual([...Array(10).fill(404), 429]);
+    expect((await api(`/v1/device/${code.userCode}`, { cookie: ada.cookie })).status).toBe(200);
   });
 });

@@ -109,6 +109,7 @@ describe("agents over HTTP", () => {
       state: "allowed",
       reason: "decided",
       outcome: { outcome: "selected", optionId: "allow" },
+      _meta: { tapgate: { approvalId, reason: "decided", decidedBy: { name: "Ada", device: "web" } } },
     });
 
     // The D1 index and the audit log hear of it exactly as for a socket's request.
@@ -146,7 +147,13 @@ describe("agents over HTTP", () => {
 
   it("DELETE cancels (the human then gets 410) and answers the same again, idempotently", async () => {
     const { owner, key, approvalId, approval } = await askOverHttp();
-    const cancelled = { approvalId, state: "cancelled", reason: "agent_cancelled", outcome: { outcome: "cancelled" } };
+    const cancelled = {
+      approvalId,
+      state: "cancelled",
+      reason: "agent_cancelled",
+      outcome: { outcome: "cancelled" },
+      _meta: { tapgate: { approvalId, reason: "agent_cancelled" } },
+    };
     const first = await cancel(key, approvalId);
     expect(first.status).toBe(200);
     expect(await json(first)).toEqual(cancelled);
@@ -179,6 +186,7 @@ describe("agents over HTTP", () => {
       state: "denied",
       reason: "agent_disconnected",
       outcome: { outcome: "selected", optionId: "deny" },
+      _meta: { tapgate: { approvalId, reason: "agent_disconnected" } },
     });
     expect((await decide(owner, approval, "allow")).status).toBe(410);
   });

@@ -194,7 +194,13 @@ class Run {
       const received = this.answers.get(item.socket)?.get(item.rpcId) ?? [];
       expect(received.length).toBeLessThanOrEqual(1);
       if (item.state === "pending") expect(received).toEqual([]);
-      else if (item.answer !== null) expect(received).toEqual([item.answer]);
+      else if (item.answer !== null) {
+        expect(received).toHaveLength(1);
+        const [answer] = received as Array<{ outcome: unknown; _meta: unknown }>;
+        expect(answer?.outcome).toEqual((item.answer as { outcome: unknown }).outcome);
+        // ACP `_meta` on the result: which approval, and why it ended.
+        expect(answer?._meta).toMatchObject({ tapgate: { approvalId: item.approval.id, reason: item.reason } });
+      }
       // 2 and 3. allowed only after a human's decision naming an offered allow option; nothing fails open
       if (read.state === "allowed") expect(read).toMatchObject({ reason: "decided", optionId: "allow" });
       for (const answer of received) {

@@ -26,7 +26,12 @@ describe("revoking an API key", () => {
     expect(await json(revoked)).toMatchObject({ id: keyId, deniedRequests: 2 });
     const answers = [await agent.next(), await agent.next()];
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2]);
-    for (const a of answers) expect(a.result).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
+    for (const a of answers) {
+      expect(a.result).toMatchObject({
+        outcome: { outcome: "selected", optionId: "deny" },
+        _meta: { tapgate: { reason: "key_revoked" } },
+      });
+    }
     expect((await agent.closed).code).toBe(4001);
 
     const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));

@@ -4,8 +4,9 @@ import type {
   PublicKeyCredentialRequestOptionsJSON,
 } from "@simplewebauthn/server";
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../../worker/crypto";
 import { SoftAuthenticator, type Tweaks } from "./authenticator";
-import { api, confirmLink, cookieOf, json, lastMailLink, type Member, signUp, unique } from "./helpers";
+import { api, confirmLink, cookieOf, json, lastMailLink, type Member, signUp, tokenOf, unique } from "./helpers";
 
 const post = (path: string, body: unknown, init: RequestInit & { cookie?: string } = {}) =>
   api(path, { method: "POST", body: JSON.stringify(body), ...init });
@@ -21,20 +22,26 @@ async function registerOptions(body: object, cookie?: string) {
   return json<Options<PublicKeyCredentialCreationOptionsJSON>>(response);
 }
 
-/** Passkey sign-up up to the mailed link: options, the authenticator, verify. */
+/**
+ * Passkey sign-up up to the mailed link: options, the authenticator, verify. `browser` is the
+ * cookie the sign-up browser got, which it shows again when it confirms the link.
+ */
 async function passkeySignUp(authenticator: SoftAuthenticator, email = `${unique("pk")}@example.com`) {
   const { challengeId, options } = await registerOptions({ email, name: "Pat", team: "Phones" });
   const response = await authenticator.register(options);
   const verify = await post("/v1/auth/passkey/register/verify", { challengeId, response, deviceName: "Pixel 8" });
-  return { email, verify };
+  return { email, verify, browser: cookieOf(verify) };
 }
+
+/** Confirms a mailed link from a browser holding `cookie` (the passkey sign-up's, or none). */
+const confirmIn = (link: string, cookie?: string) => post("/v1/auth/link", { token: tokenOf(link) }, { cookie });
 
 /** A new account made with a passkey, confirmed by its link; the authenticator holds its passkey. */
 async function passkeyMember(): Promise<{ member: Member; authenticator: SoftAuthenticator }> {
   const authenticator = await SoftAuthenticator.create();
-  const { email, verify } = await passkeySignUp(authenticator);
+  const { email, verify, browser } = await passkeySignUp(authenticator);
   expect(verify.status).toBe(202);
-  const confirmed = await confirmLink(await lastMailLink(email));
+  const confirmed = await confirmIn(await lastMailLink(email), browser);
   expect(confirmed.status).toBe(200);
   const cookie = cookieOf(confirmed);
   const me = await json<{ user: { id: string }; team: { id: string } }>(await api("/v1/me", { cookie }));
@@ -73,14 +80,14 @@ const storedPasskeys = async (userId: string) =>
 describe("passkey sign-up and sign-in", () => {
   it("signs up with a passkey: 202, the link creates the account, and the passkey then signs in without a cookie", async () => {
     const authenticator = await SoftAuthenticator.create();
-    const { email, verify } = await passkeySignUp(authenticator);
+    const { email, verify, browser } = await passkeySignUp(authenticator);
     expect(verify.status).toBe(202);
     const emailSignup = await post("/v1/auth/signup", { email: `${unique("x")}@example.com`, name: "X", team: "T" });
     expect(await json(verify)).toEqual(await json(emailSignup));
     // Nothing is usable until the address is proven.
     await expectPasskeyFailed(await signInWith(authenticator));
 
-    const confirmed = await confirmLink(await lastMailLink(email));
+    const confirmed = await confirmIn(await lastMailLink(email), browser);
     expect(confirmed.status).toBe(200);
     const signedUp = await json<{ user: { id: string }; team: { id: string } }>(
       await api("/v1/me", { cookie: cookieOf(confirmed) }),
@@ -237,14 +244,63 @@ describe("passkey sign-up and sign-in", () => {
 
   it("a parked passkey never joins an account that appeared before its link was confirmed", async () => {
     const authenticator = await SoftAuthenticator.create();
-    const { email, verify } = await passkeySignUp(authenticator);
+    const { email, verify, browser } = await passkeySignUp(authenticator);
     expect(verify.status).toBe(202);
     const parkedLink = await lastMailLink(email);
     const other = await post("/v1/auth/signup", { email, name: "First", team: "T" });
     expect(other.status).toBe(202);
     expect((await confirmLink(await lastMailLink(email))).status).toBe(200);
-    expect((await confirmLink(parkedLink)).status).toBe(200);
+    expect((await confirmIn(parkedLink, browser)).status).toBe(200);
     await expectPasskeyFailed(await signInWith(authenticator));
+  });
+
+  it("binds the parked passkey to the sign-up browser: a short-lived __Host- cookie, only its hash stored", async () => {
+    const authenticator = await SoftAuthenticator.create();
+    const { email, verify, browser } = await passkeySignUp(authenticator);
+    expect(verify.headers.get("Set-Cookie")).toMatch(
+      /^__Host-tapgate-signup=[A-Za-z0-9_-]{43}; Max-Age=900; Path=\/; HttpOnly; Secure; SameSite=Strict$/,
+    );
+    const nonce = browser.split("=")[1] ?? "";
+    const link = await lastMailLink(email);
+    const row = await env.DB.prepare("SELECT passkey FROM sign_in_links WHERE token_hash = ?")
+      .bind(sha256Hex(tokenOf(link)))
+      .first<{ passkey: string }>();
+    expect(JSON.parse(row?.passkey ?? "{}")).toMatchObject({ id: authenticator.id, browserHash: sha256Hex(nonce) });
+    expect(row?.passkey).not.toContain(nonce);
+    // A known address gets the same cookie, so the answers stay alike.
+    const known = await signUp("Known");
+    const again = await passkeySignUp(await SoftAuthenticator.create(), known.email);
+    expect(again.browser).toMatch(/^__Host-tapgate-signup=[A-Za-z0-9_-]{43}$/);
+
+    const confirmed = await confirmIn(link, browser);
+    expect(confirmed.status).toBe(200);
+    // The session cookie first (it is what signs in), then the spent binding is cleared.
+    expect(confirmed.headers.get("Set-Cookie")).toMatch(/^__Host-tapgate=.*, __Host-tapgate-signup=; Max-Age=0;/);
+  });
+
+  it("someone else's passkey sign-up with my address: confirming my mail makes my account without their passkey", async () => {
+    const strangers = await SoftAuthenticator.create();
+    const { email, verify } = await passkeySignUp(strangers);
+    expect(verify.status).toBe(202);
+    // I open the link from my own mailbox: a browser without the stranger's cookie.
+    const confirmed = await confirmIn(await lastMailLink(email));
+    expect(confirmed.status).toBe(200);
+    const me = await json<{ user: { id: string; email: string } }>(await api("/v1/me", { cookie: cookieOf(confirmed) }));
+    expect(me.user.email).toBe(email);
+    expect(await storedPasskeys(me.user.id)).toEqual([]);
+    await expectPasskeyFailed(await signInWith(strangers));
+  });
+
+  it("another passkey sign-up's cookie does not bring a parked passkey either", async () => {
+    const strangers = await SoftAuthenticator.create();
+    const { email } = await passkeySignUp(strangers);
+    // The stranger's cookie from a second sign-up of their own, shown with my link: not this link's.
+    const { browser: otherBrowser } = await passkeySignUp(await SoftAuthenticator.create());
+    const confirmed = await confirmIn(await lastMailLink(email), otherBrowser);
+    expect(confirmed.status).toBe(200);
+    const me = await json<{ user: { id: string } }>(await api("/v1/me", { cookie: cookieOf(confirmed) }));
+    expect(await storedPasskeys(me.user.id)).toEqual([]);
+    await expectPasskeyFailed(await signInWith(strangers));
   });
 
   it("validates the sign-up details like the email sign-up does", async () => {

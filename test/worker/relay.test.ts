@@ -29,17 +29,33 @@ describe("the blocking approval relay", () => {
     const decided = await json<Approval>(response);
     expect(decided).toMatchObject({ state: "allowed", reason: "decided", optionId: "allow" });
     expect(decided.decidedBy).toMatchObject({ userId: owner.userId, device: "web" });
+    // ACP `_meta` on the result says which approval and who decided: name and device, no user id.
     expect(await agent.next()).toEqual({
       jsonrpc: "2.0",
       id: 1,
-      result: { outcome: { outcome: "selected", optionId: "allow" } },
+      result: {
+        outcome: { outcome: "selected", optionId: "allow" },
+        _meta: { tapgate: { approvalId: approval.id, reason: "decided", decidedBy: { name: "Ada", device: "web" } } },
+      },
     });
   });
 
-  it("answers a deny with the reject option", async () => {
-    const { owner, agent, approval } = await askOnce();
-    expect((await decide(owner, approval, "deny")).status).toBe(200);
-    expect(await agent.next()).toMatchObject({ id: 1, result: { outcome: { outcome: "selected", optionId: "deny" } } });
+  it("answers a deny with the reject option, and says who denied it from which device", async () => {
+    const { owner, agent, approval } = await askOnce(await signUp("Sam"));
+    const denied = await api(`/v1/approvals/${approval.id}/decision`, {
+      method: "POST",
+      cookie: owner.cookie,
+      headers: { "X-Tapgate-Device": "Pixel 8" },
+      body: JSON.stringify({ optionId: "deny", requestHash: approval.requestHash }),
+    });
+    expect(denied.status).toBe(200);
+    expect(await agent.next()).toMatchObject({
+      id: 1,
+      result: {
+        outcome: { outcome: "selected", optionId: "deny" },
+        _meta: { tapgate: { approvalId: approval.id, reason: "decided", decidedBy: { name: "Sam", device: "Pixel 8" } } },
+      },
+    });
     const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
     expect(read).toMatchObject({ state: "denied", reason: "decided", optionId: "deny" });
   });
@@ -103,7 +119,11 @@ describe("the blocking approval relay", () => {
       params: permissionParams(sessionId),
     });
     await agent.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 1 } });
-    expect(await agent.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { outcome: { outcome: "cancelled" } } });
+    expect(await agent.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { outcome: { outcome: "cancelled" }, _meta: { tapgate: { approvalId: approval.id, reason: "agent_cancelled" } } },
+    });
     const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
     expect(read).toMatchObject({ state: "cancelled", reason: "agent_cancelled" });
     expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
@@ -121,7 +141,9 @@ describe("the blocking approval relay", () => {
     await agent.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } });
     const answers = [await agent.next(), await agent.next()];
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2]);
-    for (const a of answers) expect(a.result).toEqual({ outcome: { outcome: "cancelled" } });
+    for (const a of answers) {
+      expect(a.result).toMatchObject({ outcome: { outcome: "cancelled" }, _meta: { tapgate: { reason: "session_cancelled" } } });
+    }
     expect(await pendingApprovals(owner, sessionId)).toHaveLength(0);
   });
 

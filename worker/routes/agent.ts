@@ -36,7 +36,7 @@ const waitQuery = z.object({ wait: z.coerce.number().int().min(0).max(MAX_WAIT_S
 async function joinSession(c: Context<AppEnv>, sessionId: string) {
   const agent = c.get("agent");
   const now = Date.now();
-  const [joined, policy] = await Promise.all([
+  const [joined, team] = await Promise.all([
     joinAgentSession(c.env.DB, { ...agent, sessionId, now }),
     getTeamPolicy(c.env.DB, agent.teamId),
   ]);
@@ -44,7 +44,7 @@ async function joinSession(c: Context<AppEnv>, sessionId: string) {
   c.executionCtx.waitUntil(touchApiKey(c.env.DB, agent.keyId, now));
   return {
     gate: sessionGate(c.env, agent.teamId, sessionId),
-    join: { ...agent, sessionId, ownerUserId: agent.userId, policy },
+    join: { ...agent, sessionId, ownerUserId: agent.userId, policy: team.policy, policyVersion: team.version },
   };
 }
 

@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getApprovalRecord, listApprovals } from "../db";
-import { apiError, validate } from "../http";
+import { apiError, cursorParam, nextCursor, validate } from "../http";
 import { type DecisionResult, gateFor } from "../session-gate";
 import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
@@ -11,19 +11,9 @@ import type { AppEnv } from "../types";
 const listQuery = z.object({
   state: z.enum(["pending", "resolved"]).default("pending"),
   scope: z.enum(["mine", "team"]).default("team"),
-  cursor: z
-    .string()
-    .max(200)
-    .transform((s, ctx) => {
-      const parsed = cursorSchema.safeParse(safeJson(Buffer.from(s, "base64url").toString()));
-      if (parsed.success) return parsed.data;
-      ctx.addIssue({ code: "custom", message: "invalid cursor" });
-      return z.NEVER;
-    })
-    .optional(),
+  cursor: cursorParam.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
-const cursorSchema = z.object({ createdAt: z.number().int(), id: z.string().max(200) });
 const decisionBody = z.object({
   optionId: z.string().min(1).max(128),
   requestHash: z
@@ -47,11 +37,7 @@ export const approvalRoutes = new Hono<AppEnv>()
       cursor: q.cursor ?? null,
       limit: q.limit,
     });
-    const last = approvals.length === q.limit ? approvals[approvals.length - 1] : undefined;
-    const cursor = last
-      ? Buffer.from(JSON.stringify({ createdAt: last.createdAt, id: last.id })).toString("base64url")
-      : null;
-    return c.json({ approvals, cursor });
+    return c.json({ approvals, cursor: nextCursor(approvals, q.limit) });
   })
   .get("/v1/approvals/:id", async (c) => {
     const w = c.get("web");
@@ -109,11 +95,3 @@ export const approvalRoutes = new Hono<AppEnv>()
       return c.json(result.approval, 200);
     },
   );
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}

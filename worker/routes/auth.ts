@@ -1,8 +1,9 @@
 /** Sign-up, sign-in by one-time email link, sign-out, and who am I. */
 import { type Context, Hono } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
 import { endWebSession, requireSameOrigin, requireWeb, startWebSession } from "../auth";
-import { randomToken, sha256Hex } from "../crypto";
+import { newSecret, sha256Hex } from "../crypto";
 import {
   addPasskey,
   consumeSignInLink,
@@ -12,6 +13,7 @@ import {
   firstMembership,
   listDevMessages,
   type NewPasskey,
+  type ParkedPasskey,
   type SignInLink,
   type SignupDetails,
 } from "../db";
@@ -20,6 +22,12 @@ import { deliverMail } from "../mail";
 import type { AppEnv } from "../types";
 
 const LINK_TTL_MS = 15 * 60 * 1000;
+/**
+ * Set by a passkey sign-up: a nonce whose hash waits on the link with the passkey. Only the
+ * browser that made the passkey can bring it into the account; a link confirmed anywhere else
+ * makes the account without it, so a stranger cannot plant a passkey with someone else's address.
+ */
+const SIGNUP_BROWSER_COOKIE = "__Host-tapgate-signup";
 
 const email = z
   .email()
@@ -46,6 +54,7 @@ export const authRoutes = new Hono<AppEnv>()
   })
   .post("/v1/auth/link", requireSameOrigin, validate("json", linkBody), async (c) => {
     const now = Date.now();
+    const browser = getCookie(c, SIGNUP_BROWSER_COOKIE);
     const link = await consumeSignInLink(c.env.DB, sha256Hex(c.req.valid("json").token), now);
     if (!link) return apiError(c, 400, "invalid_link", "this link is invalid, used or expired; ask for a new one");
     const user = await findUserByEmail(c.env.DB, link.email);
@@ -59,9 +68,12 @@ export const authRoutes = new Hono<AppEnv>()
             teamName: link.team_name ?? "My team",
             now,
           });
-    // Only a link that created the account brings its passkey: never attach one to an existing user.
-    if (link.passkey && !user) await addPasskey(c.env.DB, { passkey: link.passkey, ...signedIn, now });
+    // Only a link that created the account brings its passkey (never to an existing user), and
+    // only when confirmed in the browser that made the passkey.
+    const passkey = !user && browser ? parkedPasskeyFor(link.passkey, browser) : null;
+    if (passkey) await addPasskey(c.env, { passkey, ...signedIn, now });
     await startWebSession(c, signedIn.userId, signedIn.teamId, "email_link");
+    if (browser) deleteCookie(c, SIGNUP_BROWSER_COOKIE, { path: "/", secure: true });
     return c.json({ ok: true });
   })
   .post("/v1/auth/signout", requireSameOrigin, requireWeb, async (c) => {
@@ -79,16 +91,37 @@ export const authRoutes = new Hono<AppEnv>()
   .get("/v1/dev/outbox", validate("query", z.object({ to: email.optional() })), async (c) => {
     if (!c.env.DEV_OUTBOX) return apiError(c, 404, "not_found", "no such route");
     return c.json({ messages: await listDevMessages(c.env.DB, c.req.valid("query").to) });
-  })
-  // Mail scanners fetch links: GET only shows a button; the POST behind it consumes the token.
-  .get("/signin", (c) => c.html(CONFIRM_PAGE));
+  });
 
 /**
- * Sign-up, by email alone or with a passkey made on the way (`passkey`, parked on the link until
- * it is confirmed, so the address is proven first). An existing address gets a sign-in link
+ * Passkey sign-up: the passkey is parked on the mailed link until the address is proven, bound to
+ * this browser by a cookie. The cookie is set whether or not the address is known, so the answer
+ * is the same either way.
+ */
+export function signUpWithPasskey(c: Context<AppEnv>, details: SignupDetails, passkey: NewPasskey) {
+  const browser = newSecret();
+  setCookie(c, SIGNUP_BROWSER_COOKIE, browser.token, {
+    path: "/",
+    secure: true,
+    httpOnly: true,
+    sameSite: "Strict",
+    maxAge: LINK_TTL_MS / 1000,
+  });
+  return signUpByMail(c, details, { ...passkey, browserHash: browser.hash });
+}
+
+/** The parked passkey, without its binding, if `browser` is the nonce of the browser that made it. */
+function parkedPasskeyFor(parked: ParkedPasskey | null | undefined, browser: string): NewPasskey | null {
+  if (!parked?.browserHash || parked.browserHash !== sha256Hex(browser)) return null;
+  const { browserHash: _, ...passkey } = parked;
+  return passkey;
+}
+
+/**
+ * Sign-up, by email alone or with a parked passkey. An existing address gets a sign-in link
  * instead and the passkey is dropped; the answer is the same, so nothing leaks.
  */
-export async function signUpByMail(c: Context<AppEnv>, details: SignupDetails, passkey: NewPasskey | null) {
+async function signUpByMail(c: Context<AppEnv>, details: SignupDetails, passkey: ParkedPasskey | null) {
   const existing = await findUserByEmail(c.env.DB, details.email);
   const { email, name, team } = details;
   if (existing) await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
@@ -97,12 +130,13 @@ export async function signUpByMail(c: Context<AppEnv>, details: SignupDetails, p
 }
 
 async function sendLink(c: Context<AppEnv>, link: SignInLink) {
-  const token = randomToken();
-  await createSignInLink(c.env.DB, { ...link, tokenHash: sha256Hex(token), now: Date.now(), ttlMs: LINK_TTL_MS });
+  const { token, hash } = newSecret();
+  await createSignInLink(c.env.DB, { ...link, tokenHash: hash, now: Date.now(), ttlMs: LINK_TTL_MS });
   const url = `${appOrigin(c)}/signin?token=${token}`;
   const action = link.purpose === "signup" ? "finish creating your Tapgate team" : "sign in to Tapgate";
-  // Whoever confirms the link gets the passkey in their new account: say so, so nobody confirms a stranger's.
-  const passkey = link.passkey ? "Confirming also adds the passkey that was created when signing up. " : "";
+  const passkey = link.passkey
+    ? "Open it in the browser where you created your passkey to add that passkey too; opened anywhere else, the account is made without it. "
+    : "";
   await deliverMail(c, {
     to: link.email,
     subject: link.purpose === "signup" ? "Confirm your Tapgate sign-up" : "Your Tapgate sign-in link",
@@ -110,19 +144,3 @@ async function sendLink(c: Context<AppEnv>, link: SignInLink) {
     link: url,
   });
 }
-
-const CONFIRM_PAGE = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Sign in to Tapgate</title>
-<style>body{font:16px system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color-scheme:light dark}
-button{font:inherit;padding:.9rem 1.4rem;border-radius:.6rem;border:0;background:#2563eb;color:#fff;width:100%}</style>
-</head><body><h1>Sign in to Tapgate</h1><p>Confirm to finish signing in on this device.</p>
-<button id="go">Continue</button><p id="msg" role="status"></p>
-<script>
-const token = new URLSearchParams(location.search).get("token") || "";
-document.getElementById("go").addEventListener("click", async () => {
-  const r = await fetch("/v1/auth/link", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ token }) });
-  const body = await r.json().catch(() => ({}));
-  if (r.ok) location.replace("/"); else document.getElementById("msg").textContent = body.message || "Sign-in failed.";
-});
-</script></body></html>`;

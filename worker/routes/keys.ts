@@ -1,15 +1,20 @@
-/** Agent API keys: create (shown once), list, revoke (here, or by the agent itself: DELETE /v1/agent/me). */
+/**
+ * Agent API keys: create (shown once), list, revoke (here, or by the agent itself: DELETE /v1/agent/me).
+ * Owners and admins see and revoke every key of the team; others only their own.
+ */
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { newApiKey, newId } from "../crypto";
 import { audit, createApiKey, listApiKeys, revokeApiKey } from "../db";
 import { apiError, validate } from "../http";
+import { ADMIN_ROLES } from "../roles";
 import { sessionGate } from "../session-gate";
 import type { AppEnv, Env } from "../types";
 
 const createBody = z.object({ label: z.string().trim().min(1).max(100) });
 const keyParam = z.object({ id: z.string().regex(/^key_[0-9A-Za-z]{22}$/, "not a key id") });
+const listQuery = z.object({ scope: z.enum(["mine", "team"]).default("mine") });
 
 export const keyRoutes = new Hono<AppEnv>()
   .use("/v1/keys", requireWeb, requireSameOrigin)
@@ -21,7 +26,7 @@ export const keyRoutes = new Hono<AppEnv>()
     const now = Date.now();
     const label = c.req.valid("json").label;
     await createApiKey(c.env.DB, { id, teamId: w.teamId, userId: w.userId, hash, prefix, label, now });
-    await audit(c.env.DB, {
+    await audit(c.env, {
       eventId: `key_created:${id}`,
       teamId: w.teamId,
       at: now,
@@ -32,29 +37,35 @@ export const keyRoutes = new Hono<AppEnv>()
     });
     return c.json({ id, key, prefix, label, createdAt: now }, 201);
   })
-  .get("/v1/keys", async (c) => {
+  .get("/v1/keys", validate("query", listQuery), async (c) => {
     const w = c.get("web");
-    return c.json({ keys: await listApiKeys(c.env.DB, w.teamId, w.userId) });
+    const team = c.req.valid("query").scope === "team";
+    if (team && !ADMIN_ROLES.includes(w.role)) {
+      return apiError(c, 403, "forbidden", `your role (${w.role}) may only list your own keys`);
+    }
+    return c.json({ keys: await listApiKeys(c.env.DB, w.teamId, team ? null : w.userId) });
   })
   .delete("/v1/keys/:id", validate("param", keyParam), async (c) => {
     const w = c.get("web");
     const keyId = c.req.valid("param").id;
-    const revoked = await revokeKey(c.env, { teamId: w.teamId, userId: w.userId, keyId, actor: `user:${w.userId}` });
+    const userId = ADMIN_ROLES.includes(w.role) ? null : w.userId;
+    const revoked = await revokeKey(c.env, { teamId: w.teamId, userId, keyId, actor: `user:${w.userId}` });
     return revoked ? c.json(revoked) : apiError(c, 404, "not_found", "no such key");
   });
 
 /**
- * Revokes a live key of the user, then denies its pending requests (`key_revoked`) and closes its
- * sockets in every session it opened, now rather than at their next reconnect. Null when no such key.
+ * Revokes a live key of the team (with `userId`, only that user's), then denies its pending
+ * requests (`key_revoked`) and closes its sockets in every session it opened, now rather than at
+ * their next reconnect. Null when no such key.
  */
-export async function revokeKey(env: Env, r: { teamId: string; userId: string; keyId: string; actor: string }) {
+export async function revokeKey(env: Env, r: { teamId: string; userId: string | null; keyId: string; actor: string }) {
   const now = Date.now();
   const sessions = await revokeApiKey(env.DB, { teamId: r.teamId, userId: r.userId, keyId: r.keyId, now });
   if (!sessions) return null;
   const denied = await Promise.all(
     sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
   );
-  await audit(env.DB, {
+  await audit(env, {
     eventId: `key_revoked:${r.keyId}`,
     teamId: r.teamId,
     at: now,

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireSameOrigin, requireWeb, startWebSession } from "../auth";
-import { randomToken, sha256Hex } from "../crypto";
+import { newSecret, sha256Hex } from "../crypto";
 import { audit, claimPairingToken, createPairingToken } from "../db";
 import { apiError, appOrigin, validate } from "../http";
 import type { AppEnv } from "../types";
@@ -17,11 +17,10 @@ const claimBody = z.object({ token: z.string().regex(/^[A-Za-z0-9_-]{43}$/, "not
 export const pairingRoutes = new Hono<AppEnv>()
   .post("/v1/pairing", requireWeb, requireSameOrigin, validate("json", z.object({})), async (c) => {
     const w = c.get("web");
-    const token = randomToken();
-    const tokenHash = sha256Hex(token);
+    const { token, hash: tokenHash } = newSecret();
     const now = Date.now();
     await createPairingToken(c.env.DB, { tokenHash, userId: w.userId, teamId: w.teamId, now, ttlMs: PAIRING_TTL_MS });
-    await audit(c.env.DB, {
+    await audit(c.env, {
       eventId: `pairing_created:${tokenHash}`,
       teamId: w.teamId,
       at: now,
@@ -39,7 +38,7 @@ export const pairingRoutes = new Hono<AppEnv>()
       return apiError(c, 400, "invalid_pairing", "this pairing link is invalid, used or expired; make a new one");
     }
     await startWebSession(c, paired.userId, paired.teamId, "pairing");
-    await audit(c.env.DB, {
+    await audit(c.env, {
       eventId: `pairing_claimed:${tokenHash}`,
       teamId: paired.teamId,
       at: now,

@@ -32,7 +32,7 @@ import {
 } from "../db";
 import { apiError, appOrigin, validate } from "../http";
 import type { AppEnv } from "../types";
-import { signUpByMail, signupBody } from "./auth";
+import { signUpWithPasskey, signupBody } from "./auth";
 
 const CHALLENGE_TTL_MS = 5 * 60 * 1000;
 
@@ -229,10 +229,10 @@ export const passkeyRoutes = new Hono<AppEnv>()
     });
     const passkey = use && (await verifiedRegistration(c, body, use.challenge));
     if (!use || !passkey) return passkeyFailed(c);
-    if (use.signup) return signUpByMail(c, use.signup, passkey);
+    if (use.signup) return signUpWithPasskey(c, use.signup, passkey);
     // consumeChallenge only hands a user's challenge to that user.
     if (!me) return passkeyFailed(c);
-    if (!(await addPasskey(c.env.DB, { passkey, userId: me.userId, teamId: me.teamId, now }))) {
+    if (!(await addPasskey(c.env, { passkey, userId: me.userId, teamId: me.teamId, now }))) {
       return passkeyFailed(c);
     }
     return c.json({ id: passkey.id }, 201);
@@ -273,7 +273,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
     const id = c.req.valid("param").id;
     if (!(await deletePasskey(c.env.DB, w.userId, id))) return apiError(c, 404, "not_found", "no such passkey");
     const now = Date.now();
-    await audit(c.env.DB, {
+    await audit(c.env, {
       eventId: `passkey_removed:${id}:${now}`,
       teamId: w.teamId,
       at: now,

@@ -1,12 +1,12 @@
 import type { ApprovalView } from "../api";
 import { useNow } from "../clock";
-import { ago, describeApproval } from "../format";
+import { ago, describeApproval, outcome } from "../format";
 import { Link } from "../router";
 import { Countdown } from "./Countdown";
 import { KindIcon } from "./KindIcon";
 import { SafeText } from "./SafeText";
 
-/** A pending request in the list: the whole row is one link to its card. */
+/** A request in a list (pending, or resolved on a session's page): the whole row is one link to its card. */
 export function ApprovalRow({ approval }: { approval: ApprovalView }) {
   const now = useNow();
   const d = describeApproval(approval);
@@ -28,7 +28,13 @@ export function ApprovalRow({ approval }: { approval: ApprovalView }) {
         </span>
         <span class="row-meta">
           <span class="muted">{ago(approval.createdAt, now)}</span>
-          <Countdown expiresAt={approval.expiresAt} />
+          {approval.state === "pending" ? (
+            <Countdown expiresAt={approval.expiresAt} />
+          ) : (
+            <span class={`outcome-${approval.state}`} data-testid="row-outcome">
+              <SafeText text={outcome(approval)} />
+            </span>
+          )}
         </span>
       </Link>
     </li>

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, type ApprovalView, api, type Delivery } from "../api";
+import { type ApiError, type ApprovalView, api, canDecide, type Delivery } from "../api";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
@@ -16,7 +16,8 @@ import { useMe } from "../session";
 
 type Notice = { tone: "error" | "warn"; text: string } | null;
 
-export function ApprovalCard({ id }: { id: string }) {
+/** The card for one request: a screen of its own on the phone, or inline in the dashboard's side panel (`embedded`). */
+export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: boolean }) {
   const [approval, setApproval] = useState<ApprovalView | null>(null);
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
@@ -36,7 +37,7 @@ export function ApprovalCard({ id }: { id: string }) {
   useLiveEvents((e) => {
     if (e.type === "resync") void load();
     // Feed events may omit delivery; keep what the card already knows.
-    else if (e.approval.id === id)
+    else if (e.type !== "session" && e.approval.id === id)
       setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
   });
 
@@ -65,21 +66,23 @@ export function ApprovalCard({ id }: { id: string }) {
 
   if (loadError) {
     return (
-      <section class="screen" data-testid="screen-approval">
+      <section class={embedded ? "card in-panel" : "screen"} data-testid="screen-approval">
         <Banner
           tone={loadError.offline ? "warn" : "error"}
           testId={loadError.offline ? "offline-banner" : "approval-error"}
         >
           {loadError.status === 404 ? "This request does not exist, or belongs to another team." : loadError.message}
         </Banner>
-        <p>
-          <Link href="/">Back to pending requests</Link>
-        </p>
+        {!embedded && (
+          <p>
+            <Link href="/">Back to pending requests</Link>
+          </p>
+        )}
       </section>
     );
   }
   if (!approval) return <p class="muted center">Loading…</p>;
-  return <Card approval={approval} busy={busy} notice={notice} onChoose={choose} />;
+  return <Card approval={approval} busy={busy} notice={notice} onChoose={choose} embedded={embedded} />;
 }
 
 function Card({
@@ -87,12 +90,15 @@ function Card({
   busy,
   notice,
   onChoose,
+  embedded,
 }: {
   approval: ApprovalView;
   busy: string | null;
   notice: Notice;
   onChoose: (o: ApprovalView["options"][number]) => void;
+  embedded: boolean;
 }) {
+  const me = useMe();
   const d = describeApproval(approval);
   const tc = approval.snapshot.toolCall;
   const session = approval.snapshot.session;
@@ -102,7 +108,11 @@ function Card({
   const locations = Array.isArray(tc.locations) ? tc.locations.map(asRecord) : [];
   const suspicious = containsUnsafeText(approval.snapshot) || containsUnsafeText(approval.options);
   return (
-    <article class="screen card" data-testid="screen-approval" data-state={approval.state}>
+    <article
+      class={embedded ? "card in-panel" : "screen card"}
+      data-testid="screen-approval"
+      data-state={approval.state}
+    >
       <header class="card-head">
         <span class="kind" data-testid="card-kind">
           <KindIcon kind={d.kind} /> {kindLabel(d.kind)}
@@ -170,7 +180,11 @@ function Card({
             {notice.text}
           </Banner>
         )}
-        {approval.state === "pending" ? (
+        {approval.state === "pending" && !canDecide(me?.role) ? (
+          <Banner tone="info" testId="viewer-note">
+            You are a viewer in this team: you can follow this request, but only approvers can decide it.
+          </Banner>
+        ) : approval.state === "pending" ? (
           <OptionButtons options={approval.options} busy={busy} onChoose={onChoose} />
         ) : (
           <Outcome approval={approval} />

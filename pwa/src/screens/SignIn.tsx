@@ -9,6 +9,11 @@ import { useSession } from "../session";
 // The link may open in another tab, or after the app was closed: remember where to go on.
 const NEXT_KEY = "tapgate.next";
 
+/** Where the mailed link should land once confirmed (e.g. back on an invite). */
+export function rememberNext(path: string): void {
+  localStorage.setItem(NEXT_KEY, safeNext(path));
+}
+
 export function SignIn({ token, next }: { token: string | null; next: string | null }) {
   const { session, refresh } = useSession();
   const done = async (to: string) => {
@@ -31,7 +36,8 @@ export function SignIn({ token, next }: { token: string | null; next: string | n
           <p class="or">or</p>
           <EmailSignIn next={next} />
           <p class="muted">
-            New here? <Link href="/signup">Create an account</Link>
+            New here?{" "}
+            <Link href={next ? `/signup?next=${encodeURIComponent(next)}` : "/signup"}>Create an account</Link>
           </p>
         </>
       )}

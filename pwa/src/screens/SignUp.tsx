@@ -5,6 +5,7 @@ import { Banner } from "../components/Banner";
 import { passkeyError } from "../components/CreatePasskey";
 import { guessDeviceName } from "../device";
 import { Link } from "../router";
+import { rememberNext } from "./SignIn";
 
 /**
  * Create an account and team. Either way the address is confirmed by the mailed link; a passkey
@@ -18,6 +19,9 @@ export function SignUp() {
 
   const fields = () => ({ email: form.email.trim(), name: form.name.trim(), team: form.team.trim() });
   const run = async (how: "passkey" | "email") => {
+    // Came from an invite: the confirmed link brings the new account back there.
+    const next = new URLSearchParams(location.search).get("next");
+    if (next) rememberNext(next);
     setBusy(how);
     setError(null);
     try {

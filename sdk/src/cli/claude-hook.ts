@@ -20,6 +20,7 @@ import {
   toPermissionRequest,
 } from "../claude/hook.js";
 import { type LogLevel, Tapgate } from "../client.js";
+import { type TapgateAnswerMeta, tapgateAnswerMeta } from "../protocol.js";
 import { credentials } from "./config.js";
 
 /** Below Claude Code's 600 s default hook timeout, so Claude always gets our answer, not a killed hook. */
@@ -91,16 +92,46 @@ async function ask(input: HookInput, url: string, apiKey: string, timeoutMs: num
     const asked = Date.now();
     const answer = await session.requestPermission(params, { timeoutMs });
     const outcome = answer.outcome;
+    const meta = tapgateAnswerMeta(answer);
+    if (outcome.outcome === "selected" && outcome.optionId === OPTIONS[0].optionId) {
+      return { allow: true, reason: "allowed on Tapgate" };
+    }
+    // The service says why it ended; answers the SDK gave itself carry no `_meta`.
+    if (meta) return deny(denyReason(meta, Date.now() - asked));
     if (outcome.outcome === "cancelled") return deny("Tapgate: the request was cancelled");
-    if (outcome.optionId === OPTIONS[0].optionId) return { allow: true, reason: "allowed on Tapgate" };
     if (problems.length) return deny(`Tapgate: ${problems.at(-1)}`);
-    // Expiry and a human's deny are the same answer on the wire; only the clock tells them apart.
+    // Without `_meta` (an older service), expiry and a human's deny are the same answer; only the clock tells them apart.
     if (Date.now() - asked >= timeoutMs) return deny(`Tapgate: no decision within ${timeoutMs / 1000} s`);
     return deny("denied on Tapgate by a human reviewer");
   } catch (err) {
     return deny(`Tapgate: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     gate?.close();
+  }
+}
+
+const by = (d: { name: string; device: string }) => `${d.name} (${d.device})`;
+
+/** Why Tapgate said no, from the answer's `_meta.tapgate` (`waitedMs`: how long the hook waited). */
+export function denyReason(meta: TapgateAnswerMeta, waitedMs: number): string {
+  switch (meta.reason) {
+    case "decided":
+      return meta.decidedBy ? `denied on Tapgate by ${by(meta.decidedBy)}` : "denied on Tapgate by a human reviewer";
+    case "expired":
+      return `Tapgate: expired — no decision within ${Math.round(waitedMs / 1000)} s`;
+    case "agent_disconnected":
+      return "Tapgate: agent disconnected before anyone decided";
+    case "agent_cancelled":
+    case "session_cancelled":
+      return "Tapgate: the request was cancelled";
+    case "key_revoked":
+      return "Tapgate: this API key was revoked — run `tapgate login`";
+    case "service_restart":
+      return "Tapgate: the service restarted before anyone decided; try again";
+    case "invalid":
+      return "Tapgate: the service could not show this request";
+    default:
+      return `Tapgate: denied (${meta.reason ?? "no reason given"})`;
   }
 }
 

@@ -1,0 +1,345 @@
+/**
+ * The pending board: every waiting request of the team, grouped by session, live. Rows come from
+ * the shared pending store (API + live feed + resync on reconnect); a row opens the same approval
+ * card as on the phone, in a side panel.
+ */
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { type ApprovalView, api, canDecide, type Delivery, type Member, ownerId } from "../api";
+import { useNow } from "../clock";
+import { ConnectionBanner } from "../components/ConnectionBanner";
+import { Countdown } from "../components/Countdown";
+import { KindIcon, kindLabel } from "../components/KindIcon";
+import { SafeText } from "../components/SafeText";
+import { ago, describeApproval } from "../format";
+import { useLiveEvents, useLiveStatus } from "../live";
+import { pending, usePending } from "../pending";
+import { Link, navigate } from "../router";
+import { ApprovalCard } from "../screens/ApprovalCard";
+import { useMe } from "../session";
+import { Empty, FilterSelect, LoadError, PageHead, SidePanel } from "./ui";
+
+export function Board({ open }: { open: string | null }) {
+  const me = useMe();
+  const { mine, team, loaded, error } = usePending();
+  const members = useMembers();
+  const delivery = useDelivery([...mine, ...team]);
+  const status = useLiveStatus();
+  const [filter, setFilter] = useState({ member: "", kind: "", session: "" });
+
+  const all = useMemo(() => [...mine, ...team].sort((a, b) => a.expiresAt - b.expiresAt), [mine, team]);
+  const shown = all.filter(
+    (a) =>
+      (!filter.member || ownerId(a) === filter.member) &&
+      (!filter.kind || describeApproval(a).kind === filter.kind) &&
+      (!filter.session || a.sessionId === filter.session),
+  );
+  const groups = groupBySession(shown);
+  const allGroups = groupBySession(all);
+  const sessions = allGroups.flatMap((g) =>
+    g.rows[0] ? [{ value: g.sessionId, label: describeApproval(g.rows[0]).sessionTitle }] : [],
+  );
+  const kinds = [...new Set(all.map((a) => describeApproval(a).kind))].sort();
+  const memberName = (a: ApprovalView | undefined) => {
+    const id = a && ownerId(a);
+    return !id ? "—" : id === me?.user.id ? "You" : (members.get(id)?.name ?? a?.owner?.name ?? "—");
+  };
+  const filtered = filter.member || filter.kind || filter.session;
+
+  const openRow = (id: string) => navigate(`/?open=${encodeURIComponent(id)}`, { keepScroll: true });
+  const close = () => navigate("/", { keepScroll: true });
+
+  return (
+    <div class={open ? "board-layout with-panel" : "board-layout"}>
+      <section class="screen dash" data-testid="screen-board">
+        <PageHead
+          title="Pending"
+          sub={
+            <>
+              <span class={`live-dot live-${status}`} aria-hidden="true" />
+              <span data-testid="board-summary">
+                {loaded
+                  ? `${all.length} waiting across ${allGroups.length} session${allGroups.length === 1 ? "" : "s"}`
+                  : "Loading…"}
+              </span>
+              {status === "live" && <span class="muted"> · live</span>}
+            </>
+          }
+        />
+        <ConnectionBanner />
+        {error && <LoadError error={error} testId="board-error" onRetry={() => void pending.reload()} />}
+        {me && !canDecide(me.role) && (
+          <p class="muted small" data-testid="viewer-hint">
+            You are a viewer: you see every request, but only approvers can decide.
+          </p>
+        )}
+        <div class="filters" data-testid="board-filters">
+          <FilterSelect
+            label="Member"
+            value={filter.member}
+            onChange={(member) => setFilter({ ...filter, member })}
+            options={[...members.values()].map((m) => ({
+              value: m.userId,
+              label: m.userId === me?.user.id ? `${m.name} (you)` : m.name,
+            }))}
+            testId="filter-member"
+            all="All members"
+          />
+          <FilterSelect
+            label="Kind"
+            value={filter.kind}
+            onChange={(kind) => setFilter({ ...filter, kind })}
+            options={kinds.map((k) => ({ value: k, label: kindLabel(k) }))}
+            testId="filter-kind"
+            all="All kinds"
+          />
+          <FilterSelect
+            label="Session"
+            value={filter.session}
+            onChange={(session) => setFilter({ ...filter, session })}
+            options={sessions}
+            testId="filter-session"
+            all="All sessions"
+          />
+          {filtered && (
+            <button
+              type="button"
+              class="link-button"
+              onClick={() => setFilter({ member: "", kind: "", session: "" })}
+              data-testid="filter-clear"
+            >
+              Clear filters
+            </button>
+          )}
+        </div>
+
+        {loaded && all.length === 0 && (
+          <Empty title="Nothing is waiting" testId="board-empty">
+            When an agent in this team asks for permission, its request appears here at once.
+          </Empty>
+        )}
+        {loaded && all.length > 0 && shown.length === 0 && (
+          <Empty title="No request matches these filters" testId="board-empty-filtered" />
+        )}
+        {shown.length > 0 && (
+          <div class="table-wrap">
+            <table class="table board" data-testid="board-table">
+              <thead>
+                <tr>
+                  <th>Member</th>
+                  <th class="col-opt">Session</th>
+                  <th class="col-opt col-xwide">Agent</th>
+                  <th class="col-opt col-xwide">Host</th>
+                  <th>Request</th>
+                  <th class="col-opt">Kind</th>
+                  <th class="num col-opt">Age</th>
+                  <th class="num">Expires</th>
+                  <th>Delivery</th>
+                </tr>
+              </thead>
+              {groups.map((g) => (
+                <tbody key={g.sessionId} data-testid={`board-group-${g.sessionId}`}>
+                  <SessionHeader rows={g.rows} owner={memberName(g.rows[0])} />
+                  {g.rows.map((a) => (
+                    <BoardRow
+                      key={a.id}
+                      approval={a}
+                      member={memberName(a)}
+                      delivery={a.delivery ?? delivery.get(a.id)}
+                      selected={a.id === open}
+                      onOpen={() => openRow(a.id)}
+                    />
+                  ))}
+                </tbody>
+              ))}
+            </table>
+          </div>
+        )}
+      </section>
+      {open && (
+        <SidePanel onClose={close} testId="board-panel" label="Request">
+          <ApprovalCard key={open} id={open} embedded />
+        </SidePanel>
+      )}
+    </div>
+  );
+}
+
+function SessionHeader({ rows, owner }: { rows: ApprovalView[]; owner: string }) {
+  const first = rows[0];
+  if (!first) return null;
+  const d = describeApproval(first);
+  const s = first.snapshot.session;
+  return (
+    <tr class="group-row">
+      <th colSpan={9} scope="colgroup">
+        <Link href={`/sessions/${encodeURIComponent(first.sessionId)}`} class="group-link">
+          <SafeText text={d.sessionTitle} />
+        </Link>
+        <span class="muted">
+          {" "}
+          · {owner}
+          {d.agent && (
+            <>
+              {" · "}
+              <SafeText text={d.agent} />
+            </>
+          )}
+          {s.host && (
+            <>
+              {" · "}
+              <SafeText text={s.host} />
+            </>
+          )}
+          {s.cwd && (
+            <>
+              {" · "}
+              <SafeText text={s.cwd} />
+            </>
+          )}
+        </span>
+        <span class="group-count">{rows.length} waiting</span>
+      </th>
+    </tr>
+  );
+}
+
+function BoardRow({
+  approval,
+  member,
+  delivery,
+  selected,
+  onOpen,
+}: {
+  approval: ApprovalView;
+  member: string;
+  delivery: Delivery[] | undefined;
+  selected: boolean;
+  onOpen: () => void;
+}) {
+  const now = useNow();
+  const d = describeApproval(approval);
+  const s = approval.snapshot.session;
+  return (
+    <tr
+      class={selected ? "board-row selected" : "board-row"}
+      onClick={onOpen}
+      aria-selected={selected}
+      data-testid={`board-row-${approval.id}`}
+      data-session={approval.sessionId}
+    >
+      <td class="nowrap" data-testid="board-member">
+        {member}
+      </td>
+      <td class="col-opt clip">
+        <SafeText text={d.sessionTitle} />
+      </td>
+      <td class="col-opt col-xwide clip muted">{d.agent ? <SafeText text={d.agent} /> : "—"}</td>
+      <td class="col-opt col-xwide clip muted">{s.host ? <SafeText text={s.host} /> : "—"}</td>
+      <td class="title-cell">
+        <Link
+          href={`/?open=${encodeURIComponent(approval.id)}`}
+          class="row-open"
+          onClick={(e) => {
+            e.stopPropagation();
+            if (!e.metaKey && !e.ctrlKey && !e.shiftKey) {
+              e.preventDefault();
+              onOpen();
+            }
+          }}
+          data-testid={`board-open-${approval.id}`}
+        >
+          <KindIcon kind={d.kind} />
+          <span class="clip">
+            <SafeText text={d.title} />
+          </span>
+        </Link>
+      </td>
+      <td class="col-opt nowrap muted">{kindLabel(d.kind)}</td>
+      <td class="num col-opt muted nowrap">{ago(approval.createdAt, now)}</td>
+      <td class="num nowrap">
+        <Countdown expiresAt={approval.expiresAt} testId="board-countdown" />
+      </td>
+      <td data-testid="board-delivery">
+        <DeliveryChips delivery={delivery} />
+      </td>
+    </tr>
+  );
+}
+
+/** Per device: the furthest step the push reached. */
+export function DeliveryChips({ delivery }: { delivery: Delivery[] | undefined }) {
+  if (!delivery) return <span class="muted">…</span>;
+  if (delivery.length === 0) return <span class="muted">no devices</span>;
+  const shown = delivery.slice(0, 2);
+  return (
+    <span class="chips">
+      {shown.map((x) => {
+        const step = x.failedAt
+          ? "failed"
+          : x.seenAt
+            ? "seen"
+            : x.deliveredAt
+              ? "delivered"
+              : x.sentAt
+                ? "sent"
+                : "queued";
+        return (
+          <span key={x.deviceId} class={`chip dlv-${step}`} title={`${x.deviceName}: ${step}`} data-step={step}>
+            <span class="clip chip-name">
+              <SafeText text={x.deviceName} />
+            </span>{" "}
+            {step}
+          </span>
+        );
+      })}
+      {delivery.length > shown.length && <span class="muted small">+{delivery.length - shown.length}</span>}
+    </span>
+  );
+}
+
+function groupBySession(rows: ApprovalView[]): Array<{ sessionId: string; rows: ApprovalView[] }> {
+  const groups = new Map<string, ApprovalView[]>();
+  for (const a of rows) {
+    const g = groups.get(a.sessionId);
+    if (g) g.push(a);
+    else groups.set(a.sessionId, [a]);
+  }
+  return [...groups].map(([sessionId, rows]) => ({ sessionId, rows }));
+}
+
+/** The team's members by id, for the member column and filter. */
+export function useMembers(): Map<string, Member> {
+  const [members, setMembers] = useState<Map<string, Member>>(new Map());
+  useEffect(() => {
+    api.members().then(
+      (r) => setMembers(new Map(r.members.map((m) => [m.userId, m]))),
+      () => {},
+    );
+  }, []);
+  return members;
+}
+
+/**
+ * Delivery per request. The list endpoint leaves it out, so each new row's card is read once;
+ * live events that carry delivery keep it current.
+ */
+function useDelivery(rows: ApprovalView[]): Map<string, Delivery[]> {
+  const [byId, setById] = useState<Map<string, Delivery[]>>(new Map());
+  const asked = useRef(new Set<string>());
+  useEffect(() => {
+    for (const a of rows) {
+      if (a.delivery || asked.current.has(a.id)) continue;
+      asked.current.add(a.id);
+      api.approval(a.id).then(
+        (full) => setById((m) => new Map(m).set(a.id, full.delivery ?? [])),
+        () => {},
+      );
+    }
+  });
+  useLiveEvents((e) => {
+    if (e.type !== "approval" || !e.approval.delivery) return;
+    const d = e.approval.delivery;
+    setById((m) => new Map(m).set(e.approval.id, d));
+  });
+  return byId;
+}

@@ -1,0 +1,245 @@
+/** Agent API keys: mine, or the whole team's for owners and admins; create (shown once) and revoke. */
+import { useState } from "preact/hooks";
+import { type ApiKey, api, isAdmin } from "../api";
+import { useNow } from "../clock";
+import { Banner } from "../components/Banner";
+import { SafeText } from "../components/SafeText";
+import { ago, dateTime } from "../format";
+import { useMe } from "../session";
+import { CopyButton, Empty, LoadError, PageHead, shortDate, useLoad } from "./ui";
+
+export function Keys() {
+  const me = useMe();
+  const admin = isAdmin(me?.role);
+  const [scope, setScope] = useState<"mine" | "team">("mine");
+  const keys = useLoad(() => api.keys(scope), [scope]);
+  const [created, setCreated] = useState<{ key: string; label: string } | null>(null);
+  const list = keys.data?.keys ?? [];
+  const owner = (k: ApiKey) => {
+    const id = k.owner?.userId ?? k.userId;
+    return id === me?.user.id ? "You" : (k.owner?.name ?? "—");
+  };
+
+  return (
+    <section class="screen dash" data-testid="screen-keys">
+      <PageHead
+        title="API keys"
+        sub="Agents connect with these keys. Revoking one denies its waiting requests and disconnects its sessions."
+        actions={
+          admin && (
+            <fieldset class="segmented">
+              <legend class="visually-hidden">Whose keys</legend>
+              <button
+                type="button"
+                aria-pressed={scope === "mine"}
+                onClick={() => setScope("mine")}
+                data-testid="keys-mine"
+              >
+                Mine
+              </button>
+              <button
+                type="button"
+                aria-pressed={scope === "team"}
+                onClick={() => setScope("team")}
+                data-testid="keys-team"
+              >
+                Whole team
+              </button>
+            </fieldset>
+          )
+        }
+      />
+      <CreateKey
+        onCreated={(k) => {
+          setCreated(k);
+          void keys.reload();
+        }}
+      />
+      {created && (
+        <div class="panel created" data-testid="key-created">
+          <p>
+            <strong>Copy this key now:</strong> it is shown only once and cannot be recovered.
+          </p>
+          <div class="copy-row">
+            <input
+              readOnly
+              value={created.key}
+              class="mono"
+              onFocus={(e) => e.currentTarget.select()}
+              data-testid="key-value"
+            />
+            <CopyButton text={created.key} testId="key-copy" label="Copy key" />
+          </div>
+          <p class="muted small">
+            Use it as <code>TAPGATE_API_KEY</code>, or sign in from a terminal with <code>npx tapgate login</code>.{" "}
+            <button type="button" class="link-button" onClick={() => setCreated(null)} data-testid="key-dismiss">
+              I have copied it
+            </button>
+          </p>
+        </div>
+      )}
+      {keys.error && <LoadError error={keys.error} testId="keys-error" onRetry={() => void keys.reload()} />}
+      {keys.data && list.length === 0 && (
+        <Empty title="No API keys yet" testId="keys-empty">
+          Create one above for each machine an agent runs on.
+        </Empty>
+      )}
+      {list.length > 0 && (
+        <div class="table-wrap">
+          <table class="table" data-testid="keys-table">
+            <thead>
+              <tr>
+                <th>Label</th>
+                {scope === "team" && <th>Owner</th>}
+                <th>Prefix</th>
+                <th>Created</th>
+                <th>Last used</th>
+                <th>Status</th>
+                <th class="actions-col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((k) => (
+                <KeyRow
+                  key={k.id}
+                  apiKey={k}
+                  owner={scope === "team" ? owner(k) : null}
+                  onRevoked={(revokedAt) =>
+                    keys.setData((prev) =>
+                      prev ? { keys: prev.keys.map((x) => (x.id === k.id ? { ...x, revokedAt } : x)) } : prev,
+                    )
+                  }
+                />
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function CreateKey({ onCreated }: { onCreated: (k: { key: string; label: string }) => void }) {
+  const [label, setLabel] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const k = await api.createKey(label.trim());
+      setLabel("");
+      onCreated({ key: k.key, label: k.label });
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="inline-form panel" onSubmit={submit} data-testid="key-create-form">
+      <label class="filter grow">
+        <span>New key for</span>
+        <input
+          required
+          maxLength={100}
+          value={label}
+          placeholder="e.g. build server, Ada's laptop"
+          onInput={(e) => setLabel(e.currentTarget.value)}
+          data-testid="key-label"
+        />
+      </label>
+      <button type="submit" class="button primary compact" disabled={busy || !label.trim()} data-testid="key-create">
+        {busy ? "Creating…" : "Create key"}
+      </button>
+      {error && (
+        <Banner tone="error" testId="key-error">
+          {error}
+        </Banner>
+      )}
+    </form>
+  );
+}
+
+function KeyRow({
+  apiKey: k,
+  owner,
+  onRevoked,
+}: {
+  apiKey: ApiKey;
+  owner: string | null;
+  onRevoked: (at: number) => void;
+}) {
+  const now = useNow();
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const revoke = async () => {
+    setBusy(true);
+    try {
+      const r = (await api.revokeKey(k.id)) as { revokedAt?: number } | null;
+      onRevoked(r?.revokedAt ?? Date.now());
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+      setConfirming(false);
+    }
+  };
+  return (
+    <tr data-testid={`key-row-${k.id}`} class={k.revokedAt ? "revoked" : undefined}>
+      <td class="strong clip">
+        <SafeText text={k.label} />
+        {error && (
+          <span class="row-error" role="alert">
+            {error}
+          </span>
+        )}
+      </td>
+      {owner !== null && <td class="nowrap">{owner}</td>}
+      <td class="mono small">{k.prefix}…</td>
+      <td class="muted nowrap" title={dateTime(k.createdAt)}>
+        {shortDate(k.createdAt)}
+      </td>
+      <td class="muted nowrap">{k.lastUsedAt ? ago(k.lastUsedAt, now) : "never"}</td>
+      <td>
+        {k.revokedAt ? (
+          <span class="state-badge state-cancelled">revoked</span>
+        ) : (
+          <span class="state-badge state-allowed">active</span>
+        )}
+      </td>
+      <td class="actions-col">
+        {!k.revokedAt &&
+          (confirming ? (
+            <span class="confirm">
+              <button
+                type="button"
+                class="button danger compact"
+                disabled={busy}
+                onClick={revoke}
+                data-testid="key-revoke-confirm"
+              >
+                Revoke
+              </button>
+              <button type="button" class="link-button" onClick={() => setConfirming(false)}>
+                Cancel
+              </button>
+            </span>
+          ) : (
+            <button
+              type="button"
+              class="button secondary compact"
+              onClick={() => setConfirming(true)}
+              data-testid="key-revoke"
+            >
+              Revoke
+            </button>
+          ))}
+      </td>
+    </tr>
+  );
+}

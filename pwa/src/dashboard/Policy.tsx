@@ -1,0 +1,155 @@
+/** The team policy: five settings, owners and admins change them; they apply to new requests. */
+import { useEffect, useState } from "preact/hooks";
+import { api, isAdmin, type TeamPolicy } from "../api";
+import { Banner } from "../components/Banner";
+import { useMe } from "../session";
+import { LoadError, PageHead, useLoad } from "./ui";
+
+const MINUTE = 60_000;
+
+export function Policy() {
+  const me = useMe();
+  const admin = isAdmin(me?.role);
+  const loaded = useLoad(() => api.policy());
+  const [form, setForm] = useState<TeamPolicy | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [result, setResult] = useState<{ tone: "ok" | "error"; text: string } | null>(null);
+  useEffect(() => {
+    if (loaded.data) setForm(loaded.data);
+  }, [loaded.data]);
+
+  const dirty = form && loaded.data && JSON.stringify(form) !== JSON.stringify(loaded.data);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    if (!form) return;
+    setBusy(true);
+    setResult(null);
+    try {
+      const saved = await api.setPolicy(form);
+      loaded.setData(() => ({ ...form, ...(saved && typeof saved === "object" ? saved : {}) }));
+      setResult({ tone: "ok", text: "Saved. New requests follow this policy; the change is in the audit log." });
+    } catch (err) {
+      setResult({ tone: "error", text: (err as Error).message });
+    } finally {
+      setBusy(false);
+    }
+  };
+  const set = <K extends keyof TeamPolicy>(k: K, v: TeamPolicy[K]) => form && setForm({ ...form, [k]: v });
+
+  return (
+    <section class="screen dash" data-testid="screen-policy">
+      <PageHead title="Team policy" sub="How requests of this team are offered, announced and decided." />
+      {!admin && (
+        <Banner tone="info" testId="policy-read-only">
+          Only owners and admins can change the policy.
+        </Banner>
+      )}
+      {loaded.error && <LoadError error={loaded.error} testId="policy-error" onRetry={() => void loaded.reload()} />}
+      {form && (
+        <form class="settings" onSubmit={save} data-testid="policy-form">
+          <fieldset disabled={!admin || busy}>
+            <Setting
+              title="Request lifetime"
+              help="How long a request waits for a human before it is denied as expired. An agent may ask for less, never more."
+            >
+              <span class="inline-input">
+                <input
+                  type="number"
+                  min={1}
+                  max={1440}
+                  step={1}
+                  required
+                  value={Math.round(form.lifetimeMs / MINUTE)}
+                  onInput={(e) => set("lifetimeMs", Math.round(Number(e.currentTarget.value) || 1) * MINUTE)}
+                  data-testid="policy-lifetime"
+                />
+                minutes
+              </span>
+            </Setting>
+            <Setting
+              title="Once-only options"
+              help="Offer only “allow once” and “reject once”: standing rules such as “always allow” are hidden from approvers."
+            >
+              <label class="check">
+                <input
+                  type="checkbox"
+                  checked={form.onceOnlyOptions}
+                  onChange={(e) => set("onceOnlyOptions", e.currentTarget.checked)}
+                  data-testid="policy-once-only"
+                />
+                Once-only
+              </label>
+            </Setting>
+            <Setting title="Who is notified" help="Whose devices get a push when a request arrives.">
+              <select
+                value={form.notify}
+                onChange={(e) => set("notify", e.currentTarget.value as TeamPolicy["notify"])}
+                data-testid="policy-notify"
+              >
+                <option value="session_owner">The session's owner</option>
+                <option value="all_approvers">Every approver in the team</option>
+              </select>
+            </Setting>
+            <Setting title="Who may decide" help="Viewers never decide.">
+              <select
+                value={form.deciders}
+                onChange={(e) => set("deciders", e.currentTarget.value as TeamPolicy["deciders"])}
+                data-testid="policy-deciders"
+              >
+                <option value="any_approver">Any approver, admin or owner</option>
+                <option value="session_owner">Only the session's owner</option>
+              </select>
+            </Setting>
+            <Setting
+              title="Lock-screen detail"
+              help="What a notification shows on a locked phone. Tool arguments are never sent in a push."
+            >
+              <select
+                value={form.lockScreen}
+                onChange={(e) => set("lockScreen", e.currentTarget.value as TeamPolicy["lockScreen"])}
+                data-testid="policy-lock-screen"
+              >
+                <option value="tool_title">The tool's title</option>
+                <option value="generic">“An agent is asking for permission”</option>
+              </select>
+            </Setting>
+          </fieldset>
+          {admin && (
+            <div class="form-actions">
+              <button type="submit" class="button primary" disabled={!dirty || busy} data-testid="policy-save">
+                {busy ? "Saving…" : "Save policy"}
+              </button>
+              {dirty && (
+                <button
+                  type="button"
+                  class="button secondary"
+                  onClick={() => loaded.data && setForm(loaded.data)}
+                  data-testid="policy-reset"
+                >
+                  Discard changes
+                </button>
+              )}
+            </div>
+          )}
+          {result && (
+            <Banner tone={result.tone} testId="policy-result">
+              {result.text}
+            </Banner>
+          )}
+        </form>
+      )}
+    </section>
+  );
+}
+
+function Setting({ title, help, children }: { title: string; help: string; children: preact.ComponentChildren }) {
+  return (
+    <div class="setting">
+      <div>
+        <p class="setting-title">{title}</p>
+        <p class="muted small">{help}</p>
+      </div>
+      <div class="setting-control">{children}</div>
+    </div>
+  );
+}

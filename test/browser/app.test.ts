@@ -1,0 +1,239 @@
+/**
+ * The app around the card, in real headless Chromium against `wrangler dev`: installability
+ * (manifest, icons, service worker) and the offline shell, agent text that tries to hide,
+ * reorder or run something, and the `tapgate login` approval page.
+ */
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Tapgate } from "../../sdk/src/index";
+import {
+  browserAvailable,
+  Human,
+  type LocalApp,
+  launchChromium,
+  phoneContext,
+  pngSize,
+  shownNotifications,
+  signUpByEmail,
+  startApp,
+  unique,
+  watchServiceWorkers,
+} from "./harness";
+
+describe.skipIf(!browserAvailable)("the installable app in headless Chromium", () => {
+  let app: LocalApp;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let human: Human;
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    [app, browser] = await Promise.all([startApp(), launchChromium()]);
+    context = await phoneContext(browser, app, errors);
+    await context.grantPermissions(["notifications"], { origin: app.origin });
+    page = await context.newPage();
+    await signUpByEmail(page, app, "Grace");
+    human = await Human.of(app, context);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.stop();
+    expect(errors).toEqual([]);
+  });
+
+  it("agent text with bidi overrides, zero-width and ANSI characters, a 50 KB line or markup is shown, never obeyed", async () => {
+    await page.evaluate(() => {
+      (window as { pwned?: boolean }).pwned = false;
+    });
+    const tapgate = new Tapgate({ url: app.direct, apiKey: await human.createKey(), onLog: () => undefined });
+    try {
+      const sessionId = unique("unsafe");
+      const session = await tapgate.session(sessionId, { title: "innocent\u200B session" });
+      const title = 'Open invoice\u202Efdp.exe\u202C \u200Bnow \u001b[31mred <img src=x onerror="window.pwned=true">';
+      const longLine = "A".repeat(50_000);
+      const answer = session.requestPermission({
+        sessionId,
+        toolCall: {
+          toolCallId: "t1",
+          title,
+          kind: "execute",
+          rawInput: { command: "cat notes.txt\u001b[2J\u001b[1;1H# all clear", padding: longLine },
+        },
+        options: [
+          { optionId: "allow", name: "Allow once", kind: "allow_once" },
+          { optionId: "deny", name: "Deny", kind: "reject_once" },
+        ],
+      });
+      const approval = await human.waitForOne(sessionId);
+
+      // In the list: the tokens, not the characters.
+      const row = page.getByTestId(`pending-row-${approval.id}`);
+      await row.waitFor();
+      const rowText = (await row.textContent()) ?? "";
+      expect(rowText).toContain("⟨U+202E⟩");
+      expect(rowText).not.toContain("\u202E");
+      expect(rowText).not.toContain("\u200B");
+
+      await row.click();
+      await page.getByTestId("screen-approval").waitFor();
+      const titleText = (await page.getByTestId("card-title").textContent()) ?? "";
+      for (const token of ["⟨U+202E⟩", "⟨U+202C⟩", "⟨U+200B⟩", "⟨ESC⟩"]) expect(titleText).toContain(token);
+      expect(titleText).toContain('<img src=x onerror="window.pwned=true">'); // as text
+      await page.getByTestId("unsafe-warning").waitFor();
+      expect(await page.getByTestId("card-session").textContent()).toContain("innocent⟨U+200B⟩ session");
+
+      const raw = page.getByTestId("card-raw-input");
+      const rawText = (await raw.textContent()) ?? "";
+      // The command is shown with tokens; the full input is JSON, whose own escapes keep it visible.
+      expect(await page.getByTestId("card-command").textContent()).toBe("cat notes.txt⟨ESC⟩[2J⟨ESC⟩[1;1H# all clear");
+      expect(rawText).toContain(String.raw`"cat notes.txt\u001b[2J\u001b[1;1H# all clear"`);
+      expect(rawText).toContain("more characters"); // the 50 KB line is cut…
+      expect(rawText.length).toBeLessThan(10_000);
+      expect(await page.getByTestId("show-all").count()).toBeGreaterThan(0); // …behind a button
+
+      // Nowhere on the page does a raw control or invisible character survive, and nothing ran.
+      const body = await page.evaluate(() => document.body.textContent ?? "");
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for them is the point
+      expect(body).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200B-\u200F\u001b]/);
+      expect(await page.locator("img[src='x']").count()).toBe(0);
+      expect(await page.evaluate(() => (window as { pwned?: boolean }).pwned)).toBe(false);
+
+      // The lock screen gets the same treatment: the service worker makes the title visible too.
+      const sw = await watchServiceWorkers(page);
+      const registrationId = await sw.activeRegistration(`${app.origin}/`);
+      await sw.deliver(app.origin, registrationId, {
+        v: 1,
+        type: "approval",
+        approvalId: approval.id,
+        title,
+        expiresAt: approval.expiresAt,
+      });
+      await expect.poll(async () => (await shownNotifications(page, approval.id)).length).toBe(1);
+      const [shown] = await shownNotifications(page, approval.id);
+      expect(shown?.title).toContain("⟨U+202E⟩");
+      expect(shown?.title).not.toMatch(/[\u202E\u200B]/);
+
+      await page.getByTestId("option-deny").click();
+      expect(await answer).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
+      await page.getByTestId("outcome").waitFor();
+      expect(await page.evaluate(() => (window as { pwned?: boolean }).pwned)).toBe(false);
+    } finally {
+      tapgate.close();
+    }
+  });
+
+  it("approves a terminal's sign-in code on the /device page", async () => {
+    const res = await fetch(`${app.direct}/v1/device/code`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ clientName: "grace-laptop" }),
+    });
+    expect(res.status).toBe(200);
+    const code = (await res.json()) as { deviceCode: string; userCode: string; verificationUriComplete: string };
+    expect(new URL(code.verificationUriComplete).origin).toBe(app.origin);
+
+    await page.goto(code.verificationUriComplete);
+    await page.getByTestId("screen-device").waitFor();
+    expect(await page.getByTestId("device-user-code").textContent()).toBe(code.userCode);
+    expect(await page.getByTestId("screen-device").textContent()).toContain("grace-laptop");
+    await page.getByTestId("device-approve").click();
+    expect(await page.getByTestId("device-result").textContent()).toContain("Approved");
+
+    // The terminal's next poll gets a working agent key, listed for the person who approved.
+    const token = await fetch(`${app.direct}/v1/device/token`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ deviceCode: code.deviceCode }),
+    });
+    expect(token.status).toBe(200);
+    const { keyId, user } = (await token.json()) as { keyId: string; user: { id: string } };
+    expect(user.id).toBe((await human.me()).user.id);
+    const { keys } = await human.json<{ keys: Array<{ id: string }> }>("/v1/keys");
+    expect(keys.map((k) => k.id)).toContain(keyId);
+  });
+
+  it("is installable: manifest, icons and an active service worker; offline, Pending says so instead of an error page", async () => {
+    await page.goto("/");
+    await page.getByTestId("screen-pending").waitFor();
+
+    const href = await page.locator('link[rel="manifest"]').getAttribute("href");
+    expect(href).toBeTruthy();
+    const manifestUrl = new URL(href as string, app.origin);
+    const served = await fetch(`${app.direct}${manifestUrl.pathname}`);
+    expect(served.status).toBe(200);
+    const manifest = (await served.json()) as {
+      name: string;
+      short_name: string;
+      theme_color: string;
+      background_color: string;
+      display: string;
+      start_url: string;
+      icons: Array<{ src: string; sizes: string; type: string; purpose?: string }>;
+    };
+    expect(manifest).toMatchObject({ name: "Tapgate", short_name: "Tapgate", display: "standalone" });
+    expect(manifest.theme_color).toMatch(/^#[0-9a-f]{6}$/i);
+    expect(manifest.background_color).toMatch(/^#[0-9a-f]{6}$/i);
+    const icon = (size: string, purpose: string) =>
+      manifest.icons.find((i) => i.sizes === size && (i.purpose ?? "any").split(" ").includes(purpose));
+    for (const [size, purpose] of [
+      ["192x192", "any"],
+      ["512x512", "any"],
+      ["512x512", "maskable"],
+    ] as const) {
+      const entry = icon(size, purpose);
+      expect(entry, `${size} ${purpose} icon`).toBeDefined();
+      const png = await fetch(`${app.direct}${new URL(entry?.src ?? "", app.origin).pathname}`);
+      expect(png.status).toBe(200);
+      expect(png.headers.get("content-type")).toBe("image/png");
+      const { width, height } = pngSize(new Uint8Array(await png.arrayBuffer()));
+      expect(`${width}x${height}`).toBe(size);
+    }
+
+    // Chromium parses it without complaint.
+    const cdp = await context.newCDPSession(page);
+    const parsed = await cdp.send("Page.getAppManifest", {});
+    expect(parsed.url).toBe(manifestUrl.href);
+    expect(parsed.errors).toEqual([]);
+
+    // An active service worker controls the page.
+    const worker = await page.evaluate(async () => {
+      const registration = await navigator.serviceWorker.ready;
+      return { state: registration.active?.state, script: registration.active?.scriptURL, scope: registration.scope };
+    });
+    expect(worker).toEqual({ state: "activated", script: `${app.origin}/sw.js`, scope: `${app.origin}/` });
+    if (!(await page.evaluate(() => navigator.serviceWorker.controller !== null))) {
+      await page.reload();
+      await page.getByTestId("screen-pending").waitFor();
+    }
+    expect(await page.evaluate(() => navigator.serviceWorker.controller?.scriptURL)).toBe(`${app.origin}/sw.js`);
+
+    // Offline: the reload is answered by the service worker's shell, and Pending says "Offline".
+    await context.setOffline(true);
+    try {
+      const response = await page.reload();
+      expect(response?.fromServiceWorker()).toBe(true);
+      const banner = page.getByTestId("offline-banner");
+      await banner.waitFor();
+      expect(await banner.textContent()).toMatch(/^Offline/);
+      expect(await page.getByTestId("screen-pending").count()).toBe(1);
+      // …and it really is offline: the API is out of reach.
+      expect(
+        await page.evaluate(() =>
+          fetch("/v1/health").then(
+            () => "reached",
+            () => "unreachable",
+          ),
+        ),
+      ).toBe("unreachable");
+    } finally {
+      await context.setOffline(false);
+    }
+    // Back online. (Playwright's offline emulation fires no `online` event here, which is what the
+    // app listens for, so the recovery is a reload.)
+    await page.reload();
+    await page.getByTestId("pending-empty").waitFor();
+    expect(await page.getByTestId("offline-banner").count()).toBe(0);
+  });
+});

@@ -1,0 +1,363 @@
+/**
+ * The browser suite's harness: Debian's Chromium driven by playwright-core, a Worker under
+ * `wrangler dev` per test file, a person's API seen from Node (with the browser's cookie), a
+ * virtual passkey authenticator (CDP WebAuthn), a stand-in for the push service's subscribe
+ * (the one thing that lives outside this machine), and CDP push delivery to the service worker.
+ */
+import { createECDH, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
+import { expect, vi } from "vitest";
+import { freePort, ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
+import type { Approval } from "../../sdk/src/approval";
+
+export const CHROMIUM = process.env.TAPGATE_CHROMIUM ?? "/usr/bin/chromium";
+const REQUIRED = process.env.TAPGATE_REQUIRE_BROWSER === "1";
+
+/**
+ * Whether the suite can run. Without Chromium it says so and skips, except where
+ * TAPGATE_REQUIRE_BROWSER=1 (CI): there a missing browser fails the run.
+ */
+export const browserAvailable: boolean = (() => {
+  if (existsSync(CHROMIUM)) return true;
+  const message = `Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium) or set TAPGATE_CHROMIUM.`;
+  if (REQUIRED) throw new Error(`${message} TAPGATE_REQUIRE_BROWSER=1 forbids skipping the browser suite.`);
+  console.warn(`${message} Skipping the browser suite.`);
+  return false;
+})();
+
+export const ARTIFACTS = join(ROOT, "test", "artifacts");
+export const PHONE = { width: 390, height: 844 };
+
+/** Headless Chromium with a fresh profile (playwright makes a new temporary user-data dir per launch). */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
+  });
+}
+
+export interface LocalApp {
+  /** What the browser opens: http://localhost:<port> (a secure context, and a valid WebAuthn rpID). */
+  origin: string;
+  /** Where Node connects: the same Worker on 127.0.0.1 (wrangler dev listens there only). */
+  direct: string;
+  stop: () => Promise<void>;
+}
+
+/** A Worker of our own, configured for the origin the browser uses. */
+export async function startApp(): Promise<LocalApp> {
+  const port = await freePort();
+  const origin = `http://localhost:${port}`;
+  const worker = await startLocalWorker({ port, vars: { APP_ORIGIN: origin, RP_ID: "localhost" } });
+  return { origin, direct: worker.url, stop: worker.stop };
+}
+
+let counter = 0;
+export const unique = (prefix: string) => `${prefix}-${process.pid}-${Date.now().toString(36)}-${++counter}`;
+
+/** A signed-in person's human API, from Node, using the cookie a browser context holds. */
+export class Human {
+  constructor(
+    readonly app: LocalApp,
+    readonly cookie: string,
+  ) {}
+
+  static async of(app: LocalApp, context: BrowserContext): Promise<Human> {
+    const cookies = await context.cookies(app.origin);
+    const session = cookies.find((c) => c.name.startsWith("__Host-"));
+    if (!session) throw new Error(`no session cookie in the browser context: ${cookies.map((c) => c.name).join(", ")}`);
+    return new Human(app, `${session.name}=${session.value}`);
+  }
+
+  fetch(path: string, init: RequestInit = {}): Promise<Response> {
+    return fetch(`${this.app.direct}${path}`, {
+      ...init,
+      headers: { Cookie: this.cookie, Origin: this.app.origin, "Content-Type": "application/json", ...init.headers },
+    });
+  }
+
+  async json<T>(path: string, init: RequestInit = {}): Promise<T> {
+    const res = await this.fetch(path, init);
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${init.method ?? "GET"} ${path} → ${res.status} ${text}`);
+    return JSON.parse(text) as T;
+  }
+
+  me() {
+    return this.json<{ user: { id: string; email: string; name: string }; team: { id: string; name: string } }>(
+      "/v1/me",
+    );
+  }
+
+  async createKey(label = "browser tests"): Promise<string> {
+    return (await this.json<{ key: string }>("/v1/keys", { method: "POST", body: JSON.stringify({ label }) })).key;
+  }
+
+  approval(id: string) {
+    return this.json<Approval & { delivery?: Delivery[] }>(`/v1/approvals/${encodeURIComponent(id)}`);
+  }
+
+  /** Waits until the session has exactly one pending request (the index is written just after it). */
+  async waitForOne(sessionId: string): Promise<Approval> {
+    return vi.waitFor(
+      async () => {
+        const { approvals } = await this.json<{ approvals: Approval[] }>(
+          "/v1/approvals?state=pending&scope=mine&limit=200",
+        );
+        const mine = approvals.filter((a) => a.sessionId === sessionId);
+        if (mine.length !== 1 || !mine[0]) throw new Error(`${mine.length} pending in ${sessionId}, waiting for 1`);
+        return mine[0];
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+  }
+}
+
+export interface Delivery {
+  deviceId: string;
+  deviceName: string;
+  userId: string;
+  sentAt: number | null;
+  deliveredAt: number | null;
+  seenAt: number | null;
+  failedAt?: number | null;
+}
+
+/** The mailed link, from the local outbox. */
+export async function mailedLink(app: LocalApp, to: string): Promise<string> {
+  return vi.waitFor(
+    async () => {
+      const res = await fetch(`${app.direct}/v1/dev/outbox?to=${encodeURIComponent(to)}`);
+      const { messages } = (await res.json()) as { messages: Array<{ link?: string }> };
+      const link = messages.at(-1)?.link;
+      if (!link) throw new Error(`no mail to ${to} yet`);
+      return link;
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+}
+
+// ── passkeys ────────────────────────────────────────────────────────────────
+
+export interface VirtualAuthenticator {
+  cdp: CDPSession;
+  authenticatorId: string;
+}
+
+/** A platform authenticator with user verification, as on a phone: CDP `WebAuthn.addVirtualAuthenticator`. */
+export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthenticator> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("WebAuthn.enable", { enableUI: false });
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return { cdp, authenticatorId };
+}
+
+export async function credentials(a: VirtualAuthenticator) {
+  return (await a.cdp.send("WebAuthn.getCredentials", { authenticatorId: a.authenticatorId })).credentials;
+}
+
+// ── push ────────────────────────────────────────────────────────────────────
+
+/** A subscription as a push service would hand out: an FCM endpoint and fresh client keys. */
+export function fakeSubscription() {
+  const ecdh = createECDH("prime256v1");
+  ecdh.generateKeys();
+  return {
+    endpoint: `https://fcm.googleapis.com/fcm/send/${randomBytes(24).toString("base64url")}`,
+    keys: {
+      p256dh: ecdh.getPublicKey().toString("base64url"),
+      auth: randomBytes(16).toString("base64url"),
+    },
+  };
+}
+export type FakeSubscription = ReturnType<typeof fakeSubscription>;
+
+/**
+ * Headless Chromium has no push service: `PushManager.prototype.subscribe` answers with the
+ * given subscription (and records the VAPID key it was asked for); `getSubscription` returns it
+ * once subscribed. Everything else (permission, service worker, the page's code) is real.
+ */
+export async function stubPushService(context: BrowserContext, subscription: FakeSubscription): Promise<void> {
+  await context.addInitScript((sub: FakeSubscription) => {
+    const KEY = "tapgate.test.subscribed";
+    const bytes = (s: string) => {
+      const b64 = s.replace(/-/g, "+").replace(/_/g, "/");
+      return Uint8Array.from(atob(b64.padEnd(Math.ceil(b64.length / 4) * 4, "=")), (c) => c.charCodeAt(0)).buffer;
+    };
+    const make = (serverKey: string | null) => ({
+      endpoint: sub.endpoint,
+      expirationTime: null,
+      options: { userVisibleOnly: true, applicationServerKey: serverKey ? bytes(serverKey) : null },
+      getKey: (name: "p256dh" | "auth") => bytes(sub.keys[name]),
+      toJSON: () => ({ endpoint: sub.endpoint, expirationTime: null, keys: { ...sub.keys } }),
+      unsubscribe: async () => {
+        localStorage.removeItem(KEY);
+        return true;
+      },
+    });
+    const toB64Url = (key: BufferSource | string | null | undefined): string | null => {
+      if (!key) return null;
+      if (typeof key === "string") return key;
+      const view =
+        key instanceof ArrayBuffer ? new Uint8Array(key) : new Uint8Array(key.buffer, key.byteOffset, key.byteLength);
+      return btoa(String.fromCharCode(...view))
+        .replace(/\+/g, "-")
+        .replace(/\//g, "_")
+        .replace(/=+$/, "");
+    };
+    PushManager.prototype.subscribe = async function subscribe(options?: PushSubscriptionOptionsInit) {
+      const serverKey = toB64Url(options?.applicationServerKey);
+      localStorage.setItem(KEY, JSON.stringify({ serverKey, userVisibleOnly: options?.userVisibleOnly ?? false }));
+      return make(serverKey) as unknown as PushSubscription;
+    };
+    PushManager.prototype.getSubscription = async function getSubscription() {
+      const stored = localStorage.getItem(KEY);
+      return stored ? (make(JSON.parse(stored).serverKey) as unknown as PushSubscription) : null;
+    };
+  }, subscription);
+}
+
+/** What the page's subscribe call asked the (stubbed) push service for. */
+export function subscribeCall(page: Page) {
+  return page.evaluate(
+    () =>
+      JSON.parse(localStorage.getItem("tapgate.test.subscribed") ?? "null") as {
+        serverKey: string | null;
+        userVisibleOnly: boolean;
+      } | null,
+  );
+}
+
+/** Watches the page's service workers over CDP, to find the registration to push to. */
+export async function watchServiceWorkers(page: Page) {
+  const cdp = await page.context().newCDPSession(page);
+  const versions = new Map<string, { registrationId: string; scriptURL: string; status: string }>();
+  const registrations = new Map<string, { scopeURL: string; isDeleted: boolean }>();
+  cdp.on("ServiceWorker.workerVersionUpdated", ({ versions: updated }) => {
+    for (const v of updated) versions.set(v.versionId, v);
+  });
+  cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations: updated }) => {
+    for (const r of updated) registrations.set(r.registrationId, r);
+  });
+  await cdp.send("ServiceWorker.enable");
+  return {
+    cdp,
+    /** The activated service worker's registration for `scope` (e.g. http://localhost:1234/). */
+    async activeRegistration(scope: string): Promise<string> {
+      return vi.waitFor(
+        () => {
+          const id = [...versions.values()].find(
+            (v) =>
+              v.status === "activated" &&
+              registrations.get(v.registrationId)?.scopeURL === scope &&
+              !registrations.get(v.registrationId)?.isDeleted,
+          )?.registrationId;
+          if (!id) throw new Error(`no activated service worker for ${scope} yet`);
+          return id;
+        },
+        { timeout: 15_000, interval: 50 },
+      );
+    },
+    deliver(origin: string, registrationId: string, payload: unknown) {
+      return cdp.send("ServiceWorker.deliverPushMessage", { origin, registrationId, data: JSON.stringify(payload) });
+    },
+  };
+}
+
+/** The notifications the page's service worker registration shows, as plain data. */
+export function shownNotifications(page: Page, tag?: string) {
+  return page.evaluate(async (tag) => {
+    const registration = await navigator.serviceWorker.ready;
+    const shown = await registration.getNotifications(tag ? { tag } : undefined);
+    return shown.map((n) => ({
+      title: n.title,
+      body: n.body,
+      tag: n.tag,
+      data: n.data as unknown,
+      requireInteraction: n.requireInteraction,
+      actions: ((n as Notification & { actions?: Array<{ action: string; title: string }> }).actions ?? []).map(
+        (a) => ({ action: a.action, title: a.title }),
+      ),
+    }));
+  }, tag);
+}
+
+// ── screens ─────────────────────────────────────────────────────────────────
+
+/** A phone-sized context; every page error fails the test that owns `errors`. */
+export async function phoneContext(browser: Browser, app: LocalApp, errors: string[]): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 2, baseURL: app.origin });
+  context.on("page", (page) => watchErrors(page, errors));
+  return context;
+}
+
+export function watchErrors(page: Page, errors: string[]): void {
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  await mkdir(ARTIFACTS, { recursive: true });
+  const path = join(ARTIFACTS, name);
+  await page.screenshot({ path, fullPage: false });
+  return path;
+}
+
+/** Signs a new person up through the Sign-up screen with the page's passkey, and confirms the mailed link. */
+export async function signUpWithPasskey(page: Page, app: LocalApp, name: string) {
+  const email = `${unique(name.toLowerCase())}@example.com`;
+  await page.goto("/signup");
+  await page.getByTestId("signup-email").fill(email);
+  await page.getByTestId("signup-name").fill(name);
+  await page.getByTestId("signup-team").fill(`${name}'s team`);
+  await page.getByTestId("signup-passkey").click();
+  await page.getByTestId("check-email").waitFor();
+  const link = await mailedLink(app, email);
+  expect(new URL(link).origin).toBe(app.origin);
+  await page.goto(link);
+  await page.getByTestId("confirm-link").click();
+  await page.getByTestId("screen-pending").waitFor();
+  return { email };
+}
+
+/** Signs a new person up over HTTP, and signs this browser in by opening the mailed link. */
+export async function signUpByEmail(page: Page, app: LocalApp, name: string) {
+  const email = `${unique(name.toLowerCase())}@example.com`;
+  const res = await fetch(`${app.direct}/v1/auth/signup`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Origin: app.origin },
+    body: JSON.stringify({ email, name, team: `${name}'s team` }),
+  });
+  expect(res.status).toBe(202);
+  await page.goto(await mailedLink(app, email));
+  await page.getByTestId("confirm-link").click();
+  await page.getByTestId("screen-pending").waitFor();
+  return { email };
+}
+
+/** Width and height from a PNG's IHDR chunk. */
+export function pngSize(bytes: Uint8Array): { width: number; height: number } {
+  const signature = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+  if (!signature.every((b, i) => bytes[i] === b)) throw new Error("not a PNG");
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { width: view.getUint32(16), height: view.getUint32(20) };
+}

@@ -1,0 +1,158 @@
+import { env } from "cloudflare:test";
+import { afterEach, describe, expect, it } from "vitest";
+import { type AuditEvent, auditHash, GENESIS_HASH } from "../../worker/audit-chain";
+import { api, askOnce, decide, flush, json, type Member, signUp, unique } from "./helpers";
+
+interface Entry {
+  seq: number;
+  eventId: string;
+  action: string;
+  prevHash: string;
+  hash: string;
+}
+
+const hub = (teamId: string) => env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
+const verify = async (m: Member) => json(await api("/v1/audit/verify", { cookie: m.cookie }));
+const rows = async (teamId: string) =>
+  (
+    await env.DB.prepare(
+      "SELECT seq, event_id AS eventId, action, prev_hash AS prevHash, hash FROM audit_log WHERE team_id = ? ORDER BY seq",
+    )
+      .bind(teamId)
+      .all<Entry>()
+  ).results;
+
+function event(teamId: string, action = "test.event"): AuditEvent {
+  return { eventId: unique("evt"), teamId, at: Date.now(), actor: "system", action, subject: teamId, detail: { n: 1 } };
+}
+
+describe("the audit chain", () => {
+  it("links every entry of a team to the one before, from sign-up through a decision", async () => {
+    const { owner, approval, sessionId } = await askOnce();
+    expect((await decide(owner, approval, "allow")).status).toBe(200);
+    await flush(owner.teamId, sessionId);
+
+    const chain = await rows(owner.teamId);
+    expect(chain.map((e) => e.action)).toEqual([
+      "team.created",
+      "key.created",
+      "approval.requested",
+      "approval.allowed",
+    ]);
+    expect(chain[0]?.prevHash).toBe(GENESIS_HASH);
+    for (let i = 1; i < chain.length; i++) expect(chain[i]?.prevHash).toBe(chain[i - 1]?.hash);
+    expect(await verify(owner)).toEqual({ ok: true, entries: 4 });
+
+    const { entries } = await json<{ entries: Entry[] }>(await api("/v1/audit", { cookie: owner.cookie }));
+    expect(entries.map((e) => e.action)).toEqual(chain.map((e) => e.action).reverse());
+    const page = await json<{ entries: Entry[]; cursor: string }>(
+      await api("/v1/audit?limit=3", { cookie: owner.cookie }),
+    );
+    const rest = await json<{ entries: Entry[]; cursor: null }>(
+      await api(`/v1/audit?limit=3&cursor=${page.cursor}`, { cookie: owner.cookie }),
+    );
+    expect([...page.entries, ...rest.entries].map((e) => e.seq)).toEqual(entries.map((e) => e.seq));
+  });
+
+  it("a replayed event neither advances nor forks the chain, alone or among new ones", async () => {
+    const owner = await signUp();
+    const first = event(owner.teamId);
+    await hub(owner.teamId).appendAudit([first]);
+    await hub(owner.teamId).appendAudit([first]);
+    const [a, b] = [event(owner.teamId), event(owner.teamId)];
+    await hub(owner.teamId).appendAudit([a, first, b, a]);
+    expect((await rows(owner.teamId)).map((e) => e.eventId).slice(1)).toEqual([first.eventId, a.eventId, b.eventId]);
+    expect(await verify(owner)).toEqual({ ok: true, entries: 4 });
+  });
+
+  it("concurrent appends and a write the hub did not make still give one unbroken chain", async () => {
+    const owner = await signUp();
+    await Promise.all(Array.from({ length: 12 }, () => hub(owner.teamId).appendAudit([event(owner.teamId)])));
+    // Another writer (a stale or second hub) appends behind this hub's back: its head is now stale.
+    const [last] = (await rows(owner.teamId)).slice(-1);
+    const intruder = event(owner.teamId, "test.elsewhere");
+    await env.DB.prepare(
+      `INSERT INTO audit_log (event_id, team_id, at, actor, action, subject, detail, prev_hash, hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+      .bind(
+        intruder.eventId,
+        owner.teamId,
+        intruder.at,
+        intruder.actor,
+        intruder.action,
+        intruder.subject,
+        JSON.stringify(intruder.detail),
+        last?.hash,
+        auditHash(last?.hash as string, intruder),
+      )
+      .run();
+    await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    expect(await verify(owner)).toEqual({ ok: true, entries: 15 });
+  });
+});
+
+describe("tampering", () => {
+  afterEach(async () => {
+    await env.DB.exec(
+      "CREATE TRIGGER IF NOT EXISTS audit_log_no_update BEFORE UPDATE ON audit_log BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;",
+    );
+  });
+
+  it("the log refuses updates while its trigger stands", async () => {
+    const owner = await signUp();
+    await expect(
+      env.DB.prepare("UPDATE audit_log SET actor = 'x' WHERE team_id = ?").bind(owner.teamId).run(),
+    ).rejects.toThrow(/append-only/);
+  });
+
+  it("verify reports the first broken link: an edited row, then a row whose hash was forged to match", async () => {
+    const owner = await signUp();
+    for (let i = 0; i < 5; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    const chain = await rows(owner.teamId);
+    const [third, fourth] = [chain[2] as Entry, chain[3] as Entry];
+    await env.DB.exec("DROP TRIGGER audit_log_no_update");
+
+    await env.DB.prepare("UPDATE audit_log SET detail = '{\"n\":2}' WHERE seq = ?").bind(third.seq).run();
+    expect(await verify(owner)).toEqual({
+      ok: false,
+      entries: 3,
+      brokenAt: { seq: third.seq, eventId: third.eventId, reason: "hash_mismatch" },
+    });
+
+    // Recomputing the edited row's hash moves the break to the next link.
+    const row = await env.DB.prepare("SELECT * FROM audit_log WHERE seq = ?")
+      .bind(third.seq)
+      .first<Record<string, string>>();
+    const forged = auditHash(third.prevHash, {
+      eventId: third.eventId,
+      teamId: owner.teamId,
+      at: Number(row?.at),
+      actor: row?.actor as string,
+      action: third.action,
+      subject: row?.subject as string,
+      detail: { n: 2 },
+    });
+    await env.DB.prepare("UPDATE audit_log SET hash = ? WHERE seq = ?").bind(forged, third.seq).run();
+    expect(await verify(owner)).toEqual({
+      ok: false,
+      entries: 4,
+      brokenAt: { seq: fourth.seq, eventId: fourth.eventId, reason: "prev_mismatch" },
+    });
+  });
+
+  it("a removed row breaks the chain at the row after it", async () => {
+    const owner = await signUp();
+    for (let i = 0; i < 3; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    const chain = await rows(owner.teamId);
+    await env.DB.exec("DROP TRIGGER audit_log_no_delete");
+    try {
+      await env.DB.prepare("DELETE FROM audit_log WHERE seq = ?").bind(chain[1]?.seq).run();
+    } finally {
+      await env.DB.exec(
+        "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;",
+      );
+    }
+    expect(await verify(owner)).toMatchObject({ ok: false, brokenAt: { seq: chain[2]?.seq, reason: "prev_mismatch" } });
+  });
+});

@@ -1,0 +1,100 @@
+/** Helpers for the dashboard tests: members of any role, seeded history rows, the live feed. */
+import { env, SELF } from "cloudflare:test";
+import { randomToken, sha256Hex } from "../../worker/crypto";
+import type { Role } from "../../worker/types";
+import { type Member, ORIGIN, unique } from "./helpers";
+
+/** A member of `team` with `role`, made in D1 directly, signed in with their own web session. */
+export async function addMember(team: Member, role: Role, name = `${role}-user`): Promise<Member> {
+  const userId = `usr_${unique(role).replace(/[^A-Za-z0-9]/g, "")}`;
+  const email = `${unique(name)}@example.com`;
+  const token = randomToken();
+  const now = Date.now();
+  await env.DB.batch([
+    env.DB.prepare("INSERT INTO users (id, email, name, created_at) VALUES (?, ?, ?, ?)").bind(
+      userId,
+      email,
+      name,
+      now,
+    ),
+    env.DB.prepare("INSERT INTO memberships (team_id, user_id, role, created_at) VALUES (?, ?, ?, ?)").bind(
+      team.teamId,
+      userId,
+      role,
+      now,
+    ),
+    env.DB.prepare(
+      `INSERT INTO web_sessions (token_hash, user_id, team_id, method, created_at, expires_at, last_seen_at)
+       VALUES (?, ?, ?, 'test', ?, ?, ?)`,
+    ).bind(sha256Hex(token), userId, team.teamId, now, now + 86_400_000, now),
+  ]);
+  return { cookie: `__Host-tapgate=${token}`, email, userId, teamId: team.teamId };
+}
+
+export interface SeedRow {
+  id?: string;
+  sessionId?: string;
+  ownerUserId: string;
+  state: "pending" | "allowed" | "denied" | "cancelled" | "expired";
+  reason?: string | null;
+  title?: string;
+  kind?: string;
+  createdAt: number;
+  latencyMs?: number;
+  decidedBy?: { userId: string; name: string; device: string } | null;
+}
+
+/** Inserts approvals straight into the D1 index, as a SessionGate's outbox would have. */
+export async function seedApprovals(teamId: string, rows: SeedRow[]): Promise<string[]> {
+  const ids = rows.map((r) => r.id ?? `apr_seed_${unique("x").replace(/[^A-Za-z0-9]/g, "")}`);
+  await env.DB.batch(
+    rows.map((r, i) =>
+      env.DB.prepare(
+        `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
+           options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id)
+         VALUES (?, ?, ?, ?, ?, ?, '{"toolCall":{"toolCallId":"t"},"session":{}}', ?, '[]', ?, ?, ?, ?, ?, ?, ?)`,
+      ).bind(
+        ids[i],
+        teamId,
+        r.sessionId ?? "seeded",
+        r.ownerUserId,
+        r.state,
+        r.reason ?? (r.state === "pending" ? null : "decided"),
+        "0".repeat(64),
+        r.title ?? "ls",
+        r.kind ?? "execute",
+        r.createdAt,
+        r.createdAt + 600_000,
+        r.state === "pending" ? null : r.createdAt + (r.latencyMs ?? 1000),
+        r.decidedBy ? JSON.stringify(r.decidedBy) : null,
+        r.state === "allowed" ? "allow" : null,
+      ),
+    ),
+  );
+  return ids;
+}
+
+/** The team's live feed, as a browser holds it: frames collected, `next` waits for a matching one. */
+export async function openLive(member: Member) {
+  const response = await SELF.fetch(`${ORIGIN}/v1/live`, {
+    headers: { Upgrade: "websocket", Origin: ORIGIN, Cookie: member.cookie },
+  });
+  const ws = response.webSocket;
+  if (!ws) throw new Error(`live answered ${response.status}`);
+  ws.accept();
+  const frames: Array<Record<string, unknown>> = [];
+  ws.addEventListener("message", (e) => frames.push(JSON.parse(e.data as string)));
+  return {
+    ws,
+    frames,
+    async next(match: (f: Record<string, unknown>) => boolean, timeout = 3000): Promise<Record<string, unknown>> {
+      const until = Date.now() + timeout;
+      while (Date.now() < until) {
+        const found = frames.find(match);
+        if (found) return found;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error(`no matching live frame in ${JSON.stringify(frames)}`);
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * History (resolved requests, filtered, paged, exported) and stats. Everything is scoped by the
+ * team from the session cookie; filters only narrow it.
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import { APPROVAL_STATES, RESOLUTION_REASONS } from "../../sdk/src/approval";
+import { sessionIdSchema } from "../../sdk/src/protocol";
+import { requireWeb } from "../auth";
+import { exportHistory, type HistoryExportRow, type HistoryFilter, listHistory, teamStats } from "../db";
+import { cursorParam, nextCursor, validate } from "../http";
+import type { AppEnv } from "../types";
+
+const EXPORT_CAP = 10_000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+const filterQuery = z.object({
+  state: z.enum(APPROVAL_STATES).exclude(["pending"]).optional(),
+  reason: z.enum(RESOLUTION_REASONS).optional(),
+  member: z.string().min(1).max(100).optional(),
+  session: sessionIdSchema.optional(),
+  kind: z.string().min(1).max(64).optional(),
+  from: z.coerce.number().int().min(0).optional(),
+  to: z.coerce.number().int().min(0).optional(),
+});
+const pageQuery = filterQuery.extend({
+  cursor: cursorParam.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+const exportQuery = filterQuery.extend({ format: z.enum(["csv", "json"]).default("csv") });
+const statsQuery = z.object({ days: z.enum(["7", "30"]).default("7").transform(Number) });
+
+/** The columns of an export, in order. */
+const EXPORT_COLUMNS: Array<keyof HistoryExportRow> = [
+  "id",
+  "createdAt",
+  "resolvedAt",
+  "state",
+  "reason",
+  "sessionId",
+  "ownerUserId",
+  "ownerName",
+  "toolTitle",
+  "toolKind",
+  "optionId",
+  "decidedByUserId",
+  "decidedByName",
+  "decidedByDevice",
+  "latencyMs",
+];
+
+export const historyRoutes = new Hono<AppEnv>()
+  .use("/v1/history", requireWeb)
+  .use("/v1/history/*", requireWeb)
+  .use("/v1/stats", requireWeb)
+  .get("/v1/history", validate("query", pageQuery), async (c) => {
+    const { cursor, limit, ...filter } = c.req.valid("query");
+    const approvals = await listHistory(
+      c.env.DB,
+      { ...filter, teamId: c.get("web").teamId },
+      { cursor: cursor ?? null, limit },
+    );
+    return c.json({ approvals, cursor: nextCursor(approvals, limit) });
+  })
+  .get("/v1/history/export", validate("query", exportQuery), async (c) => {
+    const { format, ...filter } = c.req.valid("query");
+    const f: HistoryFilter = { ...filter, teamId: c.get("web").teamId };
+    const rows = await exportHistory(c.env.DB, f, EXPORT_CAP);
+    const name = `tapgate-history-${new Date().toISOString().slice(0, 10)}.${format}`;
+    c.header("Content-Disposition", `attachment; filename="${name}"`);
+    c.header("Cache-Control", "no-store");
+    if (format === "json") return c.json({ approvals: rows });
+    c.header("Content-Type", "text/csv; charset=utf-8");
+    return c.body(toCsv(rows));
+  })
+  .get("/v1/stats", validate("query", statsQuery), async (c) => {
+    const days = c.req.valid("query").days;
+    const today = Date.UTC(...utcDate(new Date()));
+    const since = today - (days - 1) * DAY_MS;
+    const stats = await teamStats(c.env.DB, c.get("web").teamId, since);
+    // Days without requests have no row in D1's GROUP BY; the chart still shows them, as zeros.
+    const byDate = new Map(stats.days.map((d) => [d.date, d]));
+    const series = Array.from({ length: days }, (_, i) => {
+      const date = new Date(since + i * DAY_MS).toISOString().slice(0, 10);
+      return byDate.get(date) ?? { date, allowed: 0, denied: 0, cancelled: 0, expired: 0 };
+    });
+    return c.json({ days: series, latency: stats.latency });
+  });
+
+function utcDate(d: Date): [number, number, number] {
+  return [d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()];
+}
+
+/** RFC 4180, with times as ISO 8601. */
+export function toCsv(rows: HistoryExportRow[]): string {
+  const lines = [EXPORT_COLUMNS.join(",")];
+  for (const row of rows) {
+    lines.push(EXPORT_COLUMNS.map((col) => csvCell(col.endsWith("At") ? isoTime(row[col]) : row[col])).join(","));
+  }
+  return `${lines.join("\r\n")}\r\n`;
+}
+
+function isoTime(value: unknown): string | null {
+  return typeof value === "number" ? new Date(value).toISOString() : null;
+}
+
+/**
+ * Quotes what needs quoting, and defuses text a spreadsheet would run as a formula (a tool title
+ * is agent-controlled): such a cell starts with a single quote.
+ */
+export function csvCell(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  let text = String(value);
+  if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
