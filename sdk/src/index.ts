@@ -31,8 +31,8 @@ export {
   sessionIdSchema,
   sessionUpdateParamsSchema,
   type TapgateAnswerMeta,
+  type ToolCallUpdate,
   tapgateAnswerMeta,
   tapgateAnswerMetaSchema,
-  type ToolCallUpdate,
   toolCallUpdateSchema,
 } from "./protocol.js";

@@ -16,11 +16,12 @@ import {
   shownNotifications,
   signUpByEmail,
   startApp,
+  suiteTitle,
   unique,
   watchServiceWorkers,
 } from "./harness";
 
-describe.skipIf(!browserAvailable)("the installable app in headless Chromium", () => {
+describe.skipIf(!browserAvailable)(suiteTitle("the installable app in headless Chromium"), () => {
   let app: LocalApp;
   let browser: Browser;
   let context: BrowserContext;
@@ -116,7 +117,7 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
       expect(shown?.title).not.toMatch(/[\u202E\u200B]/);
 
       await page.getByTestId("option-deny").click();
-      expect(await answer).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
+      expect(await answer).toMatchObject({ outcome: { outcome: "selected", optionId: "deny" } });
       await page.getByTestId("outcome").waitFor();
       expect(await page.evaluate(() => (window as { pwned?: boolean }).pwned)).toBe(false);
     } finally {

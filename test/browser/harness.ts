@@ -28,6 +28,10 @@ export const browserAvailable: boolean = (() => {
   return false;
 })();
 
+/** The suite's title; when it skips, the reason is in the title, which the reporter always shows. */
+export const suiteTitle = (title: string) =>
+  browserAvailable ? title : `${title} (SKIPPED: no Chromium at ${CHROMIUM}; apt-get install -y chromium)`;
+
 export const ARTIFACTS = join(ROOT, "test", "artifacts");
 export const PHONE = { width: 390, height: 844 };
 

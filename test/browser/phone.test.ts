@@ -22,6 +22,7 @@ import {
   startApp,
   stubPushService,
   subscribeCall,
+  suiteTitle,
   unique,
   type VirtualAuthenticator,
   watchErrors,
@@ -48,7 +49,7 @@ const NEW_TEXT = [
 ].join("\n");
 const COMMAND = 'npm test -- --run && echo "<b>done</b>"';
 
-describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
+describe.skipIf(!browserAvailable)(suiteTitle("the phone app in headless Chromium"), () => {
   let app: LocalApp;
   let browser: Browser;
   let phone: BrowserContext;
@@ -254,7 +255,7 @@ describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
 
   it("tapping Allow resolves the SDK's promise with that option and the card shows the outcome", async () => {
     await page.getByTestId("option-allow").click();
-    expect(await diffAnswer).toEqual({ outcome: { outcome: "selected", optionId: "allow" } });
+    expect(await diffAnswer).toMatchObject({ outcome: { outcome: "selected", optionId: "allow" } });
     const outcome = page.getByTestId("outcome");
     await outcome.waitFor();
     expect(await outcome.textContent()).toMatch(/^Allowed \(Allow once\) by you on Pixel 8/);
@@ -301,7 +302,7 @@ describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
       // The phone allows it first.
       await page.goto(`/approvals/${encodeURIComponent(shellApproval.id)}`);
       await page.getByTestId("option-allow").click();
-      expect(await shellAnswer).toEqual({ outcome: { outcome: "selected", optionId: "allow" } });
+      expect(await shellAnswer).toMatchObject({ outcome: { outcome: "selected", optionId: "allow" } });
 
       // The stale card still offers the buttons; the tap answers with what happened.
       await tablet.getByTestId("option-allow").click();

@@ -32,5 +32,7 @@ it("the README's example agent asks and prints the human's answer", async () => 
   expect(code).toBe(0);
   expect(stdout).toContain("asking to run: make deploy");
   expect(stdout).toContain('{"outcome":{"outcome":"selected","optionId":"allow"},"_meta":{"tapgate":{');
-  expect(stdout).toContain(`"approvalId":"${approval?.id}","reason":"decided","decidedBy":{"name":"Ada","device":"web"}}}}`);
+  expect(stdout).toContain(
+    `"approvalId":"${approval?.id}","reason":"decided","decidedBy":{"name":"Ada","device":"web"}}}}`,
+  );
 }, 60_000);

@@ -144,7 +144,10 @@ describe("the SDK against wrangler dev", () => {
     const pending = await person.waitForPending(sessionId, 2);
     const revoked = await person.fetch(`/v1/keys/${keyId}`, { method: "DELETE" });
     expect(await revoked.json()).toMatchObject({ id: keyId, deniedRequests: 2 });
-    const revokedAnswer = { outcome: { outcome: "selected", optionId: "deny" }, _meta: { tapgate: { reason: "key_revoked" } } };
+    const revokedAnswer = {
+      outcome: { outcome: "selected", optionId: "deny" },
+      _meta: { tapgate: { reason: "key_revoked" } },
+    };
     expect(await Promise.all(answers)).toMatchObject([revokedAnswer, revokedAnswer]);
     for (const a of pending)
       expect(await person.approval(a.id)).toMatchObject({ state: "denied", reason: "key_revoked" });

@@ -295,7 +295,11 @@ describe("the per-IP hash", () => {
 
 describe("device code guessing (RFC 8628 §5.1)", () => {
   const guesses = (member: Member, n: number) =>
-    Promise.all(Array.from({ length: n }, (_, i) => api(`/v1/device/BCDF${"GHJKLMNPQRST"[i] ?? "V"}XWZ`, { cookie: member.cookie })));
+    Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        api(`/v1/device/BCDF${"GHJKLMNPQRST"[i] ?? "V"}XWZ`, { cookie: member.cookie }),
+      ),
+    );
 
   it("10 unknown codes per person per 10 minutes, then 429 with Retry-After even for a right code", async () => {
     const mallory = await signUp("Mallory");

@@ -285,7 +285,9 @@ describe("passkey sign-up and sign-in", () => {
     // I open the link from my own mailbox: a browser without the stranger's cookie.
     const confirmed = await confirmIn(await lastMailLink(email));
     expect(confirmed.status).toBe(200);
-    const me = await json<{ user: { id: string; email: string } }>(await api("/v1/me", { cookie: cookieOf(confirmed) }));
+    const me = await json<{ user: { id: string; email: string } }>(
+      await api("/v1/me", { cookie: cookieOf(confirmed) }),
+    );
     expect(me.user.email).toBe(email);
     expect(await storedPasskeys(me.user.id)).toEqual([]);
     await expectPasskeyFailed(await signInWith(strangers));

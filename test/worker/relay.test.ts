@@ -53,7 +53,9 @@ describe("the blocking approval relay", () => {
       id: 1,
       result: {
         outcome: { outcome: "selected", optionId: "deny" },
-        _meta: { tapgate: { approvalId: approval.id, reason: "decided", decidedBy: { name: "Sam", device: "Pixel 8" } } },
+        _meta: {
+          tapgate: { approvalId: approval.id, reason: "decided", decidedBy: { name: "Sam", device: "Pixel 8" } },
+        },
       },
     });
     const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
@@ -122,7 +124,10 @@ describe("the blocking approval relay", () => {
     expect(await agent.next()).toEqual({
       jsonrpc: "2.0",
       id: 1,
-      result: { outcome: { outcome: "cancelled" }, _meta: { tapgate: { approvalId: approval.id, reason: "agent_cancelled" } } },
+      result: {
+        outcome: { outcome: "cancelled" },
+        _meta: { tapgate: { approvalId: approval.id, reason: "agent_cancelled" } },
+      },
     });
     const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
     expect(read).toMatchObject({ state: "cancelled", reason: "agent_cancelled" });
@@ -142,7 +147,10 @@ describe("the blocking approval relay", () => {
     const answers = [await agent.next(), await agent.next()];
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2]);
     for (const a of answers) {
-      expect(a.result).toMatchObject({ outcome: { outcome: "cancelled" }, _meta: { tapgate: { reason: "session_cancelled" } } });
+      expect(a.result).toMatchObject({
+        outcome: { outcome: "cancelled" },
+        _meta: { tapgate: { reason: "session_cancelled" } },
+      });
     }
     expect(await pendingApprovals(owner, sessionId)).toHaveLength(0);
   });
