@@ -16,12 +16,11 @@ import {
   shownNotifications,
   signUpByEmail,
   startApp,
-  suiteTitle,
   unique,
   watchServiceWorkers,
 } from "./harness";
 
-describe.skipIf(!browserAvailable)(suiteTitle("the installable app in headless Chromium"), () => {
+describe.skipIf(!browserAvailable)("the installable app in headless Chromium", () => {
   let app: LocalApp;
   let browser: Browser;
   let context: BrowserContext;

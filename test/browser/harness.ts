@@ -5,7 +5,7 @@
  * (the one thing that lives outside this machine), and CDP push delivery to the service worker.
  */
 import { createECDH, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, writeSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
@@ -24,13 +24,10 @@ export const browserAvailable: boolean = (() => {
   if (existsSync(CHROMIUM)) return true;
   const message = `Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium) or set TAPGATE_CHROMIUM.`;
   if (REQUIRED) throw new Error(`${message} TAPGATE_REQUIRE_BROWSER=1 forbids skipping the browser suite.`);
-  console.warn(`${message} Skipping the browser suite.`);
+  // Straight to the terminal: the reporter hides console output (silent: "passed-only").
+  writeSync(2, `\n[browser] ${message} Skipping the browser suite.\n`);
   return false;
 })();
-
-/** The suite's title; when it skips, the reason is in the title, which the reporter always shows. */
-export const suiteTitle = (title: string) =>
-  browserAvailable ? title : `${title} (SKIPPED: no Chromium at ${CHROMIUM}; apt-get install -y chromium)`;
 
 export const ARTIFACTS = join(ROOT, "test", "artifacts");
 export const PHONE = { width: 390, height: 844 };

@@ -22,7 +22,6 @@ import {
   startApp,
   stubPushService,
   subscribeCall,
-  suiteTitle,
   unique,
   type VirtualAuthenticator,
   watchErrors,
@@ -49,7 +48,7 @@ const NEW_TEXT = [
 ].join("\n");
 const COMMAND = 'npm test -- --run && echo "<b>done</b>"';
 
-describe.skipIf(!browserAvailable)(suiteTitle("the phone app in headless Chromium"), () => {
+describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
   let app: LocalApp;
   let browser: Browser;
   let phone: BrowserContext;
