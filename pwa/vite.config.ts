@@ -23,6 +23,8 @@ function precacheList(): Plugin {
       files = Object.keys(bundle).filter((f) => !f.endsWith(".map"));
     },
     closeBundle() {
+      // A failed build closes too: leave sw.js alone so the real error is the one reported.
+      if (files.length === 0) return;
       const swPath = join(outDir, "sw.js");
       const publicFiles = readdirSync(publicDir, { recursive: true, withFileTypes: true })
         .filter((e) => e.isFile())

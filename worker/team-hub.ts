@@ -89,6 +89,8 @@ export type LiveEvent =
 
 const JOIN_HEADER = "x-tapgate-hub-join";
 const RETRY_BASE_MS = 1_000;
+/** Longer than a push request may take (10 s timeout), so a claimed job is never sent twice. */
+const SEND_CLAIM_MS = 30_000;
 const RETRY_MAX_MS = 60_000;
 const RESOLVED_TTL_S = 24 * 60 * 60;
 const KEEP_RESOLVED_MS = 24 * 60 * 60 * 1000;
@@ -526,7 +528,12 @@ export class TeamHub extends DurableObject<Env> {
   async drain(now = Date.now()): Promise<void> {
     const vapid = this.vapid();
     this.sql.exec("DELETE FROM push_queue WHERE expires_at <= ?", now);
-    const due = this.sql.exec("SELECT * FROM push_queue WHERE next_at <= ? ORDER BY seq", now).toArray();
+    // Claim the due jobs before the first await: a drain running alongside (another news item,
+    // the alarm) must not send them a second time. A claim that outlives a crash just retries.
+    const due = this.sql
+      .exec("UPDATE push_queue SET next_at = ? WHERE next_at <= ? RETURNING *", now + SEND_CLAIM_MS, now)
+      .toArray()
+      .sort((a, b) => (a.seq as number) - (b.seq as number));
     await Promise.all(due.map((job) => this.sendJob(job, vapid)));
     const next = this.sql.exec("SELECT MIN(next_at) AS at FROM push_queue").one().at as number | null;
     if (next !== null) await this.ctx.storage.setAlarm(next);

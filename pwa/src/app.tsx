@@ -52,6 +52,25 @@ export function App() {
     return () => removeEventListener("online", retry);
   }, [refresh]);
 
+  // A phone can think it is online while the server is unreachable, and then no "online" event
+  // comes: while offline, also try again with backoff and whenever the app comes to the front.
+  const offline = session.status === "offline";
+  useEffect(() => {
+    if (!offline) return;
+    let delay = 2_000;
+    let timer = setTimeout(function again() {
+      void refresh();
+      delay = Math.min(delay * 2, 60_000);
+      timer = setTimeout(again, delay);
+    }, delay);
+    const onVisible = () => document.visibilityState === "visible" && void refresh();
+    document.addEventListener("visibilitychange", onVisible);
+    return () => {
+      clearTimeout(timer);
+      document.removeEventListener("visibilitychange", onVisible);
+    };
+  }, [offline, refresh]);
+
   const userId = session.status === "signed-in" ? session.me.user.id : null;
   // Keyed by team too: after a team switch the feed and the lists belong to the new team.
   const teamId = session.status === "signed-in" ? session.me.team.id : null;
