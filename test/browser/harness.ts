@@ -31,6 +31,8 @@ export const browserAvailable: boolean = (() => {
 
 export const ARTIFACTS = join(ROOT, "test", "artifacts");
 export const PHONE = { width: 390, height: 844 };
+/** The team dashboard's wide layout (≥ 1024 px) on a laptop. */
+export const DESKTOP = { width: 1440, height: 900 };
 
 /** Headless Chromium with a fresh profile (playwright makes a new temporary user-data dir per launch). */
 export function launchChromium(): Promise<Browser> {
@@ -312,6 +314,27 @@ export async function phoneContext(browser: Browser, app: LocalApp, errors: stri
   return context;
 }
 
+/** A desktop-sized context (the dashboard's wide layout); every page error fails the test that owns `errors`. */
+export async function desktopContext(browser: Browser, app: LocalApp, errors: string[]): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: DESKTOP, deviceScaleFactor: 1, baseURL: app.origin });
+  context.on("page", (page) => watchErrors(page, errors));
+  return context;
+}
+
+/**
+ * Marks the page's window: a reload (or any full navigation) loses the mark, so a later
+ * `stillSamePage` proves that what changed since arrived over the live feed.
+ */
+export async function markPage(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    (window as { tapgateNoReload?: boolean }).tapgateNoReload = true;
+  });
+}
+
+export function stillSamePage(page: Page): Promise<boolean> {
+  return page.evaluate(() => (window as { tapgateNoReload?: boolean }).tapgateNoReload === true);
+}
+
 export function watchErrors(page: Page, errors: string[]): void {
   page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
 }
@@ -340,8 +363,11 @@ export async function signUpWithPasskey(page: Page, app: LocalApp, name: string)
   return { email };
 }
 
-/** Signs a new person up over HTTP, and signs this browser in by opening the mailed link. */
-export async function signUpByEmail(page: Page, app: LocalApp, name: string) {
+/**
+ * Signs a new person up over HTTP, and signs this browser in by opening the mailed link. The
+ * home screen is Pending on a phone, the Pending board (`screen-board`) on a wide screen.
+ */
+export async function signUpByEmail(page: Page, app: LocalApp, name: string, home = "screen-pending") {
   const email = `${unique(name.toLowerCase())}@example.com`;
   const res = await fetch(`${app.direct}/v1/auth/signup`, {
     method: "POST",
@@ -351,7 +377,39 @@ export async function signUpByEmail(page: Page, app: LocalApp, name: string) {
   expect(res.status).toBe(202);
   await page.goto(await mailedLink(app, email));
   await page.getByTestId("confirm-link").click();
-  await page.getByTestId("screen-pending").waitFor();
+  await page.getByTestId(home).waitFor();
+  return { email };
+}
+
+/**
+ * A signed-out invitee opens the invite link, creates an account on the Sign-up screen (email
+ * only), confirms the mailed link, is brought back to the invite and accepts it. Returns on the
+ * home screen (`home`), in the inviting team.
+ */
+export async function signUpThroughInvite(
+  page: Page,
+  app: LocalApp,
+  inviteUrl: string,
+  name: string,
+  home = "screen-board",
+) {
+  const email = `${unique(name.toLowerCase())}@example.com`;
+  await page.goto(inviteUrl);
+  await page.getByTestId("invite-preview").waitFor();
+  await page.getByTestId("invite-signup").click();
+  await page.getByTestId("screen-signup").waitFor();
+  await page.getByTestId("signup-email").fill(email);
+  await page.getByTestId("signup-name").fill(name);
+  await page.getByTestId("signup-team").fill(`${name}'s team`);
+  await page.getByTestId("signup-email-only").click();
+  await page.getByTestId("check-email").waitFor();
+  await page.goto(await mailedLink(app, email));
+  await page.getByTestId("confirm-link").click();
+  // The confirmed link returns to the invite, now signed in.
+  await page.getByTestId("invite-accept").waitFor();
+  expect(new URL(page.url()).pathname).toBe("/invite");
+  await page.getByTestId("invite-accept").click();
+  await page.getByTestId(home).waitFor();
   return { email };
 }
 

@@ -53,13 +53,17 @@ export function Stats() {
             <Kpi
               label="Allowed"
               value={total ? `${Math.round((totals.allowed / total) * 100)} %` : "—"}
-              note={`${totals.allowed.toLocaleString()} requests`}
+              note={`${totals.allowed.toLocaleString()} request${totals.allowed === 1 ? "" : "s"}`}
               testId="kpi-allowed"
             />
             <Kpi
               label="Decision time, median"
               value={latency(lat?.p50)}
-              note={lat?.count ? `p50 of ${lat.count.toLocaleString()} human decisions` : "no human decisions yet"}
+              note={
+                lat?.count
+                  ? `p50 of ${lat.count.toLocaleString()} human decision${lat.count === 1 ? "" : "s"}`
+                  : "no human decisions yet"
+              }
               testId="latency-p50"
             />
             <Kpi

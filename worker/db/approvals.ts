@@ -1,0 +1,148 @@
+/** D1 access: approvals (index and history). */
+import type { Approval, ApprovalState, DecidedBy, SessionInfo } from "../types";
+
+export interface ApprovalRow {
+  id: string;
+  session_id: string;
+  state: ApprovalState;
+  reason: Approval["reason"];
+  snapshot: string;
+  options: string;
+  request_hash: string;
+  created_at: number;
+  expires_at: number;
+  resolved_at: number | null;
+  option_id: string | null;
+  decided_by: string | null;
+}
+
+export function approvalFromRow(r: ApprovalRow): Approval {
+  return {
+    id: r.id,
+    sessionId: r.session_id,
+    state: r.state,
+    reason: r.reason,
+    snapshot: JSON.parse(r.snapshot),
+    options: JSON.parse(r.options),
+    requestHash: r.request_hash,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    resolvedAt: r.resolved_at,
+    optionId: r.option_id,
+    decidedBy: r.decided_by ? (JSON.parse(r.decided_by) as DecidedBy) : null,
+  };
+}
+
+export interface ApprovalQuery {
+  teamId: string;
+  userId: string;
+  state: "pending" | "resolved";
+  scope: "mine" | "team";
+  cursor: { createdAt: number; id: string } | null;
+  limit: number;
+}
+
+/** Newest first; `cursor` is the last row of the previous page. */
+export async function listApprovals(db: D1Database, q: ApprovalQuery): Promise<Approval[]> {
+  const where = ["team_id = ?1", q.state === "pending" ? "state = 'pending'" : "state <> 'pending'"];
+  if (q.scope === "mine") where.push("owner_user_id = ?2");
+  if (q.cursor) where.push("(created_at < ?3 OR (created_at = ?3 AND id < ?4))");
+  const { results } = await db
+    .prepare(
+      `SELECT * FROM approvals WHERE ${where.join(" AND ")}
+        ORDER BY created_at DESC, id DESC LIMIT ?5`,
+    )
+    .bind(q.teamId, q.userId, q.cursor?.createdAt ?? 0, q.cursor?.id ?? "", q.limit)
+    .all<ApprovalRow>();
+  return results.map(approvalFromRow);
+}
+
+export async function getApprovalRecord(db: D1Database, teamId: string, id: string): Promise<Approval | null> {
+  const row = await db
+    .prepare("SELECT * FROM approvals WHERE id = ? AND team_id = ?")
+    .bind(id, teamId)
+    .first<ApprovalRow>();
+  return row ? approvalFromRow(row) : null;
+}
+
+// ── writes replayed from a SessionGate outbox ───────────────────────────────
+
+/** What a SessionGate hands to D1 after the agent has its answer. Replays are idempotent. */
+export type OutboxOp =
+  | { op: "approval"; teamId: string; ownerUserId: string; approval: Approval }
+  | { op: "session"; teamId: string; sessionId: string; info: SessionInfo; connected: boolean; at: number }
+  | {
+      op: "audit";
+      eventId: string;
+      teamId: string;
+      at: number;
+      actor: string;
+      action: string;
+      subject: string;
+      detail: unknown;
+    };
+
+/** The outbox ops D1 takes directly; audit ops go through the team's TeamHub instead. */
+export type D1OutboxOp = Exclude<OutboxOp, { op: "audit" }>;
+
+export function outboxStatement(db: D1Database, o: D1OutboxOp): D1PreparedStatement {
+  switch (o.op) {
+    case "approval":
+      return approvalUpsertStatement(db, o.teamId, o.ownerUserId, o.approval);
+    case "session":
+      return db
+        .prepare(
+          `UPDATE agent_sessions SET title = ?3, agent = ?4, host = ?5, cwd = ?6, last_seen_at = ?7,
+                  connected_at = CASE WHEN ?8 THEN ?7 ELSE connected_at END,
+                  disconnected_at = CASE WHEN ?8 THEN NULL ELSE ?7 END
+            WHERE team_id = ?1 AND session_id = ?2`,
+        )
+        .bind(
+          o.teamId,
+          o.sessionId,
+          o.info.title,
+          o.info.agent ? JSON.stringify(o.info.agent) : null,
+          o.info.host,
+          o.info.cwd,
+          o.at,
+          o.connected ? 1 : 0,
+        );
+  }
+}
+
+/** Insert, or move a pending row to its terminal state; a terminal row never changes again. */
+function approvalUpsertStatement(
+  db: D1Database,
+  teamId: string,
+  ownerUserId: string,
+  a: Approval,
+): D1PreparedStatement {
+  const toolCall = a.snapshot.toolCall as { title?: unknown; kind?: unknown };
+  return db
+    .prepare(
+      `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
+                              options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+       ON CONFLICT (id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
+              resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id
+        WHERE approvals.state = 'pending' AND approvals.team_id = excluded.team_id`,
+    )
+    .bind(
+      a.id,
+      teamId,
+      a.sessionId,
+      ownerUserId,
+      a.state,
+      a.reason,
+      JSON.stringify(a.snapshot),
+      a.requestHash,
+      JSON.stringify(a.options),
+      typeof toolCall.title === "string" ? toolCall.title : null,
+      typeof toolCall.kind === "string" ? toolCall.kind : null,
+      a.createdAt,
+      a.expiresAt,
+      a.resolvedAt,
+      a.decidedBy ? JSON.stringify(a.decidedBy) : null,
+      a.optionId,
+    );
+}

@@ -1,0 +1,214 @@
+/** D1 access: device codes (`tapgate login`). */
+
+export type DeviceCodeStatus = "pending" | "approved" | "denied" | "consumed";
+
+export interface DeviceCode {
+  id: string;
+  userCode: string;
+  clientName: string;
+  createdAt: number;
+  expiresAt: number;
+  status: DeviceCodeStatus;
+  /** The team of whoever approved or denied it; null while pending. */
+  teamId: string | null;
+}
+
+const DEVICE_CODE_COLUMNS = `id, user_code AS userCode, client_name AS clientName, created_at AS createdAt,
+  expires_at AS expiresAt, status, team_id AS teamId`;
+
+/** Rows are kept a while after expiry so the rate limit and late polls still see them. */
+const DEVICE_CODE_KEEP_MS = 60 * 60 * 1000;
+
+/**
+ * Stores a new code unless its IP has asked for `limit` codes within `windowMs`. The count and the
+ * insert are one statement, so parallel requests cannot overshoot the limit.
+ */
+export async function createDeviceCode(
+  db: D1Database,
+  d: {
+    id: string;
+    deviceCodeHash: string;
+    userCode: string;
+    clientName: string;
+    ipHash: string;
+    now: number;
+    ttlMs: number;
+    limit: number;
+    windowMs: number;
+  },
+): Promise<{ created: true } | { created: false; retryAfterMs: number | null }> {
+  const [, inserted] = await db.batch([
+    db.prepare("DELETE FROM device_codes WHERE expires_at < ?").bind(d.now - DEVICE_CODE_KEEP_MS),
+    db
+      .prepare(
+        `INSERT INTO device_codes (id, device_code_hash, user_code, client_name, ip_hash, created_at, expires_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+          WHERE (SELECT COUNT(*) FROM device_codes WHERE ip_hash = ?5 AND created_at > ?6 - ?8) < ?9
+         ON CONFLICT DO NOTHING
+         RETURNING id`,
+      )
+      .bind(d.id, d.deviceCodeHash, d.userCode, d.clientName, d.ipHash, d.now, d.now + d.ttlMs, d.windowMs, d.limit),
+  ]);
+  if (inserted?.results.length) return { created: true };
+  // Not inserted: either the IP is over its limit, or (rarely) the user code is taken.
+  const recent = await db
+    .prepare("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM device_codes WHERE ip_hash = ? AND created_at > ?")
+    .bind(d.ipHash, d.now - d.windowMs)
+    .first<{ n: number; oldest: number | null }>();
+  if (!recent || recent.n < d.limit) return { created: false, retryAfterMs: null };
+  return { created: false, retryAfterMs: (recent.oldest ?? d.now) + d.windowMs - d.now };
+}
+
+/** Codes a team may see: pending ones (they belong to no team yet) and those it decided itself. */
+const VISIBLE_DEVICE_CODE = "user_code = ?1 AND expires_at > ?2 AND (team_id IS NULL OR team_id = ?3)";
+
+/** A code that has not expired, by its user code, if `teamId` may see it. */
+export async function findDeviceCode(
+  db: D1Database,
+  q: { userCode: string; teamId: string; now: number },
+): Promise<DeviceCode | null> {
+  return db
+    .prepare(`SELECT ${DEVICE_CODE_COLUMNS} FROM device_codes WHERE ${VISIBLE_DEVICE_CODE}`)
+    .bind(q.userCode, q.now, q.teamId)
+    .first<DeviceCode>();
+}
+
+export type DeviceCodeLookup =
+  | { outcome: "found"; code: DeviceCode }
+  | { outcome: "unknown" }
+  | { outcome: "limited"; retryAfterMs: number };
+
+/**
+ * A signed-in user's lookup of a typed code, allowed only while they have missed fewer than
+ * `limit` codes within `windowMs` (RFC 8628 §5.1: user codes are short enough to guess). Once
+ * limited, even a right code is refused. The count, the lookup and recording a miss are one
+ * transaction, so parallel guesses cannot overshoot the limit. Another team's decided code is a
+ * miss, exactly like an unknown one.
+ */
+export async function lookupDeviceCode(
+  db: D1Database,
+  q: { userCode: string; userId: string; teamId: string; now: number; limit: number; windowMs: number },
+): Promise<DeviceCodeLookup> {
+  const underLimit = "(SELECT COUNT(*) FROM device_code_misses WHERE user_id = ?4 AND at > ?2 - ?5) < ?6";
+  const [, misses, found] = await db.batch<Record<string, unknown>>([
+    db.prepare("DELETE FROM device_code_misses WHERE at <= ?").bind(q.now - q.windowMs),
+    db
+      .prepare("SELECT COUNT(*) AS n, MIN(at) AS oldest FROM device_code_misses WHERE user_id = ? AND at > ?")
+      .bind(q.userId, q.now - q.windowMs),
+    db
+      .prepare(`SELECT ${DEVICE_CODE_COLUMNS} FROM device_codes WHERE ${VISIBLE_DEVICE_CODE} AND ${underLimit}`)
+      .bind(q.userCode, q.now, q.teamId, q.userId, q.windowMs, q.limit),
+    db
+      .prepare(
+        `INSERT INTO device_code_misses (user_id, at) SELECT ?4, ?2
+          WHERE ${underLimit} AND NOT EXISTS (SELECT 1 FROM device_codes WHERE ${VISIBLE_DEVICE_CODE})`,
+      )
+      .bind(q.userCode, q.now, q.teamId, q.userId, q.windowMs, q.limit),
+  ]);
+  const count = misses?.results[0] as { n: number; oldest: number | null } | undefined;
+  if (count && count.n >= q.limit) {
+    return { outcome: "limited", retryAfterMs: (count.oldest ?? q.now) + q.windowMs - q.now };
+  }
+  const code = found?.results[0] as DeviceCode | undefined;
+  return code ? { outcome: "found", code } : { outcome: "unknown" };
+}
+
+/** Approves or denies a pending, unexpired code for the deciding user's team; null if it was not pending. */
+export async function decideDeviceCode(
+  db: D1Database,
+  d: { userCode: string; decision: "approved" | "denied"; userId: string; teamId: string; now: number },
+): Promise<DeviceCode | null> {
+  return db
+    .prepare(
+      `UPDATE device_codes SET status = ?2, user_id = ?3, team_id = ?4, decided_at = ?5
+        WHERE user_code = ?1 AND status = 'pending' AND expires_at > ?5
+        RETURNING ${DEVICE_CODE_COLUMNS}`,
+    )
+    .bind(d.userCode, d.decision, d.userId, d.teamId, d.now)
+    .first<DeviceCode>();
+}
+
+export type DeviceExchange =
+  | {
+      outcome: "issued";
+      clientName: string;
+      team: { id: string; name: string };
+      user: { id: string; name: string; email: string };
+    }
+  | { outcome: "authorization_pending" | "slow_down" | "expired_token" | "access_denied" };
+
+/**
+ * One poll of the terminal. An approved code is consumed and its key created in the same
+ * transaction: the key row exists exactly when this call consumed the code (tagged with the new
+ * key's id), so a code yields at most one key even under parallel polls. The key belongs to the
+ * approver, in the approver's team, and only while they are still a member of it.
+ */
+export async function exchangeDeviceCode(
+  db: D1Database,
+  x: {
+    deviceCodeHash: string;
+    key: { id: string; hash: string; prefix: string };
+    now: number;
+    minIntervalMs: number;
+  },
+): Promise<DeviceExchange> {
+  const [consumed, inserted, polled, current] = await db.batch<Record<string, unknown>>([
+    db
+      .prepare(
+        `UPDATE device_codes SET status = 'consumed', key_id = ?2, last_polled_at = ?3
+          WHERE device_code_hash = ?1 AND status = 'approved' AND expires_at > ?3
+          RETURNING id`,
+      )
+      .bind(x.deviceCodeHash, x.key.id, x.now),
+    db
+      .prepare(
+        `INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at)
+         SELECT d.key_id, d.team_id, d.user_id, ?3, ?4, d.client_name, ?5
+           FROM device_codes d JOIN memberships m ON m.team_id = d.team_id AND m.user_id = d.user_id
+          WHERE d.device_code_hash = ?1 AND d.key_id = ?2`,
+      )
+      .bind(x.deviceCodeHash, x.key.id, x.key.hash, x.key.prefix, x.now),
+    db
+      .prepare(
+        `UPDATE device_codes SET last_polled_at = ?2
+          WHERE device_code_hash = ?1 AND status <> 'consumed'
+            AND (last_polled_at IS NULL OR last_polled_at <= ?2 - ?3)
+          RETURNING id`,
+      )
+      .bind(x.deviceCodeHash, x.now, x.minIntervalMs),
+    db
+      .prepare(
+        `SELECT d.status, d.expires_at, d.client_name, d.team_id, t.name AS team_name,
+                d.user_id, u.name AS user_name, u.email
+           FROM device_codes d LEFT JOIN teams t ON t.id = d.team_id LEFT JOIN users u ON u.id = d.user_id
+          WHERE d.device_code_hash = ?1`,
+      )
+      .bind(x.deviceCodeHash),
+  ]);
+  const row = current?.results[0] as
+    | {
+        status: DeviceCodeStatus;
+        expires_at: number;
+        client_name: string;
+        team_id: string;
+        team_name: string;
+        user_id: string;
+        user_name: string;
+        email: string;
+      }
+    | undefined;
+  if (consumed?.results.length && row) {
+    // Consumed but no key: the approver left the team in between. The code is spent either way.
+    if (!inserted?.meta.changes) return { outcome: "access_denied" };
+    return {
+      outcome: "issued",
+      clientName: row.client_name,
+      team: { id: row.team_id, name: row.team_name },
+      user: { id: row.user_id, name: row.user_name, email: row.email },
+    };
+  }
+  if (!row || row.status === "consumed" || row.expires_at <= x.now) return { outcome: "expired_token" };
+  if (row.status === "denied") return { outcome: "access_denied" };
+  if (!polled?.results.length) return { outcome: "slow_down" };
+  return { outcome: "authorization_pending" };
+}

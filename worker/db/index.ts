@@ -1,0 +1,15 @@
+/**
+ * All D1 access. Every function that reads or changes a team's rows takes the team id from
+ * authentication as a parameter; nothing here trusts a team id from a request body.
+ */
+
+export * from "./approvals";
+export * from "./audit";
+export * from "./device-codes";
+export * from "./devices";
+export * from "./history";
+export * from "./keys";
+export * from "./passkeys";
+export * from "./people";
+export * from "./sessions";
+export * from "./teams";

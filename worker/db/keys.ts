@@ -1,0 +1,101 @@
+/** D1 access: API keys. */
+import type { AgentIdentity } from "../types";
+
+export interface ApiKeyRow {
+  id: string;
+  label: string;
+  prefix: string;
+  userId: string;
+  owner: { userId: string; name: string };
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+export async function createApiKey(
+  db: D1Database,
+  k: { id: string; teamId: string; userId: string; hash: string; prefix: string; label: string; now: number },
+): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .bind(k.id, k.teamId, k.userId, k.hash, k.prefix, k.label, k.now)
+    .run();
+}
+
+/** The team's keys, or (with `userId`) only that user's. */
+export async function listApiKeys(db: D1Database, teamId: string, userId: string | null): Promise<ApiKeyRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT k.id, k.label, k.prefix, k.user_id AS userId, u.name AS ownerName, k.created_at AS createdAt,
+              k.last_used_at AS lastUsedAt, k.revoked_at AS revokedAt
+         FROM api_keys k JOIN users u ON u.id = k.user_id
+        WHERE k.team_id = ?1 AND (?2 IS NULL OR k.user_id = ?2) ORDER BY k.created_at DESC, k.id`,
+    )
+    .bind(teamId, userId)
+    .all<Omit<ApiKeyRow, "owner"> & { ownerName: string }>();
+  return results.map(({ ownerName, ...k }) => ({ ...k, owner: { userId: k.userId, name: ownerName } }));
+}
+
+/**
+ * Revokes a live key of the team (with `userId`: only if it is that user's) and returns the
+ * sessions it opened (to deny and disconnect), or null when no such live key exists.
+ */
+export async function revokeApiKey(
+  db: D1Database,
+  r: { teamId: string; userId: string | null; keyId: string; now: number },
+): Promise<string[] | null> {
+  const [revoked, sessions] = await db.batch<{ id?: string; session_id?: string }>([
+    db
+      .prepare(
+        `UPDATE api_keys SET revoked_at = ?1 WHERE id = ?2 AND team_id = ?3 AND (?4 IS NULL OR user_id = ?4)
+            AND revoked_at IS NULL
+         RETURNING id`,
+      )
+      .bind(r.now, r.keyId, r.teamId, r.userId),
+    db.prepare("SELECT session_id FROM agent_session_keys WHERE key_id = ? AND team_id = ?").bind(r.keyId, r.teamId),
+  ]);
+  if (!revoked?.results.length) return null;
+  return (sessions?.results ?? []).map((s) => s.session_id as string);
+}
+
+export async function findAgentKey(db: D1Database, keyHash: string): Promise<AgentIdentity | null> {
+  const row = await db
+    .prepare("SELECT id, user_id, team_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL")
+    .bind(keyHash)
+    .first<{ id: string; user_id: string; team_id: string }>();
+  return row ? { keyId: row.id, userId: row.user_id, teamId: row.team_id } : null;
+}
+
+export function touchApiKey(db: D1Database, keyId: string, now: number): Promise<unknown> {
+  return db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ?").bind(now, keyId).run();
+}
+
+export interface AgentProfile {
+  team: { id: string; name: string };
+  user: { id: string; name: string; email: string };
+  key: { id: string; prefix: string; label: string };
+}
+
+/** Whom an agent key speaks for (`tapgate status`). */
+export async function getAgentProfile(db: D1Database, teamId: string, keyId: string): Promise<AgentProfile | null> {
+  const row = await db
+    .prepare(
+      `SELECT t.id AS team_id, t.name AS team_name, u.id AS user_id, u.name AS user_name, u.email,
+              k.id AS key_id, k.prefix, k.label
+         FROM api_keys k JOIN users u ON u.id = k.user_id JOIN teams t ON t.id = k.team_id
+        WHERE k.id = ? AND k.team_id = ?`,
+    )
+    .bind(keyId, teamId)
+    .first<
+      Record<"team_id" | "team_name" | "user_id" | "user_name" | "email" | "key_id" | "prefix" | "label", string>
+    >();
+  if (!row) return null;
+  return {
+    team: { id: row.team_id, name: row.team_name },
+    user: { id: row.user_id, name: row.user_name, email: row.email },
+    key: { id: row.key_id, prefix: row.prefix, label: row.label },
+  };
+}

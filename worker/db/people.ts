@@ -1,0 +1,225 @@
+/** D1 access: people, teams, web sessions. */
+import { type AuditEntry, chainEvents, GENESIS_HASH } from "../audit-chain";
+import { newId } from "../crypto";
+import { parsePolicy, type TeamPolicy } from "../policy";
+import type { Role, WebIdentity } from "../types";
+import { auditEntryStatement } from "./audit";
+import { type NewPasskey, sweepExpired } from "./passkeys";
+
+const WEB_SESSION_MS = 30 * 24 * 60 * 60 * 1000;
+
+export async function findWebSession(db: D1Database, tokenHash: string, now: number): Promise<WebIdentity | null> {
+  const row = await db
+    .prepare(
+      `SELECT s.user_id, u.email, u.name, s.team_id, t.name AS team_name, m.role
+         FROM web_sessions s
+         JOIN users u ON u.id = s.user_id
+         JOIN memberships m ON m.user_id = s.user_id AND m.team_id = s.team_id
+         JOIN teams t ON t.id = s.team_id
+        WHERE s.token_hash = ? AND s.expires_at > ?`,
+    )
+    .bind(tokenHash, now)
+    .first<{ user_id: string; email: string; name: string; team_id: string; team_name: string; role: Role }>();
+  if (!row) return null;
+  return {
+    userId: row.user_id,
+    email: row.email,
+    name: row.name,
+    teamId: row.team_id,
+    teamName: row.team_name,
+    role: row.role,
+    tokenHash,
+  };
+}
+
+export async function createWebSession(
+  db: D1Database,
+  s: { tokenHash: string; userId: string; teamId: string; method: string; now: number },
+): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO web_sessions (token_hash, user_id, team_id, method, created_at, expires_at, last_seen_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .bind(s.tokenHash, s.userId, s.teamId, s.method, s.now, s.now + WEB_SESSION_MS, s.now)
+    .run();
+}
+
+export async function deleteWebSession(db: D1Database, tokenHash: string): Promise<void> {
+  await db.prepare("DELETE FROM web_sessions WHERE token_hash = ?").bind(tokenHash).run();
+}
+
+export async function findUserByEmail(db: D1Database, email: string): Promise<{ id: string } | null> {
+  return db.prepare("SELECT id FROM users WHERE email = ?").bind(email).first<{ id: string }>();
+}
+
+/** The team a user signs in to: the first they joined. */
+export async function firstMembership(db: D1Database, userId: string): Promise<{ teamId: string } | null> {
+  const row = await db
+    .prepare("SELECT team_id FROM memberships WHERE user_id = ? ORDER BY created_at LIMIT 1")
+    .bind(userId)
+    .first<{ team_id: string }>();
+  return row ? { teamId: row.team_id } : null;
+}
+
+export async function createUserWithTeam(
+  db: D1Database,
+  u: { email: string; name: string; teamName: string; now: number },
+): Promise<{ userId: string; teamId: string }> {
+  const userId = newId("usr");
+  const teamId = newId("team");
+  await db.batch([
+    db
+      .prepare("INSERT INTO users (id, email, name, created_at) VALUES (?, ?, ?, ?)")
+      .bind(userId, u.email, u.name, u.now),
+    ...newTeamStatements(db, { teamId, userId, name: u.teamName, now: u.now }),
+  ]);
+  return { userId, teamId };
+}
+
+/** Another team for an existing user, who owns it. */
+export async function createTeam(db: D1Database, t: { userId: string; name: string; now: number }): Promise<string> {
+  const teamId = newId("team");
+  await db.batch(newTeamStatements(db, { teamId, ...t }));
+  return teamId;
+}
+
+/**
+ * A team, its owner, and the first link of its audit chain, in one batch. Written here rather
+ * than through the team's TeamHub because nothing else can write for a team that does not exist
+ * yet; the hub reads its chain head from D1 on first use.
+ */
+function newTeamStatements(db: D1Database, t: { teamId: string; userId: string; name: string; now: number }) {
+  const [genesis] = chainEvents(GENESIS_HASH, [
+    {
+      eventId: `team_created:${t.teamId}`,
+      teamId: t.teamId,
+      at: t.now,
+      actor: `user:${t.userId}`,
+      action: "team.created",
+      subject: t.teamId,
+    },
+  ]);
+  return [
+    db.prepare("INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)").bind(t.teamId, t.name, t.now),
+    db
+      .prepare("INSERT INTO memberships (team_id, user_id, role, created_at) VALUES (?, ?, 'owner', ?)")
+      .bind(t.teamId, t.userId, t.now),
+    auditEntryStatement(db, genesis as AuditEntry),
+  ];
+}
+
+export interface VersionedPolicy {
+  policy: TeamPolicy;
+  version: number;
+}
+
+export async function getTeamPolicy(db: D1Database, teamId: string): Promise<VersionedPolicy> {
+  const row = await db
+    .prepare("SELECT policy, policy_version FROM teams WHERE id = ?")
+    .bind(teamId)
+    .first<{ policy: string; policy_version: number }>();
+  return { policy: parsePolicy(row?.policy), version: row?.policy_version ?? 0 };
+}
+
+/** Replaces the policy and bumps its version; returns the one it replaced and the new version. */
+export async function setTeamPolicy(
+  db: D1Database,
+  teamId: string,
+  policy: TeamPolicy,
+): Promise<{ before: TeamPolicy; version: number }> {
+  const [before, updated] = await db.batch<{ policy?: string; policy_version: number }>([
+    db.prepare("SELECT policy, policy_version FROM teams WHERE id = ?").bind(teamId),
+    db
+      .prepare("UPDATE teams SET policy = ?, policy_version = policy_version + 1 WHERE id = ? RETURNING policy_version")
+      .bind(JSON.stringify(policy), teamId),
+  ]);
+  return {
+    before: parsePolicy(before?.results[0]?.policy),
+    version: updated?.results[0]?.policy_version ?? 0,
+  };
+}
+
+// ── sign-in links ───────────────────────────────────────────────────────────
+
+export interface SignInLink {
+  purpose: "signup" | "signin";
+  email: string;
+  name: string | null;
+  team_name: string | null;
+  /** A passkey made during passkey sign-up, stored once the link is confirmed. */
+  passkey?: ParkedPasskey | null;
+}
+
+/**
+ * A passkey waiting on a sign-up link, with the SHA-256 of the nonce that the browser which made
+ * it holds in a cookie (kept in the same JSON column; rows without it never attach).
+ */
+export type ParkedPasskey = NewPasskey & { browserHash: string };
+
+export async function createSignInLink(
+  db: D1Database,
+  l: SignInLink & { tokenHash: string; now: number; ttlMs: number },
+): Promise<void> {
+  await db.batch([
+    sweepExpired(db, "sign_in_links", l.now),
+    db
+      .prepare(
+        `INSERT INTO sign_in_links (token_hash, purpose, email, name, team_name, passkey, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .bind(
+        l.tokenHash,
+        l.purpose,
+        l.email,
+        l.name,
+        l.team_name,
+        l.passkey ? JSON.stringify(l.passkey) : null,
+        l.now,
+        l.now + l.ttlMs,
+      ),
+  ]);
+}
+
+/** Marks the link used and returns it, in one statement: a link works once, even under races. */
+export async function consumeSignInLink(db: D1Database, tokenHash: string, now: number): Promise<SignInLink | null> {
+  const row = await db
+    .prepare(
+      `UPDATE sign_in_links SET used_at = ?1
+        WHERE token_hash = ?2 AND used_at IS NULL AND expires_at > ?1
+        RETURNING purpose, email, name, team_name, passkey`,
+    )
+    .bind(now, tokenHash)
+    .first<Omit<SignInLink, "passkey"> & { passkey: string | null }>();
+  return row && { ...row, passkey: row.passkey ? (JSON.parse(row.passkey) as ParkedPasskey) : null };
+}
+
+// ── local mode outbox ───────────────────────────────────────────────────────
+
+export interface DevMessage {
+  to: string;
+  subject: string;
+  text: string;
+  link: string | null;
+  sentAt: number;
+}
+
+export async function saveDevMessage(db: D1Database, m: DevMessage): Promise<void> {
+  await db
+    .prepare("INSERT INTO dev_outbox (recipient, subject, body, link, sent_at) VALUES (?, ?, ?, ?, ?)")
+    .bind(m.to, m.subject, m.text, m.link, m.sentAt)
+    .run();
+}
+
+export async function listDevMessages(db: D1Database, to: string | undefined): Promise<DevMessage[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT "to", subject, text, link, sentAt FROM (
+         SELECT seq, recipient AS "to", subject, body AS text, link, sent_at AS sentAt FROM dev_outbox
+          WHERE ?1 IS NULL OR recipient = ?1 ORDER BY seq DESC LIMIT 500)
+        ORDER BY seq`,
+    )
+    .bind(to ?? null)
+    .all<DevMessage>();
+  return results;
+}

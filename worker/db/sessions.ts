@@ -1,0 +1,101 @@
+/** D1 access: agent sessions. */
+import type { AgentIdentity, Approval, SessionInfo } from "../types";
+import { type ApprovalRow, approvalFromRow } from "./approvals";
+
+/**
+ * Registers a key's connection to a session. The first key's user owns the session; a key of
+ * another user gets `forbidden`. Also records the key→session link that revocation follows.
+ */
+export async function joinAgentSession(
+  db: D1Database,
+  a: AgentIdentity & { sessionId: string; now: number },
+): Promise<"ok" | "forbidden"> {
+  const [owner] = await db.batch<{ owner_user_id: string }>([
+    db
+      .prepare(
+        `INSERT INTO agent_sessions (team_id, session_id, owner_user_id, connected_at, last_seen_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)
+         ON CONFLICT (team_id, session_id) DO UPDATE SET last_seen_at = excluded.last_seen_at
+         RETURNING owner_user_id`,
+      )
+      .bind(a.teamId, a.sessionId, a.userId, a.now),
+    db
+      .prepare(
+        `INSERT INTO agent_session_keys (team_id, key_id, session_id)
+         SELECT ?1, ?2, ?3 WHERE EXISTS
+           (SELECT 1 FROM agent_sessions WHERE team_id = ?1 AND session_id = ?3 AND owner_user_id = ?4)
+         ON CONFLICT DO NOTHING`,
+      )
+      .bind(a.teamId, a.keyId, a.sessionId, a.userId),
+  ]);
+  return owner?.results[0]?.owner_user_id === a.userId ? "ok" : "forbidden";
+}
+
+// ── agent sessions (the dashboard) ──────────────────────────────────────────
+
+export interface SessionRow {
+  sessionId: string;
+  owner: { userId: string; name: string };
+  title: string | null;
+  agent: SessionInfo["agent"];
+  host: string | null;
+  cwd: string | null;
+  connectedAt: number | null;
+  disconnectedAt: number | null;
+  lastSeenAt: number;
+  pending: number;
+}
+
+interface SessionDbRow extends Omit<SessionRow, "owner" | "agent"> {
+  ownerUserId: string;
+  ownerName: string;
+  agent: string | null;
+}
+
+const SESSION_SELECT = `SELECT s.session_id AS sessionId, s.owner_user_id AS ownerUserId, u.name AS ownerName, s.title,
+       s.agent, s.host, s.cwd, s.connected_at AS connectedAt, s.disconnected_at AS disconnectedAt,
+       s.last_seen_at AS lastSeenAt,
+       (SELECT COUNT(*) FROM approvals a
+         WHERE a.team_id = s.team_id AND a.session_id = s.session_id AND a.state = 'pending') AS pending
+  FROM agent_sessions s JOIN users u ON u.id = s.owner_user_id`;
+
+function sessionFromRow({ ownerUserId, ownerName, agent, ...s }: SessionDbRow): SessionRow {
+  return { ...s, owner: { userId: ownerUserId, name: ownerName }, agent: agent ? JSON.parse(agent) : null };
+}
+
+/** Connected sessions, or the most recently seen ones. */
+export async function listSessions(
+  db: D1Database,
+  q: { teamId: string; state: "connected" | "recent"; limit: number },
+): Promise<SessionRow[]> {
+  const connected = q.state === "connected" ? "AND s.connected_at IS NOT NULL AND s.disconnected_at IS NULL" : "";
+  const { results } = await db
+    .prepare(`${SESSION_SELECT} WHERE s.team_id = ? ${connected} ORDER BY s.last_seen_at DESC, s.session_id LIMIT ?`)
+    .bind(q.teamId, q.limit)
+    .all<SessionDbRow>();
+  return results.map(sessionFromRow);
+}
+
+export async function getSession(db: D1Database, teamId: string, sessionId: string): Promise<SessionRow | null> {
+  const row = await db
+    .prepare(`${SESSION_SELECT} WHERE s.team_id = ? AND s.session_id = ?`)
+    .bind(teamId, sessionId)
+    .first<SessionDbRow>();
+  return row ? sessionFromRow(row) : null;
+}
+
+/** A session's requests, oldest first; `cursor` is the last row of the previous page. */
+export async function listSessionApprovals(
+  db: D1Database,
+  q: { teamId: string; sessionId: string; cursor: { createdAt: number; id: string } | null; limit: number },
+): Promise<Approval[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT * FROM approvals WHERE team_id = ?1 AND session_id = ?2
+          AND (?3 IS NULL OR created_at > ?3 OR (created_at = ?3 AND id > ?4))
+        ORDER BY created_at, id LIMIT ?5`,
+    )
+    .bind(q.teamId, q.sessionId, q.cursor?.createdAt ?? null, q.cursor?.id ?? "", q.limit)
+    .all<ApprovalRow>();
+  return results.map(approvalFromRow);
+}

@@ -1,0 +1,243 @@
+/** D1 access: teams and members (the dashboard). */
+import type { Role } from "../types";
+
+export interface TeamOfMine {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+export async function listMyTeams(db: D1Database, userId: string): Promise<TeamOfMine[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT t.id, t.name, m.role FROM memberships m JOIN teams t ON t.id = m.team_id
+        WHERE m.user_id = ? ORDER BY m.created_at, t.id`,
+    )
+    .bind(userId)
+    .all<TeamOfMine>();
+  return results;
+}
+
+/** Moves a web session to another team, only if its user is a member there; false otherwise. */
+export async function switchWebSession(
+  db: D1Database,
+  s: { tokenHash: string; userId: string; teamId: string },
+): Promise<boolean> {
+  const { meta } = await db
+    .prepare(
+      `UPDATE web_sessions SET team_id = ?3
+        WHERE token_hash = ?1 AND user_id = ?2
+          AND EXISTS (SELECT 1 FROM memberships WHERE team_id = ?3 AND user_id = ?2)`,
+    )
+    .bind(s.tokenHash, s.userId, s.teamId)
+    .run();
+  return meta.changes > 0;
+}
+
+export interface MemberRow {
+  userId: string;
+  name: string;
+  email: string;
+  role: Role;
+  joinedAt: number;
+}
+
+export async function listMembers(db: D1Database, teamId: string): Promise<MemberRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT m.user_id AS userId, u.name, u.email, m.role, m.created_at AS joinedAt
+         FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.team_id = ? ORDER BY m.created_at, u.id`,
+    )
+    .bind(teamId)
+    .all<MemberRow>();
+  return results;
+}
+
+export async function findMember(db: D1Database, teamId: string, userId: string): Promise<MemberRow | null> {
+  return db
+    .prepare(
+      `SELECT m.user_id AS userId, u.name, u.email, m.role, m.created_at AS joinedAt
+         FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.team_id = ? AND m.user_id = ?`,
+    )
+    .bind(teamId, userId)
+    .first<MemberRow>();
+}
+
+/** A member's web sessions in a team: cached identities to forget when their role changes. */
+export async function webSessionHashes(db: D1Database, teamId: string, userId: string): Promise<string[]> {
+  const { results } = await db
+    .prepare("SELECT token_hash FROM web_sessions WHERE team_id = ? AND user_id = ?")
+    .bind(teamId, userId)
+    .all<{ token_hash: string }>();
+  return results.map((r) => r.token_hash);
+}
+
+/** The last-owner rule as SQL, so two concurrent demotions cannot both pass a count read earlier. */
+const KEEPS_AN_OWNER = `(role <> 'owner' OR ?3 = 'owner'
+  OR (SELECT COUNT(*) FROM memberships WHERE team_id = ?1 AND role = 'owner') > 1)`;
+
+/** Changes a role unless that would leave the team without an owner; false when it would. */
+export async function setMemberRole(
+  db: D1Database,
+  m: { teamId: string; userId: string; role: Role },
+): Promise<boolean> {
+  const { meta } = await db
+    .prepare(`UPDATE memberships SET role = ?3 WHERE team_id = ?1 AND user_id = ?2 AND ${KEEPS_AN_OWNER}`)
+    .bind(m.teamId, m.userId, m.role)
+    .run();
+  return meta.changes > 0;
+}
+
+/**
+ * Removes a member, with their web sessions and push devices in this team, unless they are the
+ * last owner (null then). Returns what the caller must also forget: session token hashes
+ * (cached per isolate), device ids (the hub's copy) and live keys (to revoke with their requests).
+ */
+export async function removeMember(
+  db: D1Database,
+  m: { teamId: string; userId: string },
+): Promise<{ tokenHashes: string[]; deviceIds: string[]; keyIds: string[] } | null> {
+  const [removed, sessions, devices, keys] = await db.batch<{ user_id?: string; token_hash?: string; id?: string }>([
+    db
+      .prepare(`DELETE FROM memberships WHERE team_id = ?1 AND user_id = ?2 AND ${KEEPS_AN_OWNER} RETURNING user_id`)
+      .bind(m.teamId, m.userId, "none"),
+    // The rest only once the membership went: a refused removal must change nothing.
+    db
+      .prepare(
+        `DELETE FROM web_sessions WHERE team_id = ?1 AND user_id = ?2
+            AND NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2)
+         RETURNING token_hash`,
+      )
+      .bind(m.teamId, m.userId),
+    db
+      .prepare(
+        `DELETE FROM devices WHERE team_id = ?1 AND user_id = ?2
+            AND NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2)
+         RETURNING id`,
+      )
+      .bind(m.teamId, m.userId),
+    db
+      .prepare("SELECT id FROM api_keys WHERE team_id = ? AND user_id = ? AND revoked_at IS NULL")
+      .bind(m.teamId, m.userId),
+  ]);
+  if (!removed?.results.length) return null;
+  return {
+    tokenHashes: (sessions?.results ?? []).map((r) => r.token_hash as string),
+    deviceIds: (devices?.results ?? []).map((r) => r.id as string),
+    keyIds: (keys?.results ?? []).map((r) => r.id as string),
+  };
+}
+
+// ── invites ─────────────────────────────────────────────────────────────────
+
+export interface InviteRow {
+  id: string;
+  role: Role;
+  email: string | null;
+  createdAt: number;
+  expiresAt: number;
+  createdBy: { userId: string; name: string };
+}
+
+export async function createInvite(
+  db: D1Database,
+  i: {
+    id: string;
+    teamId: string;
+    tokenHash: string;
+    role: Role;
+    email: string | null;
+    createdBy: string;
+    now: number;
+    ttlMs: number;
+  },
+): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO invites (id, team_id, token_hash, role, email, created_by, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .bind(i.id, i.teamId, i.tokenHash, i.role, i.email, i.createdBy, i.now, i.now + i.ttlMs)
+    .run();
+}
+
+const PENDING_INVITE = "i.used_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > ?2";
+
+export async function listInvites(db: D1Database, teamId: string, now: number): Promise<InviteRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT i.id, i.role, i.email, i.created_at AS createdAt, i.expires_at AS expiresAt,
+              i.created_by AS userId, u.name
+         FROM invites i JOIN users u ON u.id = i.created_by
+        WHERE i.team_id = ?1 AND ${PENDING_INVITE} ORDER BY i.created_at DESC`,
+    )
+    .bind(teamId, now)
+    .all<Omit<InviteRow, "createdBy"> & { userId: string; name: string }>();
+  return results.map(({ userId, name, ...i }) => ({ ...i, createdBy: { userId, name } }));
+}
+
+export async function revokeInvite(db: D1Database, teamId: string, id: string, now: number): Promise<boolean> {
+  const { meta } = await db
+    .prepare(`UPDATE invites AS i SET revoked_at = ?2 WHERE i.id = ?3 AND i.team_id = ?1 AND ${PENDING_INVITE}`)
+    .bind(teamId, now, id)
+    .run();
+  return meta.changes > 0;
+}
+
+export interface InvitePreview {
+  team: { name: string };
+  role: Role;
+  invitedBy: { name: string };
+  expiresAt: number;
+}
+
+export async function previewInvite(db: D1Database, tokenHash: string, now: number): Promise<InvitePreview | null> {
+  const row = await db
+    .prepare(
+      `SELECT t.name AS teamName, i.role, u.name AS inviter, i.expires_at AS expiresAt
+         FROM invites i JOIN teams t ON t.id = i.team_id JOIN users u ON u.id = i.created_by
+        WHERE i.token_hash = ?1 AND ${PENDING_INVITE}`,
+    )
+    .bind(tokenHash, now)
+    .first<{ teamName: string; role: Role; inviter: string; expiresAt: number }>();
+  return (
+    row && { team: { name: row.teamName }, role: row.role, invitedBy: { name: row.inviter }, expiresAt: row.expiresAt }
+  );
+}
+
+export type InviteAcceptance =
+  | { outcome: "joined"; inviteId: string; teamId: string; role: Role }
+  | { outcome: "already_member" | "invalid" };
+
+/**
+ * Uses the invite up and adds the user with its role, in one batch: the token is consumed only
+ * by someone not yet in the team, and the membership is made only by the statement that
+ * consumed it, so a link works once even under races.
+ */
+export async function acceptInvite(
+  db: D1Database,
+  a: { tokenHash: string; userId: string; now: number },
+): Promise<InviteAcceptance> {
+  const [consumed, , pending] = await db.batch<{ id?: string; team_id?: string; role?: Role }>([
+    db
+      .prepare(
+        `UPDATE invites AS i SET used_at = ?2, used_by = ?3
+          WHERE i.token_hash = ?1 AND ${PENDING_INVITE}
+            AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.team_id = i.team_id AND m.user_id = ?3)
+         RETURNING id, team_id, role`,
+      )
+      .bind(a.tokenHash, a.now, a.userId),
+    db
+      .prepare(
+        `INSERT INTO memberships (team_id, user_id, role, created_at)
+         SELECT team_id, ?3, role, ?2 FROM invites WHERE token_hash = ?1 AND used_by = ?3 AND used_at = ?2
+         ON CONFLICT DO NOTHING`,
+      )
+      .bind(a.tokenHash, a.now, a.userId),
+    db.prepare(`SELECT i.id FROM invites i WHERE i.token_hash = ?1 AND ${PENDING_INVITE}`).bind(a.tokenHash, a.now),
+  ]);
+  const row = consumed?.results[0];
+  if (row)
+    return { outcome: "joined", inviteId: row.id as string, teamId: row.team_id as string, role: row.role as Role };
+  return pending?.results.length ? { outcome: "already_member" } : { outcome: "invalid" };
+}
