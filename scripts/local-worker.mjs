@@ -46,7 +46,8 @@ export function applyMigrations(persistTo, stdio = "pipe") {
 }
 
 /**
- * @param {{ persistTo?: string, port?: number, vars?: Record<string, string>, log?: (line: string) => void }} [options]
+ * @param {{ persistTo?: string, port?: number, vars?: Record<string, string>, assets?: string, log?: (line: string) => void }} [options]
+ *   `assets` serves that directory instead of `pwa/dist` (the rest of wrangler.toml's `[assets]` still applies).
  * @returns {Promise<{ url: string, persistTo: string, pid: number, stop: () => Promise<void> }>}
  *   `pid` is the wrangler process, the parent of the workerd processes that serve the Worker.
  */
@@ -70,6 +71,7 @@ export async function startLocalWorker(options = {}) {
       "--show-interactive-dev-session=false",
       "--log-level",
       "warn",
+      ...(options.assets ? ["--assets", options.assets] : []),
       ...vars,
     ],
     { cwd: ROOT, env: QUIET_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },

@@ -7,6 +7,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { API_KEY_PATTERN, randomToken, sha256Hex } from "./crypto";
 import { createWebSession, deleteWebSession, findAgentKey, findWebSession } from "./db";
 import { apiError, appOrigin } from "./http";
+import { hubFor } from "./team-hub";
 import type { AppEnv, Role, WebIdentity } from "./types";
 
 export const SESSION_COOKIE = "__Host-tapgate";
@@ -48,9 +49,11 @@ export async function startWebSession(c: Context<AppEnv>, userId: string, teamId
   });
 }
 
-export async function endWebSession(c: Context<AppEnv>, tokenHash: string) {
-  forgetWebSession(tokenHash);
-  await deleteWebSession(c.env.DB, tokenHash);
+export async function endWebSession(c: Context<AppEnv>, web: WebIdentity) {
+  forgetWebSession(web.tokenHash);
+  await deleteWebSession(c.env.DB, web.tokenHash);
+  // A signed-out tab must not keep receiving the team's approvals.
+  await hubFor(c.env, web.teamId).closeWebSession(web.tokenHash);
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
 }
 

@@ -3,6 +3,7 @@
  * Durable Objects behind them. Routes live in routes/, one file per resource.
  */
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { apiError } from "./http";
 import { agentRoutes } from "./routes/agent";
@@ -25,7 +26,16 @@ import type { AppEnv } from "./types";
 export { SessionGate } from "./session-gate";
 export { TeamHub } from "./team-hub";
 
+/** Human API bodies are small; only an agent's permission request may be as large as a frame. */
+const HUMAN_BODY_BYTES = 64 * 1024;
+const AGENT_PERMISSIONS = /^\/v1\/agent\/sessions\/[^/]+\/permissions$/;
+const limitHumanBodies = bodyLimit({
+  maxSize: HUMAN_BODY_BYTES,
+  onError: (c) => apiError(c, 413, "too_large", `the body is larger than ${HUMAN_BODY_BYTES} bytes`),
+});
+
 const app = new Hono<AppEnv>()
+  .use("/v1/*", (c, next) => (AGENT_PERMISSIONS.test(c.req.path) ? next() : limitHumanBodies(c, next)))
   .route("/", authRoutes)
   .route("/", passkeyRoutes)
   .route("/", pairingRoutes)

@@ -40,6 +40,7 @@ import {
 } from "./gate-socket";
 import { migrate, type PendingRow, type SessionMeta, type StoredRow } from "./gate-storage";
 import { offeredOptions, requestLifetimeMs, type TeamPolicy } from "./policy";
+import { DECIDER_ROLES } from "./roles";
 import { type ApprovalNews, hubFor } from "./team-hub";
 import type { Approval, ApprovalState, DecidedBy, Env, ResolutionReason, Role, SessionInfo } from "./types";
 
@@ -69,7 +70,7 @@ export type DecisionResult =
   | { status: 200 | 409 | 410; approval: Approval }
   | { status: 409; error: "request_changed"; approval: Approval }
   | { status: 400; error: "option_not_offered" }
-  | { status: 403; error: "not_session_owner" }
+  | { status: 403; error: "not_session_owner" | "role_may_not_decide" }
   | { status: 404 };
 
 /** What holds a request open: a socket (answered on it) or an HTTP lease that polls renew. */
@@ -274,6 +275,8 @@ export class SessionGate extends DurableObject<Env> {
       case METHODS.sessionUpdate: {
         const params = sessionUpdateParamsSchema.safeParse(m.params);
         if (!params.success) return invalidParams(params.error.issues);
+        // Route by session: another session's tool calls never decorate this one's cards.
+        if (params.data.sessionId !== this.meta()?.sessionId) return invalidParams("sessionId is not this session");
         this.mergeToolCall(params.data.update);
         return id === null ? null : rpcResult(id, null);
       }
@@ -485,8 +488,13 @@ export class SessionGate extends DurableObject<Env> {
     const meta = this.meta();
     const row = this.sql.exec<StoredRow>("SELECT * FROM approvals WHERE id = ?", d.approvalId).toArray()[0];
     if (!meta || !row || meta.teamId !== d.teamId) return { status: 404 };
+    const now = Date.now();
+    // Time may have run out before the alarm got here: that ends the request, not a late allow.
+    const lapsed = this.lapse(row, now);
+    if (lapsed) return { status: 410, approval: lapsed };
     const current = JSON.parse(row.record) as Approval;
     if (row.state !== "pending") return { status: current.reason === "decided" ? 409 : 410, approval: current };
+    if (!DECIDER_ROLES.includes(d.role)) return { status: 403, error: "role_may_not_decide" };
     if (meta.policy.deciders === "session_owner" && d.userId !== meta.ownerUserId) {
       return { status: 403, error: "not_session_owner" };
     }
@@ -495,9 +503,22 @@ export class SessionGate extends DurableObject<Env> {
     if (d.requestHash !== current.requestHash) return { status: 409, error: "request_changed", approval: current };
     const state = option.kind.startsWith("allow") ? "allowed" : "denied";
     const decidedBy = { userId: d.userId, name: d.name, device: d.device };
-    const approval = this.resolve(row, { state, reason: "decided", optionId: option.optionId, decidedBy }, Date.now());
+    const approval = this.resolve(row, { state, reason: "decided", optionId: option.optionId, decidedBy }, now);
     this.afterChange();
     return approval ? { status: 200, approval } : { status: 409, approval: current };
+  }
+
+  /** Resolves a pending row whose lifetime or HTTP lease is over; the resolved approval, or null. */
+  private lapse(row: StoredRow, now: number): Approval | null {
+    if (row.state !== "pending") return null;
+    const expired = (row.expires_at as number) <= now;
+    const leaseLapsed = row.lease_until !== null && row.lease_until <= now;
+    if (!expired && !leaseLapsed) return null;
+    const approval = expired
+      ? this.resolve(row, { state: "expired", reason: "expired" }, now)
+      : this.resolve(row, { state: "denied", reason: "agent_disconnected" }, now);
+    this.afterChange();
+    return approval;
   }
 
   /** A revoked key: its pending requests are denied and its sockets closed, now and on rejoin. */
@@ -535,7 +556,8 @@ export class SessionGate extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     this.sweep(Date.now());
-    await this.flushOutbox();
+    // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
+    await this.flushOutbox().catch(() => undefined);
     this.scheduleAlarm();
   }
 

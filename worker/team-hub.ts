@@ -18,13 +18,15 @@ import {
   writtenEventIds,
 } from "./db";
 import { type PushPayload, type PushSubscription, pushTopic, sendPush, type VapidKeys } from "./push";
+import { DECIDER_ROLES } from "./roles";
 import type { Env, Role, SessionInfo } from "./types";
 
 /** Who opened a live-feed socket: set by the Worker after it checked the cookie and Origin. */
 export interface HubJoin {
   teamId: string;
   userId: string;
-  role: Role;
+  /** The web session the socket belongs to, so signing out (or switching team) ends it. */
+  tokenHash: string;
 }
 
 export interface HubDevice {
@@ -94,7 +96,6 @@ const SEND_CLAIM_MS = 30_000;
 const RETRY_MAX_MS = 60_000;
 const RESOLVED_TTL_S = 24 * 60 * 60;
 const KEEP_RESOLVED_MS = 24 * 60 * 60 * 1000;
-const DECIDER_ROLES: Role[] = ["owner", "admin", "approver"];
 /** Attempts at appending when the chain head moved under us (another writer, a stale head). */
 const AUDIT_ATTEMPTS = 3;
 /** D1 binds at most 100 parameters per statement; replay checks go in pages of this size. */
@@ -148,7 +149,7 @@ export class TeamHub extends DurableObject<Env> {
     const join = JSON.parse(joinHeader) as HubJoin;
     this.adopt(join.teamId);
     const { 0: client, 1: server } = new WebSocketPair();
-    this.ctx.acceptWebSocket(server, [`user:${join.userId}`]);
+    this.ctx.acceptWebSocket(server, [`user:${join.userId}`, `web:${join.tokenHash}`]);
     server.serializeAttachment(join);
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -167,7 +168,22 @@ export class TeamHub extends DurableObject<Env> {
 
   /** Ends a member's live sockets (sign-out everywhere, removal from the team). */
   async closeSocketsOf(userId: string): Promise<void> {
-    for (const ws of this.ctx.getWebSockets(`user:${userId}`)) ws.close(4003, "signed out");
+    this.closeTagged(`user:${userId}`);
+  }
+
+  /** Ends the live sockets of one web session: signed out, or moved to another team. */
+  async closeWebSession(tokenHash: string): Promise<void> {
+    this.closeTagged(`web:${tokenHash}`);
+  }
+
+  private closeTagged(tag: string): void {
+    for (const ws of this.ctx.getWebSockets(tag)) {
+      try {
+        ws.close(4003, "signed out");
+      } catch {
+        // Already closing.
+      }
+    }
   }
 
   private broadcast(type: "approval" | "resolved", approvalId: string): void {

@@ -211,7 +211,7 @@ export function setDecisionDeviceName(name: string | null): void {
 async function request<T>(method: string, path: string, body?: unknown, quiet401 = false): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method === "POST" && path.endsWith("/decision")) headers["X-Tapgate-Device"] = deviceName;
+  if (method === "POST" && path.endsWith("/decision")) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
   let res: Response;
   try {
     res = await fetch(path, {

@@ -147,6 +147,10 @@ export function useLiveEvents(fn: (e: LiveEvent) => void): void {
 
 export function useLiveStatus(): LiveStatus {
   const [status, setStatus] = useState(live.status);
-  useEffect(() => live.onStatus(setStatus), []);
+  useEffect(() => {
+    // The feed may have changed between this render and the effect (e.g. the socket opened).
+    setStatus(live.status);
+    return live.onStatus(setStatus);
+  }, []);
   return status;
 }

@@ -74,11 +74,11 @@ export const toolKindSchema = z.enum([
 /** ACP `ToolCallUpdate`: every field but the id may be absent; unknown fields pass through. */
 export const toolCallUpdateSchema = z.looseObject({
   toolCallId: z.string().min(1).max(256),
-  title: z.string().nullish(),
+  title: z.string().max(2048).nullish(),
   kind: toolKindSchema.nullish(),
   status: z.enum(["pending", "in_progress", "completed", "failed"]).nullish(),
   content: z.array(z.looseObject({ type: z.string() })).nullish(),
-  locations: z.array(z.looseObject({ path: z.string(), line: z.number().int().nonnegative().nullish() })).nullish(),
+  locations: z.array(z.looseObject({ path: z.string().max(4096), line: z.number().int().nonnegative().nullish() })).nullish(),
   rawInput: z.unknown().optional(),
   rawOutput: z.unknown().optional(),
   _meta: metaSchema,

@@ -165,7 +165,8 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     await owner.getByTestId("board-empty").waitFor();
     await approver.getByTestId("board-empty").waitFor();
     // Every view's live feed is up (the boards' dot, the phone's "Connecting…" banner gone)…
-    for (const page of [owner, approver]) await page.locator(".live-dot.live-live").waitFor();
+    await owner.locator(".live-dot.live-live").waitFor();
+    await approver.locator(".live-dot.live-live").waitFor();
     await expect.poll(() => phone.getByTestId("reconnecting-banner").count()).toBe(0);
     // …and a reload would lose these marks: the rows must arrive over that feed.
     for (const page of [owner, approver, phone]) await markPage(page);

@@ -6,7 +6,8 @@
  */
 import { createECDH, randomBytes } from "node:crypto";
 import { existsSync, writeSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
 import { expect, vi } from "vitest";
@@ -58,12 +59,47 @@ export interface LocalApp {
   stop: () => Promise<void>;
 }
 
-/** A Worker of our own, configured for the origin the browser uses. */
+/**
+ * A Worker of our own, configured for the origin the browser uses. It serves its own copy of the
+ * built PWA: any other `vitest run` in this checkout rebuilds `pwa/dist` in its global setup, and
+ * `wrangler dev` reloads when its assets change, which would drop every socket mid-test.
+ */
 export async function startApp(): Promise<LocalApp> {
   const port = await freePort();
   const origin = `http://localhost:${port}`;
-  const worker = await startLocalWorker({ port, vars: { APP_ORIGIN: origin, RP_ID: "localhost" } });
-  return { origin, direct: worker.url, stop: worker.stop };
+  const assets = await snapshotPwa();
+  const worker = await startLocalWorker({ port, assets, vars: { APP_ORIGIN: origin, RP_ID: "localhost" } });
+  return {
+    origin,
+    direct: worker.url,
+    stop: async () => {
+      await worker.stop();
+      await rm(assets, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A complete copy of `pwa/dist`: the service worker and every file its precache list names (retried while a build rewrites it). */
+async function snapshotPwa(): Promise<string> {
+  const dist = join(ROOT, "pwa", "dist");
+  return vi.waitFor(
+    async () => {
+      const copy = await mkdtemp(join(tmpdir(), "tapgate-pwa-"));
+      try {
+        await cp(dist, copy, { recursive: true });
+        const sw = await readFile(join(copy, "sw.js"), "utf8");
+        const list = /const PRECACHE = (\[.*?\]);/.exec(sw)?.[1];
+        if (!list) throw new Error("pwa/dist/sw.js has no precache list yet");
+        const files = (JSON.parse(list) as string[]).map((f) => (f === "/" ? "/index.html" : f));
+        for (const f of files) await stat(join(copy, f));
+        return copy;
+      } catch (e) {
+        await rm(copy, { recursive: true, force: true });
+        throw e;
+      }
+    },
+    { timeout: 60_000, interval: 250 },
+  );
 }
 
 let counter = 0;

@@ -95,7 +95,7 @@ describe("tapgate claude-hook against wrangler dev", () => {
     const approval = await person.waitForOne(sessionId);
     expect(approval.snapshot.toolCall).toMatchObject({
       toolCallId: input.tool_use_id,
-      title: "Bash: git push --force origin main",
+      title: "Bash: git …",
       kind: "execute",
       rawInput: input.tool_input,
     });
@@ -282,12 +282,14 @@ describe("the Claude tool mapping", () => {
   });
 
   it("summarises the argument a human recognises, on one line, within 80 characters", () => {
-    expect(title("WebFetch", { url: "https://example.com", prompt: "x" })).toBe("WebFetch: https://example.com");
+    expect(title("WebFetch", { url: "https://example.com/a?token=s3cret", prompt: "x" })).toBe("WebFetch: example.com");
     expect(title("Grep", { pattern: "TODO.*fix", path: "/src" })).toBe("Grep: TODO.*fix");
     expect(title("mcp__x__y", { n: 1, query: "weather" })).toBe("mcp__x__y: weather");
     expect(title("TodoWrite", { todos: [] })).toBe("TodoWrite");
-    expect(summarize("Bash", { command: "echo one\n  echo two" })).toBe("echo one echo two");
-    const long = summarize("Bash", { command: `echo ${"é".repeat(200)}` });
+    // Titles can reach a lock screen: a command keeps only its program.
+    expect(summarize("Bash", { command: 'curl -H "Authorization: Bearer sk-123" x' })).toBe("curl …");
+    expect(summarize("Bash", { command: "ls" })).toBe("ls");
+    const long = summarize("Read", { file_path: `/src/${"é".repeat(200)}` });
     expect(Array.from(long)).toHaveLength(80);
     expect(long.endsWith("…")).toBe(true);
   });

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../worker/crypto";
 import app from "../../worker/index";
 import { api, confirmLink, cookieOf, json, lastMailLink, ORIGIN, signUp, tokenOf, unique } from "./helpers";
+import { openLive } from "./team-helpers";
 
 const post = (path: string, body: unknown, init: RequestInit & { cookie?: string } = {}) =>
   api(path, { method: "POST", body: JSON.stringify(body), ...init });
@@ -86,6 +87,22 @@ describe("sign-up and sign-in by one-time email link", () => {
     expect((await api("/v1/me", { cookie: member.cookie })).status).toBe(401);
   });
 
+  it("signing out ends that browser's live feed, and only that one", async () => {
+    const member = await signUp();
+    const other = await confirmLink(
+      await (async () => {
+        await post("/v1/auth/signin", { email: member.email });
+        return lastMailLink(member.email);
+      })(),
+    );
+    const laptop = await openLive(member);
+    const phone = await openLive({ ...member, cookie: cookieOf(other) });
+    const closed = new Promise<CloseEvent>((resolve) => laptop.ws.addEventListener("close", resolve));
+    expect((await post("/v1/auth/signout", {}, { cookie: member.cookie })).status).toBe(200);
+    expect((await closed).code).toBe(4003);
+    expect(phone.ws.readyState).toBe(WebSocket.READY_STATE_OPEN);
+  });
+
   it("refuses state-changing requests from another origin", async () => {
     const member = await signUp();
     const evil = { headers: { Origin: "https://evil.example" }, cookie: member.cookie };
@@ -128,13 +145,20 @@ describe("API keys", () => {
     expect(JSON.parse(text).keys).toEqual([expect.objectContaining({ id, label: "ci", prefix, revokedAt: null })]);
   });
 
-  it("revoking twice: the second answers 404", async () => {
+  it("revoking twice keeps the first revocation time (a retry reaches the sessions again)", async () => {
     const member = await signUp();
     const { id } = await json<{ id: string }>(
       await api("/v1/keys", { method: "POST", cookie: member.cookie, body: JSON.stringify({ label: "x" }) }),
     );
-    expect((await api(`/v1/keys/${id}`, { method: "DELETE", cookie: member.cookie })).status).toBe(200);
-    expect((await api(`/v1/keys/${id}`, { method: "DELETE", cookie: member.cookie })).status).toBe(404);
+    const first = await api(`/v1/keys/${id}`, { method: "DELETE", cookie: member.cookie });
+    expect(first.status).toBe(200);
+    const { revokedAt } = await json<{ revokedAt: number }>(first);
+    const again = await api(`/v1/keys/${id}`, { method: "DELETE", cookie: member.cookie });
+    expect(again.status).toBe(200);
+    expect(await json(again)).toMatchObject({ id, revokedAt, deniedRequests: 0 });
+    expect((await api("/v1/keys/key_0000000000000000000000", { method: "DELETE", cookie: member.cookie })).status).toBe(
+      404,
+    );
   });
 });
 

@@ -152,3 +152,24 @@ describe("bad input gets the named error and disturbs nothing", () => {
     expect(malformed.status).toBe(400);
   });
 });
+
+describe("body limits", () => {
+  it("refuses a human API body over 64 KiB with 413, while an agent's permission body may be larger", async () => {
+    const { owner, key, sessionId } = await askOnce();
+    const { api } = await import("./helpers");
+    const big = await api("/v1/keys", {
+      method: "POST",
+      cookie: owner.cookie,
+      body: JSON.stringify({ label: "x".repeat(70_000) }),
+    });
+    expect(big.status).toBe(413);
+    const { SELF } = await import("cloudflare:test");
+    const params = permissionParams(sessionId, { _meta: { note: "y".repeat(100_000) } });
+    const asked = await SELF.fetch(`https://tapgate.test/v1/agent/sessions/${sessionId}/permissions`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+      body: JSON.stringify(params),
+    });
+    expect(asked.status).toBe(201);
+  });
+});

@@ -45,7 +45,7 @@ describe("the blocking approval relay", () => {
     const denied = await api(`/v1/approvals/${approval.id}/decision`, {
       method: "POST",
       cookie: owner.cookie,
-      headers: { "X-Tapgate-Device": "Pixel 8" },
+      headers: { "X-Tapgate-Device": encodeURIComponent("Pixel 8 — Zoë") },
       body: JSON.stringify({ optionId: "deny", requestHash: approval.requestHash }),
     });
     expect(denied.status).toBe(200);
@@ -54,7 +54,7 @@ describe("the blocking approval relay", () => {
       result: {
         outcome: { outcome: "selected", optionId: "deny" },
         _meta: {
-          tapgate: { approvalId: approval.id, reason: "decided", decidedBy: { name: "Sam", device: "Pixel 8" } },
+          tapgate: { approvalId: approval.id, reason: "decided", decidedBy: { name: "Sam", device: "Pixel 8 — Zoë" } },
         },
       },
     });
@@ -187,6 +187,18 @@ describe("the blocking approval relay", () => {
     const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
     expect(read).toMatchObject({ state: "expired", reason: "expired" });
     expect((await decide(owner, approval, "allow")).status).toBe(410);
+  });
+
+  it("a decision that arrives after the lifetime ended, before the alarm ran, answers 410", async () => {
+    const { owner, agent, sessionId, approval } = await askOnce();
+    // The request's time is up, but its alarm has not fired yet.
+    await runInDurableObject(gateStub(owner.teamId, sessionId), (_, state) => {
+      state.storage.sql.exec("UPDATE approvals SET expires_at = ? WHERE id = ?", Date.now() - 1, approval.id);
+    });
+    const late = await decide(owner, approval, "allow");
+    expect(late.status).toBe(410);
+    expect(await json(late)).toMatchObject({ approval: { state: "expired", reason: "expired" } });
+    expect(await agent.next()).toMatchObject({ id: 1, result: { outcome: { outcome: "selected", optionId: "deny" } } });
   });
 
   it("an agent may ask for a shorter lifetime, never a longer one", async () => {

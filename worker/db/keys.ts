@@ -43,22 +43,30 @@ export async function listApiKeys(db: D1Database, teamId: string, userId: string
  * Revokes a live key of the team (with `userId`: only if it is that user's) and returns the
  * sessions it opened (to deny and disconnect), or null when no such live key exists.
  */
+/**
+ * Revokes one key of the team (with `userId`, only that user's; with `spareOwners`, never an
+ * owner's) and returns when it was revoked and the sessions it opened — also for a key revoked
+ * before, so a retry reaches every session again. Null when no such key is visible.
+ */
 export async function revokeApiKey(
   db: D1Database,
-  r: { teamId: string; userId: string | null; keyId: string; now: number },
-): Promise<string[] | null> {
-  const [revoked, sessions] = await db.batch<{ id?: string; session_id?: string }>([
+  r: { teamId: string; userId: string | null; spareOwners: boolean; keyId: string; now: number },
+): Promise<{ revokedAt: number; sessions: string[] } | null> {
+  const [revoked, sessions] = await db.batch<{ revoked_at?: number; session_id?: string }>([
     db
       .prepare(
-        `UPDATE api_keys SET revoked_at = ?1 WHERE id = ?2 AND team_id = ?3 AND (?4 IS NULL OR user_id = ?4)
-            AND revoked_at IS NULL
-         RETURNING id`,
+        `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?1)
+          WHERE id = ?2 AND team_id = ?3 AND (?4 IS NULL OR user_id = ?4)
+            AND (?5 = 0 OR NOT EXISTS (SELECT 1 FROM memberships m
+                                         WHERE m.team_id = ?3 AND m.user_id = api_keys.user_id AND m.role = 'owner'))
+         RETURNING revoked_at`,
       )
-      .bind(r.now, r.keyId, r.teamId, r.userId),
+      .bind(r.now, r.keyId, r.teamId, r.userId, r.spareOwners ? 1 : 0),
     db.prepare("SELECT session_id FROM agent_session_keys WHERE key_id = ? AND team_id = ?").bind(r.keyId, r.teamId),
   ]);
-  if (!revoked?.results.length) return null;
-  return (sessions?.results ?? []).map((s) => s.session_id as string);
+  const revokedAt = revoked?.results[0]?.revoked_at;
+  if (revokedAt === undefined) return null;
+  return { revokedAt, sessions: (sessions?.results ?? []).map((s) => s.session_id as string) };
 }
 
 export async function findAgentKey(db: D1Database, keyHash: string): Promise<AgentIdentity | null> {

@@ -9,8 +9,10 @@ import { type ApprovalRow, approvalFromRow } from "./approvals";
 export async function joinAgentSession(
   db: D1Database,
   a: AgentIdentity & { sessionId: string; now: number },
-): Promise<"ok" | "forbidden"> {
-  const [owner] = await db.batch<{ owner_user_id: string }>([
+): Promise<"ok" | "forbidden" | "revoked"> {
+  // One transaction with the key check: a revocation either sees this link or is seen here,
+  // so no socket can slip in between a key's revocation and its sessions being told.
+  const [owner, , key] = await db.batch<{ owner_user_id?: string; revoked_at?: number | null }>([
     db
       .prepare(
         `INSERT INTO agent_sessions (team_id, session_id, owner_user_id, connected_at, last_seen_at)
@@ -27,7 +29,9 @@ export async function joinAgentSession(
          ON CONFLICT DO NOTHING`,
       )
       .bind(a.teamId, a.keyId, a.sessionId, a.userId),
+    db.prepare("SELECT revoked_at FROM api_keys WHERE id = ?").bind(a.keyId),
   ]);
+  if (key?.results[0]?.revoked_at !== null) return "revoked";
   return owner?.results[0]?.owner_user_id === a.userId ? "ok" : "forbidden";
 }
 

@@ -32,7 +32,10 @@ const permissionBody = requestPermissionParamsSchema.refine((p) => !depthExceeds
 });
 const waitQuery = z.object({ wait: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(0) });
 
-/** Registers the key's use of the session (its first key's user owns it); null if another user owns it. */
+/**
+ * Registers the key's use of the session (its first key's user owns it); a refusal is the
+ * response to send: 403 if another user owns the session, 401 if the key was just revoked.
+ */
 async function joinSession(c: Context<AppEnv>, sessionId: string) {
   const agent = c.get("agent");
   const now = Date.now();
@@ -40,7 +43,8 @@ async function joinSession(c: Context<AppEnv>, sessionId: string) {
     joinAgentSession(c.env.DB, { ...agent, sessionId, now }),
     getTeamPolicy(c.env.DB, agent.teamId),
   ]);
-  if (joined === "forbidden") return null;
+  if (joined === "forbidden") return { refusal: forbidden(c) };
+  if (joined === "revoked") return { refusal: badKey(c) };
   c.executionCtx.waitUntil(touchApiKey(c.env.DB, agent.keyId, now));
   return {
     gate: sessionGate(c.env, agent.teamId, sessionId),
@@ -62,7 +66,7 @@ function pollReply(c: Context, result: HttpPollResult) {
 export const agentRoutes = new Hono<AppEnv>()
   .get("/v1/agent/sessions/:sessionId", requireUpgrade, validate("param", sessionParam), requireAgentKey, async (c) => {
     const session = await joinSession(c, c.req.valid("param").sessionId);
-    if (!session) return forbidden(c);
+    if ("refusal" in session) return session.refusal;
     return session.gate.fetch(joinRequest(c.req.raw, session.join));
   })
   .post(
@@ -81,7 +85,7 @@ export const agentRoutes = new Hono<AppEnv>()
         });
       }
       const session = await joinSession(c, sessionId);
-      if (!session) return forbidden(c);
+      if ("refusal" in session) return session.refusal;
       // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
       const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
       if (result.status === 201) return c.json(result.body, 201);

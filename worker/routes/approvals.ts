@@ -4,6 +4,7 @@ import { z } from "zod";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getApprovalRecord, listApprovals } from "../db";
 import { apiError, cursorParam, nextCursor, validate } from "../http";
+import { DECIDER_ROLES } from "../roles";
 import { type DecisionResult, gateFor } from "../session-gate";
 import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
@@ -51,47 +52,60 @@ export const approvalRoutes = new Hono<AppEnv>()
     const approval = held ?? (await getApprovalRecord(c.env.DB, w.teamId, id));
     return approval ? c.json({ ...approval, delivery }) : apiError(c, 404, "not_found", notFound);
   })
-  .post(
-    "/v1/approvals/:id/decision",
-    requireRole("owner", "admin", "approver"),
-    validate("json", decisionBody),
-    async (c) => {
-      const w = c.get("web");
-      const id = c.req.param("id");
-      const gate = gateFor(c.env, id);
-      if (!gate) return apiError(c, 404, "not_found", notFound);
-      const { optionId, requestHash } = c.req.valid("json");
-      const device = c.req.header("X-Tapgate-Device")?.slice(0, 64) || "web";
-      // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
-      const result = (await gate.decide({
-        approvalId: id,
-        teamId: w.teamId,
-        userId: w.userId,
-        name: w.name,
-        role: w.role,
-        device,
-        optionId,
-        requestHash,
-      })) as unknown as DecisionResult;
-      if (result.status === 404) return apiError(c, 404, "not_found", notFound);
-      if (result.status === 400)
-        return apiError(c, 400, result.error, `option ${JSON.stringify(optionId)} was not offered`);
-      if (result.status === 403)
-        return apiError(c, 403, result.error, "team policy lets only the session's owner decide");
-      if ("error" in result) {
-        return apiError(c, 409, result.error, "the request differs from what you saw; reload it", {
-          approval: result.approval,
-        });
-      }
-      if (result.status === 409) {
-        return apiError(c, 409, "already_decided", "someone already decided this request", {
-          approval: result.approval,
-        });
-      }
-      if (result.status === 410) {
-        const message = `resolved without a human: ${result.approval.reason}`;
-        return apiError(c, 410, "already_resolved", message, { approval: result.approval });
-      }
-      return c.json(result.approval, 200);
-    },
-  );
+  .post("/v1/approvals/:id/decision", requireRole(...DECIDER_ROLES), validate("json", decisionBody), async (c) => {
+    const w = c.get("web");
+    const id = c.req.param("id");
+    const gate = gateFor(c.env, id);
+    if (!gate) return apiError(c, 404, "not_found", notFound);
+    const { optionId, requestHash } = c.req.valid("json");
+    const device = deviceName(c.req.header("X-Tapgate-Device"));
+    // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
+    const result = (await gate.decide({
+      approvalId: id,
+      teamId: w.teamId,
+      userId: w.userId,
+      name: w.name,
+      role: w.role,
+      device,
+      optionId,
+      requestHash,
+    })) as unknown as DecisionResult;
+    if (result.status === 404) return apiError(c, 404, "not_found", notFound);
+    if (result.status === 400)
+      return apiError(c, 400, result.error, `option ${JSON.stringify(optionId)} was not offered`);
+    if (result.status === 403) {
+      const why =
+        result.error === "not_session_owner"
+          ? "team policy lets only the session's owner decide"
+          : "your role may not decide";
+      return apiError(c, 403, result.error, why);
+    }
+    if ("error" in result) {
+      return apiError(c, 409, result.error, "the request differs from what you saw; reload it", {
+        approval: result.approval,
+      });
+    }
+    if (result.status === 409) {
+      return apiError(c, 409, "already_decided", "someone already decided this request", {
+        approval: result.approval,
+      });
+    }
+    if (result.status === 410) {
+      const message = `resolved without a human: ${result.approval.reason}`;
+      return apiError(c, 410, "already_resolved", message, { approval: result.approval });
+    }
+    return c.json(result.approval, 200);
+  });
+
+/**
+ * The device or surface a decision came from. Browsers only send Latin-1 header values, so the
+ * app percent-encodes the name; anything undecodable is shown as sent.
+ */
+function deviceName(header: string | undefined): string {
+  if (!header) return "web";
+  try {
+    return decodeURIComponent(header).slice(0, 64) || "web";
+  } catch {
+    return header.slice(0, 64);
+  }
+}

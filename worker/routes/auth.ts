@@ -18,7 +18,7 @@ import {
   type SignupDetails,
 } from "../db";
 import { apiError, appOrigin, validate } from "../http";
-import { deliverMail } from "../mail";
+import { afterAnswering, deliverMail } from "../mail";
 import type { AppEnv } from "../types";
 
 const LINK_TTL_MS = 15 * 60 * 1000;
@@ -47,9 +47,10 @@ export const authRoutes = new Hono<AppEnv>()
   )
   .post("/v1/auth/signin", requireSameOrigin, validate("json", signinBody), async (c) => {
     const { email } = c.req.valid("json");
-    if (await findUserByEmail(c.env.DB, email)) {
-      await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
-    }
+    await afterAnswering(c, async () => {
+      if (await findUserByEmail(c.env.DB, email))
+        await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
+    });
     return c.json({ ok: true, message: "if that address has an account, a link is on its way" }, 202);
   })
   .post("/v1/auth/link", requireSameOrigin, validate("json", linkBody), async (c) => {
@@ -77,7 +78,7 @@ export const authRoutes = new Hono<AppEnv>()
     return c.json({ ok: true });
   })
   .post("/v1/auth/signout", requireSameOrigin, requireWeb, async (c) => {
-    await endWebSession(c, c.get("web").tokenHash);
+    await endWebSession(c, c.get("web"));
     return c.json({ ok: true });
   })
   .get("/v1/me", requireWeb, (c) => {
@@ -122,10 +123,12 @@ function parkedPasskeyFor(parked: ParkedPasskey | null | undefined, browser: str
  * instead and the passkey is dropped; the answer is the same, so nothing leaks.
  */
 async function signUpByMail(c: Context<AppEnv>, details: SignupDetails, passkey: ParkedPasskey | null) {
-  const existing = await findUserByEmail(c.env.DB, details.email);
   const { email, name, team } = details;
-  if (existing) await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
-  else await sendLink(c, { purpose: "signup", email, name, team_name: team, passkey });
+  await afterAnswering(c, async () => {
+    if (await findUserByEmail(c.env.DB, email))
+      await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
+    else await sendLink(c, { purpose: "signup", email, name, team_name: team, passkey });
+  });
   return c.json({ ok: true, message: "check your email for a link" }, 202);
 }
 

@@ -48,30 +48,49 @@ export const keyRoutes = new Hono<AppEnv>()
   .delete("/v1/keys/:id", validate("param", keyParam), async (c) => {
     const w = c.get("web");
     const keyId = c.req.valid("param").id;
-    const userId = ADMIN_ROLES.includes(w.role) ? null : w.userId;
-    const revoked = await revokeKey(c.env, { teamId: w.teamId, userId, keyId, actor: `user:${w.userId}` });
+    const admin = ADMIN_ROLES.includes(w.role);
+    const revoked = await revokeKey(c.env, {
+      teamId: w.teamId,
+      userId: admin ? null : w.userId,
+      // Only owners touch owners: an admin may revoke any key but an owner's.
+      spareOwners: w.role === "admin",
+      keyId,
+      actor: `user:${w.userId}`,
+    });
     return revoked ? c.json(revoked) : apiError(c, 404, "not_found", "no such key");
   });
 
 /**
- * Revokes a live key of the team (with `userId`, only that user's), then denies its pending
- * requests (`key_revoked`) and closes its sockets in every session it opened, now rather than at
- * their next reconnect. Null when no such key.
+ * Revokes a key of the team (with `userId`, only that user's), then denies its pending requests
+ * (`key_revoked`) and closes its sockets in every session it opened, now rather than at their
+ * next reconnect. Revoking again reaches the sessions again (a gate that missed it hears it
+ * then). Null when no such key.
  */
-export async function revokeKey(env: Env, r: { teamId: string; userId: string | null; keyId: string; actor: string }) {
+export async function revokeKey(
+  env: Env,
+  r: { teamId: string; userId: string | null; spareOwners?: boolean; keyId: string; actor: string },
+) {
   const now = Date.now();
-  const sessions = await revokeApiKey(env.DB, { teamId: r.teamId, userId: r.userId, keyId: r.keyId, now });
-  if (!sessions) return null;
-  const denied = await Promise.all(
-    sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
+  const revoked = await revokeApiKey(env.DB, { ...r, spareOwners: r.spareOwners ?? false, now });
+  if (!revoked) return null;
+  // One unreachable gate must not keep the others from hearing it; D1 already refuses the key.
+  const told = await Promise.allSettled(
+    revoked.sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
   );
   await audit(env, {
     eventId: `key_revoked:${r.keyId}`,
     teamId: r.teamId,
-    at: now,
+    at: revoked.revokedAt,
     actor: r.actor,
     action: "key.revoked",
     subject: r.keyId,
   });
-  return { id: r.keyId, revokedAt: now, deniedRequests: denied.reduce((a, b) => a + b, 0) };
+  const denied = told.reduce((sum, t) => sum + (t.status === "fulfilled" ? t.value : 0), 0);
+  const unreached = told.filter((t) => t.status === "rejected").length;
+  return {
+    id: r.keyId,
+    revokedAt: revoked.revokedAt,
+    deniedRequests: denied,
+    ...(unreached ? { unreachedSessions: unreached } : {}),
+  };
 }

@@ -12,5 +12,7 @@ export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireWeb, async (
   // Browsers send Origin on WebSocket upgrades; another site's page must not ride our cookie.
   if (c.req.header("Origin") !== appOrigin(c)) return apiError(c, 403, "bad_origin", "WebSocket from another origin");
   const w = c.get("web");
-  return hubFor(c.env, w.teamId).fetch(hubJoinRequest(c.req.raw, { teamId: w.teamId, userId: w.userId, role: w.role }));
+  return hubFor(c.env, w.teamId).fetch(
+    hubJoinRequest(c.req.raw, { teamId: w.teamId, userId: w.userId, tokenHash: w.tokenHash }),
+  );
 });

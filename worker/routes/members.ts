@@ -6,7 +6,7 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { forgetWebSession, requireRole, requireSameOrigin, requireWeb } from "../auth";
-import { newId, randomToken, sha256Hex } from "../crypto";
+import { newId, randomBase62, randomToken, sha256Hex } from "../crypto";
 import {
   acceptInvite,
   audit,
@@ -162,7 +162,7 @@ export const memberRoutes = new Hono<AppEnv>()
       const now = Date.now();
       await membersChanged(c.env, w.teamId);
       await audit(c.env, {
-        eventId: `member_role:${w.teamId}:${target.userId}:${now}`,
+        eventId: `member_role:${w.teamId}:${target.userId}:${now}:${randomBase62(8)}`,
         teamId: w.teamId,
         at: now,
         actor: `user:${w.userId}`,

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { forgetWebSession, requireSameOrigin, requireWeb } from "../auth";
 import { createTeam, listMyTeams, switchWebSession } from "../db";
 import { apiError, validate } from "../http";
+import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
 const createBody = z.object({ name: z.string().trim().min(1).max(100) });
@@ -36,6 +37,9 @@ export const teamRoutes = new Hono<AppEnv>()
 export async function switchTo(c: Context<AppEnv>, teamId: string): Promise<boolean> {
   const w = c.get("web");
   const switched = await switchWebSession(c.env.DB, { tokenHash: w.tokenHash, userId: w.userId, teamId });
-  if (switched) forgetWebSession(w.tokenHash);
-  return switched;
+  if (!switched) return false;
+  forgetWebSession(w.tokenHash);
+  // The old team's feed must stop; the app opens the new team's.
+  await hubFor(c.env, w.teamId).closeWebSession(w.tokenHash);
+  return true;
 }

@@ -12,6 +12,7 @@ import {
   METHODS,
   type RequestPermissionParams,
   type RequestPermissionResponse,
+  RPC_ERROR,
   requestPermissionResponseSchema,
 } from "../protocol.js";
 import { isRecord, offeredOptions } from "../wire.js";
@@ -103,6 +104,14 @@ export class AcpProxy {
   }
 
   #intercept(id: unknown, params: unknown): void {
+    if (this.#asks.has(idKey(id))) {
+      // Two requests with one id could only ever get one answer between them: refuse the second.
+      writeMessage(this.#toAgent, {
+        id,
+        error: { code: RPC_ERROR.invalidRequest, message: "this id is already pending" },
+      });
+      return;
+    }
     const ask: Ask = {
       id,
       params: params as RequestPermissionParams,

@@ -69,13 +69,32 @@ export const toolKind = (toolName: string): ToolKind => KIND_BY_TOOL[toolName] ?
 
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
 
-/** Whitespace collapsed and cut at 80 code points, so a multi-line command still fits a card title. */
+/**
+ * Whitespace collapsed and cut at 80 code points. The title may reach a lock screen, so it never
+ * carries what tends to hold secrets: a command keeps only its program, a URL only its host
+ * (the card shows the full input).
+ */
 export function summarize(toolName: string, input: Record<string, unknown>): string {
   const field = SUMMARY_FIELD[toolName];
   const raw = (field ? str(input[field]) : undefined) ?? Object.values(input).find((v) => typeof v === "string");
-  const text = (str(raw) ?? "").replace(/\s+/g, " ").trim();
+  const text = withoutArguments(toolName, (str(raw) ?? "").replace(/\s+/g, " ").trim());
   const chars = Array.from(text);
   return chars.length > SUMMARY_CHARS ? `${chars.slice(0, SUMMARY_CHARS - 1).join("")}…` : text;
+}
+
+function withoutArguments(toolName: string, text: string): string {
+  if (toolName === "Bash") {
+    const [program = "", ...rest] = text.split(" ");
+    return rest.length > 0 ? `${program} …` : program;
+  }
+  if (toolName === "WebFetch") {
+    try {
+      return new URL(text).host;
+    } catch {
+      return "";
+    }
+  }
+  return text;
 }
 
 export function title(toolName: string, input: Record<string, unknown>): string {

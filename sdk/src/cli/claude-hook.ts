@@ -59,6 +59,13 @@ export async function main(args: string[]): Promise<number> {
 async function decide(input: unknown, args: string[]): Promise<HookDecision> {
   const timeout = parseTimeout(args, process.env.TAPGATE_HOOK_TIMEOUT);
   if (typeof timeout === "string") return deny(`Tapgate: ${timeout}`);
+  if (timeout > CLAUDE_DEFAULT_TIMEOUT_S - 10) {
+    // Killed by Claude Code, the hook would decide nothing and Claude's own permission mode would.
+    process.stderr.write(
+      `tapgate claude-hook: waiting ${timeout} s; Claude Code kills hooks after ${CLAUDE_DEFAULT_TIMEOUT_S} s unless ` +
+        `the hook's "timeout" in settings.json is set higher — set it above ${timeout}\n`,
+    );
+  }
   if (input === undefined) return deny("Tapgate: the hook input on stdin is not JSON");
   const parsed = hookInputSchema.safeParse(input);
   if (!parsed.success) {
@@ -136,6 +143,9 @@ export function denyReason(meta: TapgateAnswerMeta, waitedMs: number): string {
 }
 
 /** Seconds from `--timeout N` / `--timeout=N`, else the env, else the default; a string is the problem. */
+/** Claude Code's default hook timeout. */
+const CLAUDE_DEFAULT_TIMEOUT_S = 600;
+
 export function parseTimeout(args: string[], env: string | undefined): number | string {
   let value = env || undefined;
   for (let i = 0; i < args.length; i++) {

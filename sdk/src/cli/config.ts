@@ -52,8 +52,16 @@ export function deleteConfig(env: NodeJS.ProcessEnv = process.env): void {
  */
 export function credentials(env: NodeJS.ProcessEnv = process.env): { url: string; apiKey: string | undefined } {
   const stored = readConfig(env);
-  return {
-    url: env.TAPGATE_URL || stored?.url || DEFAULT_URL,
-    apiKey: env.TAPGATE_API_KEY || stored?.apiKey,
-  };
+  const url = env.TAPGATE_URL || stored?.url || DEFAULT_URL;
+  if (env.TAPGATE_API_KEY) return { url, apiKey: env.TAPGATE_API_KEY };
+  // A stored key goes only to the server that issued it, never to whatever TAPGATE_URL says.
+  return { url, apiKey: stored && sameServer(stored.url, url) ? stored.apiKey : undefined };
+}
+
+function sameServer(a: string, b: string): boolean {
+  try {
+    return new URL(a).origin === new URL(b).origin;
+  } catch {
+    return false;
+  }
 }
