@@ -2,6 +2,7 @@
  * The audit log's hash chain (pure functions): each entry commits to its team's previous entry,
  * so editing, removing or reordering a stored row breaks every link after it.
  */
+import { parseJson } from "../sdk/src/protocol";
 import { canonicalJson, sha256Hex } from "./crypto";
 
 export const GENESIS_HASH = "0".repeat(64);
@@ -93,13 +94,5 @@ export class ChainVerifier {
     }
     this.expectedPrev = row.hash;
     return true;
-  }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

@@ -1,8 +1,10 @@
 /** Small HTTP helpers shared by the routes: precise errors and schema validation at the edge. */
+
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { validator } from "hono/validator";
 import { z } from "zod";
+import { parseJson } from "../sdk/src/protocol";
 import type { AppEnv } from "./types";
 
 export function apiError(c: Context, status: ContentfulStatusCode, error: string, message: string, extra?: object) {
@@ -41,7 +43,7 @@ export const cursorParam = z
   .string()
   .max(300)
   .transform((s, ctx) => {
-    const parsed = pageCursorSchema.safeParse(safeJson(Buffer.from(s, "base64url").toString()));
+    const parsed = pageCursorSchema.safeParse(parseJson(Buffer.from(s, "base64url").toString()));
     if (parsed.success) return parsed.data;
     ctx.addIssue({ code: "custom", message: "invalid cursor" });
     return z.NEVER;
@@ -51,12 +53,4 @@ export const cursorParam = z
 export function nextCursor(rows: PageCursor[], limit: number): string | null {
   const last = rows.length === limit ? rows[rows.length - 1] : undefined;
   return last ? Buffer.from(JSON.stringify({ createdAt: last.createdAt, id: last.id })).toString("base64url") : null;
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
 }

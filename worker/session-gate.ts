@@ -39,6 +39,7 @@ import {
   socketTag,
 } from "./gate-socket";
 import { migrate, type PendingRow, type SessionMeta, type StoredRow } from "./gate-storage";
+import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "./object-sockets";
 import { offeredOptions, requestLifetimeMs, type TeamPolicy } from "./policy";
 import { DECIDER_ROLES } from "./roles";
 import { type ApprovalNews, hubFor } from "./team-hub";
@@ -101,12 +102,7 @@ const EMPTY_INFO: SessionInfo = { title: null, agent: null, host: null, cwd: nul
 const APPROVAL_ID_PATTERN = /^apr_([0-9a-f]{64})_[0-9A-Za-z]{22}$/;
 
 export function joinRequest(request: Request, join: GateJoin): Request {
-  const headers = new Headers({ Upgrade: "websocket", [IDENTITY_HEADER]: JSON.stringify(join) });
-  for (const name of ["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol"]) {
-    const value = request.headers.get(name);
-    if (value) headers.set(name, value);
-  }
-  return new Request(request.url, { headers });
+  return objectUpgrade(request, IDENTITY_HEADER, join);
 }
 
 /** The SessionGate of an agent session. */
@@ -156,11 +152,8 @@ export class SessionGate extends DurableObject<Env> {
   // ── sockets ──────────────────────────────────────────────────────────────
 
   override async fetch(request: Request): Promise<Response> {
-    const joinHeader = request.headers.get(IDENTITY_HEADER);
-    if (request.headers.get("Upgrade") !== "websocket" || !joinHeader) {
-      return new Response("expected a WebSocket upgrade from the Worker", { status: 400 });
-    }
-    const join = JSON.parse(joinHeader) as GateJoin;
+    const join = upgradeIdentity<GateJoin>(request, IDENTITY_HEADER);
+    if (!join) return new Response("expected a WebSocket upgrade from the Worker", { status: 400 });
     if (!this.join(join)) {
       return Response.json({ error: "key_revoked", message: "this API key was revoked" }, { status: 401 });
     }
@@ -204,11 +197,7 @@ export class SessionGate extends DurableObject<Env> {
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
     this.dropSocket(ws, "agent_disconnected");
-    try {
-      ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
-    } catch {
-      // Already closed: nothing to reciprocate.
-    }
+    reciprocateClose(ws, code, reason);
   }
 
   override async webSocketError(ws: WebSocket): Promise<void> {
@@ -773,14 +762,6 @@ function send(ws: WebSocket, message: unknown): void {
     ws.send(JSON.stringify(message));
   } catch {
     // The socket is closing; its close handler resolves what it held.
-  }
-}
-
-function closeQuietly(ws: WebSocket, code: number, reason: string): void {
-  try {
-    ws.close(code, reason);
-  } catch {
-    // Already closed.
   }
 }
 

@@ -17,6 +17,7 @@ import {
   type VersionedPolicy,
   writtenEventIds,
 } from "./db";
+import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "./object-sockets";
 import { type PushPayload, type PushSubscription, pushTopic, sendPush, type VapidKeys } from "./push";
 import { DECIDER_ROLES } from "./roles";
 import type { Env, Role, SessionInfo } from "./types";
@@ -102,12 +103,7 @@ const AUDIT_ATTEMPTS = 3;
 const EVENT_ID_PAGE = 90;
 
 export function hubJoinRequest(request: Request, join: HubJoin): Request {
-  const headers = new Headers({ Upgrade: "websocket", [JOIN_HEADER]: JSON.stringify(join) });
-  for (const name of ["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol"]) {
-    const value = request.headers.get(name);
-    if (value) headers.set(name, value);
-  }
-  return new Request(request.url, { headers });
+  return objectUpgrade(request, JOIN_HEADER, join);
 }
 
 export const hubFor = (env: Env, teamId: string) => env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
@@ -142,11 +138,8 @@ export class TeamHub extends DurableObject<Env> {
   // ── the live feed ────────────────────────────────────────────────────────
 
   override async fetch(request: Request): Promise<Response> {
-    const joinHeader = request.headers.get(JOIN_HEADER);
-    if (request.headers.get("Upgrade") !== "websocket" || !joinHeader) {
-      return new Response("expected a WebSocket upgrade from the Worker", { status: 400 });
-    }
-    const join = JSON.parse(joinHeader) as HubJoin;
+    const join = upgradeIdentity<HubJoin>(request, JOIN_HEADER);
+    if (!join) return new Response("expected a WebSocket upgrade from the Worker", { status: 400 });
     this.adopt(join.teamId);
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [`user:${join.userId}`, `web:${join.tokenHash}`]);
@@ -159,11 +152,7 @@ export class TeamHub extends DurableObject<Env> {
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
-    try {
-      ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
-    } catch {
-      // Already closed.
-    }
+    reciprocateClose(ws, code, reason);
   }
 
   /** Ends a member's live sockets (sign-out everywhere, removal from the team). */
@@ -177,13 +166,7 @@ export class TeamHub extends DurableObject<Env> {
   }
 
   private closeTagged(tag: string): void {
-    for (const ws of this.ctx.getWebSockets(tag)) {
-      try {
-        ws.close(4003, "signed out");
-      } catch {
-        // Already closing.
-      }
-    }
+    for (const ws of this.ctx.getWebSockets(tag)) closeQuietly(ws, 4003, "signed out");
   }
 
   private broadcast(type: "approval" | "resolved", approvalId: string): void {

@@ -158,7 +158,10 @@ async function denyFromNotification(id, url) {
     const device = await thisDevice();
     const res = await fetch(`${path}/decision`, {
       method: "POST",
-      headers: { "Content-Type": "application/json", "X-Tapgate-Device": encodeURIComponent(device ? device.name : "notification") },
+      headers: {
+        "Content-Type": "application/json",
+        "X-Tapgate-Device": encodeURIComponent(device ? device.name : "notification"),
+      },
       body: JSON.stringify({ optionId: reject.optionId, requestHash: approval.requestHash }),
     });
     if (res.ok) return;

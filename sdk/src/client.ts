@@ -6,11 +6,13 @@ import type { Socket } from "node:net";
 import { hostname } from "node:os";
 import WebSocket, { type RawData } from "ws";
 import {
+  CANCELLED_ANSWER,
   failClosedAnswer,
   HEARTBEAT_INTERVAL_MS,
   type HelloParams,
   helloParamsSchema,
   METHODS,
+  parseJson,
   type RequestPermissionParams,
   type RequestPermissionResponse,
   requestPermissionParamsSchema,
@@ -20,6 +22,7 @@ import {
   sessionUpdateParamsSchema,
 } from "./protocol.js";
 import {
+  agentOptionsOf,
   type ConnectConfig,
   type Connection,
   connect,
@@ -28,8 +31,6 @@ import {
   encodeFrame,
   isRecord,
   type OptionRef,
-  offeredOptions,
-  parseJson,
   TapgateError,
   toWebSocketBase,
   withTimeoutMeta,
@@ -67,7 +68,6 @@ export interface RequestPermissionOptions {
   timeoutMs?: number;
 }
 
-const CANCELLED: RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 10_000;
 /** The gate's own expiry should answer first; this margin only covers a gate that never answers. */
@@ -186,8 +186,8 @@ export class GateSession {
     params: RequestPermissionParams,
     opts: RequestPermissionOptions = {},
   ): Promise<RequestPermissionResponse> {
-    if (opts.signal?.aborted) return Promise.resolve(CANCELLED);
-    const options = offeredOptions(params);
+    if (opts.signal?.aborted) return Promise.resolve(CANCELLED_ANSWER);
+    const options = agentOptionsOf(params);
     const denied = failClosedAnswer(options);
     const id = this.#nextId++;
     const frame = this.#encodeRequest(id, params, opts.timeoutMs);
@@ -237,7 +237,7 @@ export class GateSession {
     denied: RequestPermissionResponse,
     { signal, timeoutMs }: RequestPermissionOptions,
   ): void {
-    const onAbort = () => this.#abandon(id, CANCELLED);
+    const onAbort = () => this.#abandon(id, CANCELLED_ANSWER);
     const localMs = Math.min((timeoutMs ?? 0) + LOCAL_TIMEOUT_GRACE_MS, MAX_TIMER_MS);
     const timer = timeoutMs === undefined ? undefined : setTimeout(() => this.#abandon(id, denied), localMs);
     signal?.addEventListener("abort", onAbort, { once: true });

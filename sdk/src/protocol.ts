@@ -78,7 +78,9 @@ export const toolCallUpdateSchema = z.looseObject({
   kind: toolKindSchema.nullish(),
   status: z.enum(["pending", "in_progress", "completed", "failed"]).nullish(),
   content: z.array(z.looseObject({ type: z.string() })).nullish(),
-  locations: z.array(z.looseObject({ path: z.string().max(4096), line: z.number().int().nonnegative().nullish() })).nullish(),
+  locations: z
+    .array(z.looseObject({ path: z.string().max(4096), line: z.number().int().nonnegative().nullish() }))
+    .nullish(),
   rawInput: z.unknown().optional(),
   rawOutput: z.unknown().optional(),
   _meta: metaSchema,
@@ -157,6 +159,9 @@ export const tapgateMetaSchema = z.object({
     .optional(),
 });
 
+/** The ACP answer for a withdrawn request. */
+export const CANCELLED_ANSWER: RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
+
 /**
  * The answer given without a human decision (expiry, revocation, shutdown, any error):
  * the first `reject_once` option if one was offered, otherwise `cancelled`.
@@ -180,4 +185,13 @@ export interface RpcError {
   code: number;
   message: string;
   data?: unknown;
+}
+
+/** `undefined` for text that is not JSON (JSON itself cannot encode `undefined`). */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -2,9 +2,10 @@
  * The bytes on the wire: opening one agent socket (every way that can fail turned into an actionable
  * error) and encoding frames the gate will accept.
  */
+
 import type { Socket } from "node:net";
 import WebSocket from "ws";
-import { LIMITS, type RequestPermissionParams, tapgateMetaSchema } from "./protocol.js";
+import { LIMITS, parseJson, type RequestPermissionParams, tapgateMetaSchema } from "./protocol.js";
 
 export type TapgateErrorCode =
   | "no_api_key"
@@ -124,15 +125,6 @@ export function toWebSocketBase(url: string): string {
   return parsed.toString().replace(/\/+$/, "");
 }
 
-/** `undefined` for text that is not JSON (JSON itself cannot encode `undefined`). */
-export function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -147,7 +139,7 @@ export function withTimeoutMeta(params: RequestPermissionParams, timeoutMs: numb
 }
 
 /** Tolerates invalid params, so even a request refused locally can select the reject it offered. */
-export function offeredOptions(params: unknown): OptionRef[] {
+export function agentOptionsOf(params: unknown): OptionRef[] {
   const options = isRecord(params) && Array.isArray(params.options) ? params.options : [];
   return options.filter(
     (o): o is OptionRef => isRecord(o) && typeof o.optionId === "string" && typeof o.kind === "string",

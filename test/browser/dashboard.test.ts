@@ -31,6 +31,9 @@ import {
   unique,
 } from "./harness";
 
+/** Waits on a condition, long enough for a loaded machine: `wrangler dev` and three Chromium contexts. */
+const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 15_000, interval: 50 });
+
 const OPTIONS: Array<{ optionId: string; name: string; kind: "allow_once" | "reject_once" }> = [
   { optionId: "allow", name: "Allow once", kind: "allow_once" },
   { optionId: "deny", name: "Deny", kind: "reject_once" },
@@ -81,7 +84,7 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     await owner.getByTestId("invite-create").click();
     const created = owner.getByTestId("invite-created");
     await created.waitFor();
-    await expect.poll(() => created.textContent()).toContain(`new ${role}`);
+    await poll(() => created.textContent()).toContain(`new ${role}`);
     const url = await owner.getByTestId("invite-url").inputValue();
     expect(url).toMatch(new RegExp(`^${app.origin}/invite\\?token=[A-Za-z0-9_-]{43}$`));
     return url;
@@ -167,7 +170,7 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     // Every view's live feed is up (the boards' dot, the phone's "Connecting…" banner gone)…
     await owner.locator(".live-dot.live-live").waitFor();
     await approver.locator(".live-dot.live-live").waitFor();
-    await expect.poll(() => phone.getByTestId("reconnecting-banner").count()).toBe(0);
+    await poll(() => phone.getByTestId("reconnecting-banner").count()).toBe(0);
     // …and a reload would lose these marks: the rows must arrive over that feed.
     for (const page of [owner, approver, phone]) await markPage(page);
 
@@ -219,7 +222,7 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
       // Grouped by session: one group per agent session.
       await page.getByTestId(`board-group-${editSessionId}`).waitFor();
       await page.getByTestId(`board-group-${shellSessionId}`).waitFor();
-      await expect.poll(() => page.getByTestId("board-summary").textContent()).toBe("2 waiting across 2 sessions");
+      await poll(() => page.getByTestId("board-summary").textContent()).toBe("2 waiting across 2 sessions");
       const text = (await row(page, editApproval.id).textContent()) ?? "";
       for (const s of ["Edit src/main.ts", "Make the port configurable", "claude-code 2.1", "ada-laptop"]) {
         expect(text).toContain(s);
@@ -229,7 +232,7 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     expect(await row(owner, editApproval.id).getByTestId("board-member").textContent()).toBe("You");
     expect(await row(approver, editApproval.id).getByTestId("board-member").textContent()).toBe("Ada");
     // No push device yet: the delivery column says so (once it has read the card).
-    await expect.poll(() => row(owner, editApproval.id).getByTestId("board-delivery").textContent()).toBe("no devices");
+    await poll(() => row(owner, editApproval.id).getByTestId("board-delivery").textContent()).toBe("no devices");
 
     await phone.getByTestId(`pending-row-${editApproval.id}`).waitFor();
     await phone.getByTestId(`pending-row-${shellApproval.id}`).waitFor();
@@ -268,11 +271,11 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
 
   it("both dashboards and the owner's phone drop the decided row live; the other request stays", async () => {
     for (const page of [owner, approver]) {
-      await expect.poll(() => row(page, editApproval.id).count()).toBe(0);
-      await expect.poll(() => page.getByTestId("board-summary").textContent()).toBe("1 waiting across 1 session");
+      await poll(() => row(page, editApproval.id).count()).toBe(0);
+      await poll(() => page.getByTestId("board-summary").textContent()).toBe("1 waiting across 1 session");
       expect(await row(page, shellApproval.id).count()).toBe(1);
     }
-    await expect.poll(() => phone.getByTestId(`pending-row-${editApproval.id}`).count()).toBe(0);
+    await poll(() => phone.getByTestId(`pending-row-${editApproval.id}`).count()).toBe(0);
     expect(await phone.getByTestId(`pending-row-${shellApproval.id}`).count()).toBe(1);
     for (const page of [owner, approver, phone]) expect(await stillSamePage(page)).toBe(true);
   });
@@ -344,9 +347,9 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     expect(await shellAnswer).toMatchObject({ outcome: { outcome: "selected", optionId: "deny" } });
     await panel.getByTestId("outcome").waitFor();
     // The viewer's open card and board follow live too.
-    await expect.poll(() => row(viewer, shellApproval.id).count()).toBe(0);
+    await poll(() => row(viewer, shellApproval.id).count()).toBe(0);
     await viewer.getByTestId("board-panel").getByTestId("outcome").waitFor();
-    await expect.poll(() => phone.getByTestId(`pending-row-${shellApproval.id}`).count()).toBe(0);
+    await poll(() => phone.getByTestId(`pending-row-${shellApproval.id}`).count()).toBe(0);
     await phone.getByTestId("pending-empty").waitFor();
 
     await historyItem(shellApproval.id); // Stats reads D1 once, when it opens
@@ -354,7 +357,7 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     await owner.getByTestId("screen-stats").waitFor();
     const chart = owner.getByTestId("stats-chart");
     await chart.waitFor();
-    await expect.poll(() => owner.getByTestId("kpi-total").locator(".kpi-value").textContent()).toBe("2");
+    await poll(() => owner.getByTestId("kpi-total").locator(".kpi-value").textContent()).toBe("2");
     expect(await owner.getByTestId("kpi-allowed").locator(".kpi-value").textContent()).toBe("50 %");
     expect(await owner.getByTestId("kpi-allowed").locator(".kpi-note").textContent()).toBe("1 request");
     expect(await owner.getByTestId("latency-p50").locator(".kpi-value").textContent()).not.toBe("—");

@@ -3,7 +3,8 @@
  * original bytes, so whatever it does not handle reaches the other side exactly as it was written.
  */
 import type { Readable, Writable } from "node:stream";
-import { isRecord, parseJson } from "../wire.js";
+import { parseJson } from "../protocol.js";
+import { isRecord } from "../wire.js";
 
 export type Message =
   | { kind: "request"; id: unknown; method: string; params: unknown }

@@ -8,6 +8,7 @@ import { basename } from "node:path";
 import type { Writable } from "node:stream";
 import type { SessionMeta, Tapgate } from "../client.js";
 import {
+  CANCELLED_ANSWER,
   failClosedAnswer,
   METHODS,
   type RequestPermissionParams,
@@ -15,7 +16,7 @@ import {
   RPC_ERROR,
   requestPermissionResponseSchema,
 } from "../protocol.js";
-import { isRecord, offeredOptions } from "../wire.js";
+import { agentOptionsOf, isRecord } from "../wire.js";
 import { classify, idKey, type Message, writeLine, writeMessage } from "./ndjson.js";
 import { type GateSessions, sessionsOf } from "./sessions.js";
 
@@ -43,8 +44,6 @@ interface Ask {
   gateDown?: boolean;
   done?: boolean;
 }
-
-const CANCELLED: RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
 
 export class AcpProxy {
   readonly #opts: ProxyOptions;
@@ -136,7 +135,7 @@ export class AcpProxy {
     if (ask.done) return;
     if (answer) this.#settle(ask, answer, "gate");
     else if (ask.editorId && !this.#agentGone) ask.gateDown = true;
-    else this.#settle(ask, failClosedAnswer(offeredOptions(ask.params)), "gate");
+    else this.#settle(ask, failClosedAnswer(agentOptionsOf(ask.params)), "gate");
   }
 
   #editorAnswered(msg: Extract<Message, { kind: "response" }>): boolean {
@@ -152,7 +151,7 @@ export class AcpProxy {
     this.#offered.delete(msg.id);
     ask.editorId = undefined;
     this.#opts.log("the editor could not answer a permission request; Tapgate decides it alone");
-    if (ask.gateDown) this.#settle(ask, failClosedAnswer(offeredOptions(ask.params)), "gate");
+    if (ask.gateDown) this.#settle(ask, failClosedAnswer(agentOptionsOf(ask.params)), "gate");
     return true;
   }
 
@@ -161,21 +160,22 @@ export class AcpProxy {
     if (msg.error !== undefined || !parsed.success) return undefined;
     const { outcome } = parsed.data;
     if (outcome.outcome === "cancelled") return parsed.data;
-    return offeredOptions(ask.params).some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
+    return agentOptionsOf(ask.params).some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
   }
 
   /** The agent gave up on a request: the card closes, and the agent still gets its one answer. */
   #agentWithdrew(params: unknown): boolean {
     const ask = isRecord(params) ? this.#asks.get(idKey(params.requestId)) : undefined;
     if (!ask) return false;
-    this.#settle(ask, CANCELLED, "cancel");
+    this.#settle(ask, CANCELLED_ANSWER, "cancel");
     return true;
   }
 
   /** ACP: the client answers every pending permission request of a cancelled session `cancelled`. */
   #cancelSession(params: unknown): void {
     const sessionId = isRecord(params) ? params.sessionId : undefined;
-    for (const ask of [...this.#asks.values()]) if (ask.sessionId === sessionId) this.#settle(ask, CANCELLED, "cancel");
+    for (const ask of [...this.#asks.values()])
+      if (ask.sessionId === sessionId) this.#settle(ask, CANCELLED_ANSWER, "cancel");
   }
 
   /** Exactly one answer per request; whoever did not give it is withdrawn. */

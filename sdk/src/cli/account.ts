@@ -2,7 +2,8 @@
  * What `tapgate login`, `status` and `logout` share: JSON calls to the server, with failures a
  * person can act on, and safe printing of what the server says.
  */
-import { isRecord, parseJson } from "../wire.js";
+import { parseJson } from "../protocol.js";
+import { isRecord } from "../wire.js";
 
 const TIMEOUT_MS = 10_000;
 

@@ -5,6 +5,7 @@
  * Claude reads it; only when the event itself is unknown does it exit 2, which Claude also treats
  * as a block.
  */
+
 import { randomUUID } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import {
@@ -20,7 +21,7 @@ import {
   toPermissionRequest,
 } from "../claude/hook.js";
 import { type LogLevel, Tapgate } from "../client.js";
-import { type TapgateAnswerMeta, tapgateAnswerMeta } from "../protocol.js";
+import { parseJson, type TapgateAnswerMeta, tapgateAnswerMeta } from "../protocol.js";
 import { credentials } from "./config.js";
 
 /** Below Claude Code's 600 s default hook timeout, so Claude always gets our answer, not a killed hook. */
@@ -163,14 +164,6 @@ export function parseTimeout(args: string[], env: string | undefined): number | 
 function eventOf(input: unknown): HookEvent | undefined {
   const name = input && typeof input === "object" ? (input as Record<string, unknown>).hook_event_name : undefined;
   return HOOK_EVENTS.find((e) => e === name);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 const readExisting: ReadExisting = (path) => {
