@@ -93,6 +93,7 @@ export interface Resolution {
 
 const IDENTITY_HEADER = "x-tapgate-join";
 const OUTBOX_RETRY_MS = 5_000;
+const OUTBOX_RETRY_MAX_MS = 5 * 60_000;
 const KEPT_TOOL_CALLS = 256;
 const PUSHES_PER_WINDOW = 10;
 const PUSH_WINDOW_MS = 10 * 60 * 1000;
@@ -128,6 +129,8 @@ export class SessionGate extends DurableObject<Env> {
   private flushing: Promise<void> | null = null;
   /** The alarm this instance set; unknown (null) after a restart, so the first schedule sets one. */
   private alarmAt: number | null = null;
+  /** How long the outbox waits before its next try; doubles while D1 keeps failing. */
+  private outboxRetryMs = OUTBOX_RETRY_MS;
   private flushAgain = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -327,30 +330,14 @@ export class SessionGate extends DurableObject<Env> {
       return { refused: "too_many_pending", message };
     }
 
-    const known = this.toolCall(params.toolCall.toolCallId);
-    const snapshot = {
-      toolCall: { ...known, ...withoutNullish(params.toolCall), toolCallId: params.toolCall.toolCallId },
-      session: meta.info,
-      ...(params._meta ? { meta: params._meta } : {}),
-    };
-    const approval: Approval = {
+    const approval = newApproval({
       id: `apr_${this.ctx.id.toString()}_${randomBase62(22)}`,
-      sessionId: meta.sessionId,
-      state: "pending",
-      reason: null,
-      snapshot,
-      options: offeredOptions(params.options, meta.policy).map(({ optionId, name, kind }) => ({
-        optionId,
-        name,
-        kind,
-      })),
-      requestHash: sha256Hex(canonicalJson(snapshot)),
-      createdAt: now,
-      expiresAt: now + requestLifetimeMs(meta.policy, ask.data.timeoutMs),
-      resolvedAt: null,
-      optionId: null,
-      decidedBy: null,
-    };
+      meta,
+      params,
+      knownToolCall: this.toolCall(params.toolCall.toolCallId),
+      lifetimeMs: requestLifetimeMs(meta.policy, ask.data.timeoutMs),
+      now,
+    });
     this.sql.exec(
       `INSERT INTO approvals (id, rpc_id, socket_id, key_id, state, expires_at, lease_until, agent_options, record)
        VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
@@ -590,7 +577,7 @@ export class SessionGate extends DurableObject<Env> {
       .one();
     const candidates = [due.expiry, due.lease].filter((at) => at !== null);
     if (due.socketHeld > 0) candidates.push(Date.now() + HEARTBEAT_INTERVAL_MS);
-    if (this.outboxSize() > 0) candidates.push(Date.now() + OUTBOX_RETRY_MS);
+    if (this.outboxSize() > 0) candidates.push(Date.now() + this.outboxRetryMs);
     if (candidates.length === 0) return;
     const at = Math.min(...candidates);
     // An alarm that fires early just reschedules, so only ever move it earlier: one storage
@@ -632,7 +619,14 @@ export class SessionGate extends DurableObject<Env> {
         const rows = this.sql.exec("SELECT seq, op FROM outbox ORDER BY seq LIMIT 50").toArray();
         if (rows.length === 0) break;
         const ops = rows.map((r) => JSON.parse(r.op as string) as OutboxOp);
-        await Promise.all([this.writeIndex(ops), this.writeAudit(ops)]);
+        try {
+          await Promise.all([this.writeIndex(ops), this.writeAudit(ops)]);
+        } catch (error) {
+          // Keep the rows, and back off: a long D1 outage must not wake the object every 5 s.
+          this.outboxRetryMs = Math.min(this.outboxRetryMs * 2, OUTBOX_RETRY_MAX_MS);
+          throw error;
+        }
+        this.outboxRetryMs = OUTBOX_RETRY_MS;
         this.sql.exec("DELETE FROM outbox WHERE seq <= ?", rows[rows.length - 1]?.seq as number);
         if (rows.length === 50) this.flushAgain = true;
       } while (this.flushAgain);
@@ -743,6 +737,44 @@ export class SessionGate extends DurableObject<Env> {
   private pendingCount(): number {
     return this.sql.exec("SELECT COUNT(*) AS n FROM approvals WHERE state = 'pending'").one().n as number;
   }
+}
+
+/**
+ * A new pending approval: the snapshot humans see (the request over what `session/update` told
+ * about its tool call), hashed, with the options the team's policy lets humans pick.
+ */
+function newApproval(a: {
+  id: string;
+  meta: SessionMeta;
+  params: RequestPermissionParams;
+  knownToolCall: Record<string, unknown>;
+  lifetimeMs: number;
+  now: number;
+}): Approval {
+  const { toolCall } = a.params;
+  const snapshot = {
+    toolCall: { ...a.knownToolCall, ...withoutNullish(toolCall), toolCallId: toolCall.toolCallId },
+    session: a.meta.info,
+    ...(a.params._meta ? { meta: a.params._meta } : {}),
+  };
+  return {
+    id: a.id,
+    sessionId: a.meta.sessionId,
+    state: "pending",
+    reason: null,
+    snapshot,
+    options: offeredOptions(a.params.options, a.meta.policy).map(({ optionId, name, kind }) => ({
+      optionId,
+      name,
+      kind,
+    })),
+    requestHash: sha256Hex(canonicalJson(snapshot)),
+    createdAt: a.now,
+    expiresAt: a.now + a.lifetimeMs,
+    resolvedAt: null,
+    optionId: null,
+    decidedBy: null,
+  };
 }
 
 function auditOp(meta: SessionMeta, a: Approval, actor: string, action: string, at: number): OutboxOp {
