@@ -7,7 +7,7 @@
  * so a policy change reaches them.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Approval } from "../sdk/src/approval";
+import type { Approval, Delivery } from "../sdk/src/approval";
 import { type AuditEvent, chainEvents } from "./audit-chain";
 import {
   deleteDevice,
@@ -37,16 +37,6 @@ export interface HubDevice {
   endpoint: string;
   p256dh: string;
   auth: string;
-}
-
-export interface Delivery {
-  deviceId: string;
-  deviceName: string;
-  userId: string;
-  sentAt: number | null;
-  deliveredAt: number | null;
-  seenAt: number | null;
-  failedAt: number | null;
 }
 
 /** What a SessionGate reports about a new request. */

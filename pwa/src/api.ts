@@ -5,20 +5,9 @@ import type {
   PublicKeyCredentialRequestOptionsJSON,
   RegistrationResponseJSON,
 } from "@simplewebauthn/browser";
-import type { Approval } from "../../sdk/src/approval";
+import type { Approval, Delivery } from "../../sdk/src/approval";
 
-export type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/approval";
-
-/** Per-device push delivery, as `GET /v1/approvals/:id` and the live feed report it. */
-export interface Delivery {
-  deviceId: string;
-  deviceName: string;
-  userId: string;
-  sentAt: number | null;
-  deliveredAt: number | null;
-  seenAt: number | null;
-  failedAt?: number | null;
-}
+export type { Approval, ApprovalState, Delivery, ResolutionReason } from "../../sdk/src/approval";
 
 /** The approval plus what the card and live feed add to it. */
 export type ApprovalView = Approval & {

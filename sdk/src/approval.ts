@@ -22,6 +22,17 @@ export interface DecidedBy {
   device: string;
 }
 
+/** Per-device push delivery of an approval, as `GET /v1/approvals/:id` and the live feed report it. */
+export interface Delivery {
+  deviceId: string;
+  deviceName: string;
+  userId: string;
+  sentAt: number | null;
+  deliveredAt: number | null;
+  seenAt: number | null;
+  failedAt: number | null;
+}
+
 /** The approval as the human API returns it (DESIGN.md, "Human API"). */
 export interface Approval {
   id: string;

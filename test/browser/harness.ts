@@ -4,6 +4,7 @@
  * virtual passkey authenticator (CDP WebAuthn), a stand-in for the push service's subscribe
  * (the one thing that lives outside this machine), and CDP push delivery to the service worker.
  */
+
 import { createECDH, randomBytes } from "node:crypto";
 import { existsSync, writeSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readFile, rm, stat } from "node:fs/promises";
@@ -12,7 +13,7 @@ import { join } from "node:path";
 import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
 import { expect, vi } from "vitest";
 import { freePort, ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
-import type { Approval } from "../../sdk/src/approval";
+import type { Approval, Delivery } from "../../sdk/src/approval";
 
 export const CHROMIUM = process.env.TAPGATE_CHROMIUM ?? "/usr/bin/chromium";
 const REQUIRED = process.env.TAPGATE_REQUIRE_BROWSER === "1";
@@ -161,16 +162,6 @@ export class Human {
       { timeout: 15_000, interval: 50 },
     );
   }
-}
-
-export interface Delivery {
-  deviceId: string;
-  deviceName: string;
-  userId: string;
-  sentAt: number | null;
-  deliveredAt: number | null;
-  seenAt: number | null;
-  failedAt?: number | null;
 }
 
 /** The mailed link, from the local outbox. */

@@ -1,7 +1,9 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { enableNotifications, guessDeviceName, pushSupport, type ThisDevice, thisDevice } from "../device";
+import { useAction } from "../use-action";
 import { Banner } from "./Banner";
+import { Field } from "./Field";
 
 /**
  * "Enable notifications on this device". The VAPID key and a name are fetched up front so that
@@ -11,8 +13,7 @@ export function EnableNotifications({ onEnabled }: { onEnabled?: (d: ThisDevice)
   const support = pushSupport();
   const [key, setKey] = useState<string | null>(null);
   const [name, setName] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, setError, run } = useAction();
   const [device, setDevice] = useState(thisDevice);
 
   useEffect(() => {
@@ -43,17 +44,11 @@ export function EnableNotifications({ onEnabled }: { onEnabled?: (d: ThisDevice)
   const enable = async (e: Event) => {
     e.preventDefault();
     if (!key) return;
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       const d = await enableNotifications(key, name.trim() || "This device");
       setDevice(d);
       onEnabled?.(d);
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (
@@ -63,8 +58,7 @@ export function EnableNotifications({ onEnabled }: { onEnabled?: (d: ThisDevice)
           Notifications are on for this device ({device.name}).
         </Banner>
       )}
-      <label class="field">
-        <span>Device name</span>
+      <Field label="Device name">
         <input
           value={name}
           onInput={(e) => setName(e.currentTarget.value)}
@@ -72,7 +66,7 @@ export function EnableNotifications({ onEnabled }: { onEnabled?: (d: ThisDevice)
           autocomplete="off"
           data-testid="device-name"
         />
-      </label>
+      </Field>
       <button
         type="submit"
         class="button primary wide"

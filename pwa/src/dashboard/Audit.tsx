@@ -1,51 +1,24 @@
 /** The team's append-only audit log, newest first, and a check of its hash chain. */
-import { useEffect, useState } from "preact/hooks";
-import { type ApiError, type AuditEntry, type AuditVerdict, api, isAdmin } from "../api";
+import { useState } from "preact/hooks";
+import { type AuditVerdict, api, isAdmin } from "../api";
 import { Banner } from "../components/Banner";
 import { SafeText } from "../components/SafeText";
 import { prettyJson } from "../components/ToolContent";
 import { dateTime } from "../format";
+import { usePaged } from "../paged";
 import { useMe } from "../session";
+import { useAction } from "../use-action";
 import { useMembers } from "./Board";
-import { Empty, LoadError, PageHead, shortDate } from "./ui";
+import { DataTable, Empty, LoadError, PageHead, Pager, shortDate } from "./ui";
 
 export function Audit() {
   const me = useMe();
   const members = useMembers();
-  const [entries, setEntries] = useState<AuditEntry[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [loading, setLoading] = useState(true);
-  const [error, setError] = useState<ApiError | null>(null);
+  const list = usePaged((from) => api.audit(from).then((page) => ({ items: page.entries, cursor: page.cursor })));
+  const { items: entries, loading, error } = list;
   const [verdict, setVerdict] = useState<AuditVerdict | null>(null);
-  const [verifying, setVerifying] = useState(false);
-  const [verifyError, setVerifyError] = useState<string | null>(null);
-
-  const load = async (from: string | null) => {
-    setLoading(true);
-    try {
-      const page = await api.audit(from);
-      setEntries((prev) => (from ? [...prev, ...page.entries] : page.entries));
-      setCursor(page.cursor);
-      setError(null);
-    } catch (e) {
-      setError(e as ApiError);
-    } finally {
-      setLoading(false);
-    }
-  };
-  useEffect(() => void load(null), []);
-
-  const verify = async () => {
-    setVerifying(true);
-    setVerifyError(null);
-    try {
-      setVerdict(await api.verifyAudit());
-    } catch (e) {
-      setVerifyError((e as Error).message);
-    } finally {
-      setVerifying(false);
-    }
-  };
+  const { busy: verifying, error: verifyError, run } = useAction();
+  const verify = () => run(async () => setVerdict(await api.verifyAudit()));
 
   /** "user:usr_…" → the member's name; other actors as they are. */
   const actor = (a: string) => {
@@ -95,65 +68,51 @@ export function Audit() {
           {verifyError}
         </Banner>
       )}
-      {error && <LoadError error={error} testId="audit-error" onRetry={() => void load(null)} />}
+      {error && <LoadError error={error} testId="audit-error" onRetry={() => void list.load(null)} />}
       {!loading && !error && entries.length === 0 && <Empty title="No entries yet" testId="audit-empty" />}
       {entries.length > 0 && (
-        <div class="table-wrap">
-          <table class="table" data-testid="audit-table">
-            <thead>
-              <tr>
-                <th class="num">#</th>
-                <th>When</th>
-                <th>Actor</th>
-                <th>Action</th>
-                <th>Subject</th>
-                <th>Detail</th>
-                <th>Hash</th>
-              </tr>
-            </thead>
-            <tbody>
-              {entries.map((e) => (
-                <tr key={e.eventId} data-testid={`audit-row-${e.seq ?? e.eventId}`}>
-                  <td class="num muted">{e.seq ?? ""}</td>
-                  <td class="nowrap muted" title={dateTime(e.at)}>
-                    {shortDate(e.at)}
-                  </td>
-                  <td class="nowrap">
-                    <SafeText text={actor(e.actor)} />
-                  </td>
-                  <td class="nowrap">
-                    <code class="action">{e.action}</code>
-                  </td>
-                  <td class="clip mono small">{e.subject ? <SafeText text={e.subject} /> : "—"}</td>
-                  <td class="clip mono small detail-cell">
-                    {e.detail !== undefined && e.detail !== null ? (
-                      <SafeText text={compact(e.detail)} />
-                    ) : (
-                      <span class="muted">—</span>
-                    )}
-                  </td>
-                  <td class="mono small muted" title={e.hash}>
-                    {e.hash ? `${e.hash.slice(0, 10)}…` : "—"}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          testId="audit-table"
+          head={
+            <>
+              <th class="num">#</th>
+              <th>When</th>
+              <th>Actor</th>
+              <th>Action</th>
+              <th>Subject</th>
+              <th>Detail</th>
+              <th>Hash</th>
+            </>
+          }
+        >
+          {entries.map((e) => (
+            <tr key={e.eventId} data-testid={`audit-row-${e.seq ?? e.eventId}`}>
+              <td class="num muted">{e.seq ?? ""}</td>
+              <td class="nowrap muted" title={dateTime(e.at)}>
+                {shortDate(e.at)}
+              </td>
+              <td class="nowrap">
+                <SafeText text={actor(e.actor)} />
+              </td>
+              <td class="nowrap">
+                <code class="action">{e.action}</code>
+              </td>
+              <td class="clip mono small">{e.subject ? <SafeText text={e.subject} /> : "—"}</td>
+              <td class="clip mono small detail-cell">
+                {e.detail !== undefined && e.detail !== null ? (
+                  <SafeText text={compact(e.detail)} />
+                ) : (
+                  <span class="muted">—</span>
+                )}
+              </td>
+              <td class="mono small muted" title={e.hash}>
+                {e.hash ? `${e.hash.slice(0, 10)}…` : "—"}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
-      <div class="pager">
-        {loading && <span class="muted">Loading…</span>}
-        {cursor && !loading && (
-          <button
-            type="button"
-            class="button secondary compact"
-            onClick={() => void load(cursor)}
-            data-testid="load-more"
-          >
-            Load more
-          </button>
-        )}
-      </div>
+      <Pager list={list} />
     </section>
   );
 }

@@ -3,10 +3,12 @@ import { useState } from "preact/hooks";
 import { type ApiKey, api, isAdmin } from "../api";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
+import { Field } from "../components/Field";
 import { SafeText } from "../components/SafeText";
 import { ago, dateTime } from "../format";
 import { useMe } from "../session";
-import { CopyButton, Empty, LoadError, PageHead, shortDate, useLoad } from "./ui";
+import { useAction } from "../use-action";
+import { ActionsHead, ConfirmButton, CopyField, DataTable, Empty, LoadError, PageHead, shortDate, useLoad } from "./ui";
 
 export function Keys() {
   const me = useMe();
@@ -60,16 +62,7 @@ export function Keys() {
           <p>
             <strong>Copy this key now:</strong> it is shown only once and cannot be recovered.
           </p>
-          <div class="copy-row">
-            <input
-              readOnly
-              value={created.key}
-              class="mono"
-              onFocus={(e) => e.currentTarget.select()}
-              data-testid="key-value"
-            />
-            <CopyButton text={created.key} testId="key-copy" label="Copy key" />
-          </div>
+          <CopyField text={created.key} testId="key-value" copyTestId="key-copy" label="Copy key" />
           <p class="muted small">
             Use it as <code>TAPGATE_API_KEY</code>, or sign in from a terminal with <code>npx tapgate login</code>.{" "}
             <button type="button" class="link-button" onClick={() => setCreated(null)} data-testid="key-dismiss">
@@ -85,37 +78,33 @@ export function Keys() {
         </Empty>
       )}
       {list.length > 0 && (
-        <div class="table-wrap">
-          <table class="table" data-testid="keys-table">
-            <thead>
-              <tr>
-                <th>Label</th>
-                {scope === "team" && <th>Owner</th>}
-                <th>Prefix</th>
-                <th>Created</th>
-                <th>Last used</th>
-                <th>Status</th>
-                <th class="actions-col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((k) => (
-                <KeyRow
-                  key={k.id}
-                  apiKey={k}
-                  owner={scope === "team" ? owner(k) : null}
-                  onRevoked={(revokedAt) =>
-                    keys.setData((prev) =>
-                      prev ? { keys: prev.keys.map((x) => (x.id === k.id ? { ...x, revokedAt } : x)) } : prev,
-                    )
-                  }
-                />
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          testId="keys-table"
+          head={
+            <>
+              <th>Label</th>
+              {scope === "team" && <th>Owner</th>}
+              <th>Prefix</th>
+              <th>Created</th>
+              <th>Last used</th>
+              <th>Status</th>
+              <ActionsHead />
+            </>
+          }
+        >
+          {list.map((k) => (
+            <KeyRow
+              key={k.id}
+              apiKey={k}
+              owner={scope === "team" ? owner(k) : null}
+              onRevoked={(revokedAt) =>
+                keys.setData((prev) =>
+                  prev ? { keys: prev.keys.map((x) => (x.id === k.id ? { ...x, revokedAt } : x)) } : prev,
+                )
+              }
+            />
+          ))}
+        </DataTable>
       )}
     </section>
   );
@@ -123,26 +112,18 @@ export function Keys() {
 
 function CreateKey({ onCreated }: { onCreated: (k: { key: string; label: string }) => void }) {
   const [label, setLabel] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const submit = async (e: Event) => {
+  const { busy, error, run } = useAction();
+  const submit = (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    return run(async () => {
       const k = await api.createKey(label.trim());
       setLabel("");
       onCreated({ key: k.key, label: k.label });
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <form class="inline-form panel" onSubmit={submit} data-testid="key-create-form">
-      <label class="filter grow">
-        <span>New key for</span>
+      <Field label="New key for" class="filter grow">
         <input
           required
           maxLength={100}
@@ -151,7 +132,7 @@ function CreateKey({ onCreated }: { onCreated: (k: { key: string; label: string 
           onInput={(e) => setLabel(e.currentTarget.value)}
           data-testid="key-label"
         />
-      </label>
+      </Field>
       <button type="submit" class="button primary compact" disabled={busy || !label.trim()} data-testid="key-create">
         {busy ? "Creating…" : "Create key"}
       </button>
@@ -174,10 +155,9 @@ function KeyRow({
   onRevoked: (at: number) => void;
 }) {
   const now = useNow();
-  const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const revoke = async () => {
+  const revoke = async (close: () => void) => {
     setBusy(true);
     try {
       const r = (await api.revokeKey(k.id)) as { revokedAt?: number } | null;
@@ -186,7 +166,7 @@ function KeyRow({
       setError((e as Error).message);
     } finally {
       setBusy(false);
-      setConfirming(false);
+      close();
     }
   };
   return (
@@ -213,32 +193,16 @@ function KeyRow({
         )}
       </td>
       <td class="actions-col">
-        {!k.revokedAt &&
-          (confirming ? (
-            <span class="confirm">
-              <button
-                type="button"
-                class="button danger compact"
-                disabled={busy}
-                onClick={revoke}
-                data-testid="key-revoke-confirm"
-              >
-                Revoke
-              </button>
-              <button type="button" class="link-button" onClick={() => setConfirming(false)}>
-                Cancel
-              </button>
-            </span>
-          ) : (
-            <button
-              type="button"
-              class="button secondary compact"
-              onClick={() => setConfirming(true)}
-              data-testid="key-revoke"
-            >
-              Revoke
-            </button>
-          ))}
+        {!k.revokedAt && (
+          <ConfirmButton
+            label="Revoke"
+            confirmLabel="Revoke"
+            busy={busy}
+            onConfirm={(close) => void revoke(close)}
+            testId="key-revoke"
+            confirmTestId="key-revoke-confirm"
+          />
+        )}
       </td>
     </tr>
   );

@@ -2,9 +2,22 @@
 import { useState } from "preact/hooks";
 import { api, type CreatedInvite, type Invite, isAdmin, type Member, ROLES, type Role, roleRank } from "../api";
 import { Banner } from "../components/Banner";
+import { Field } from "../components/Field";
 import { dateTime } from "../format";
 import { useMe, useSession } from "../session";
-import { CopyButton, Empty, LoadError, PageHead, RoleBadge, shortDate, useLoad } from "./ui";
+import { useAction } from "../use-action";
+import {
+  ActionsHead,
+  ConfirmButton,
+  CopyField,
+  DataTable,
+  Empty,
+  LoadError,
+  PageHead,
+  RoleBadge,
+  shortDate,
+  useLoad,
+} from "./ui";
 
 const ROLE_HELP: Record<Role, string> = {
   owner: "everything, including the team itself",
@@ -37,35 +50,31 @@ export function Members() {
         <LoadError error={members.error} testId="members-error" onRetry={() => void members.reload()} />
       )}
       {list.length > 0 && (
-        <div class="table-wrap">
-          <table class="table" data-testid="members-table">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Email</th>
-                <th>Role</th>
-                <th>Joined</th>
-                <th class="actions-col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((m) => (
-                <MemberRow
-                  key={m.userId}
-                  member={m}
-                  onChanged={() => void members.reload()}
-                  onRemoved={() =>
-                    members.setData((prev) =>
-                      prev ? { members: prev.members.filter((x) => x.userId !== m.userId) } : prev,
-                    )
-                  }
-                />
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          testId="members-table"
+          head={
+            <>
+              <th>Name</th>
+              <th>Email</th>
+              <th>Role</th>
+              <th>Joined</th>
+              <ActionsHead />
+            </>
+          }
+        >
+          {list.map((m) => (
+            <MemberRow
+              key={m.userId}
+              member={m}
+              onChanged={() => void members.reload()}
+              onRemoved={() =>
+                members.setData((prev) =>
+                  prev ? { members: prev.members.filter((x) => x.userId !== m.userId) } : prev,
+                )
+              }
+            />
+          ))}
+        </DataTable>
       )}
       {admin && (
         <>
@@ -77,36 +86,30 @@ export function Members() {
             </Empty>
           )}
           {invites.data && invites.data.invites.length > 0 && (
-            <div class="table-wrap">
-              <table class="table" data-testid="invites-table">
-                <thead>
-                  <tr>
-                    <th>Role</th>
-                    <th>Sent to</th>
-                    <th>Invited by</th>
-                    <th>Created</th>
-                    <th>Expires</th>
-                    <th class="actions-col">
-                      <span class="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {invites.data.invites.map((i) => (
-                    <InviteRow
-                      key={i.id}
-                      invite={i}
-                      members={members.data?.members ?? []}
-                      onRevoked={() =>
-                        invites.setData((prev) =>
-                          prev ? { invites: prev.invites.filter((x) => x.id !== i.id) } : prev,
-                        )
-                      }
-                    />
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              testId="invites-table"
+              head={
+                <>
+                  <th>Role</th>
+                  <th>Sent to</th>
+                  <th>Invited by</th>
+                  <th>Created</th>
+                  <th>Expires</th>
+                  <ActionsHead />
+                </>
+              }
+            >
+              {invites.data.invites.map((i) => (
+                <InviteRow
+                  key={i.id}
+                  invite={i}
+                  members={members.data?.members ?? []}
+                  onRevoked={() =>
+                    invites.setData((prev) => (prev ? { invites: prev.invites.filter((x) => x.id !== i.id) } : prev))
+                  }
+                />
+              ))}
+            </DataTable>
           )}
         </>
       )}
@@ -119,29 +122,21 @@ function InviteForm({ onCreated }: { onCreated: () => void }) {
   const grantable = ROLES.filter((r) => roleRank(r) <= roleRank(me?.role ?? "viewer"));
   const [role, setRole] = useState<Role>("approver");
   const [email, setEmail] = useState("");
-  const [busy, setBusy] = useState(false);
   const [created, setCreated] = useState<CreatedInvite | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const submit = async (e: Event) => {
+  const { busy, error, run } = useAction();
+  const submit = (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    return run(async () => {
       setCreated(await api.createInvite(role, email.trim() || undefined));
       setEmail("");
       onCreated();
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <section class="panel invite-panel" data-testid="invite-panel">
       <h2>Invite someone</h2>
       <form class="inline-form" onSubmit={submit}>
-        <label class="filter">
-          <span>Role</span>
+        <Field label="Role" class="filter">
           <select value={role} onChange={(e) => setRole(e.currentTarget.value as Role)} data-testid="invite-role">
             {grantable.map((r) => (
               <option key={r} value={r}>
@@ -149,9 +144,8 @@ function InviteForm({ onCreated }: { onCreated: () => void }) {
               </option>
             ))}
           </select>
-        </label>
-        <label class="filter grow">
-          <span>Email (optional: we also mail the link)</span>
+        </Field>
+        <Field label="Email (optional: we also mail the link)" class="filter grow">
           <input
             type="email"
             value={email}
@@ -159,7 +153,7 @@ function InviteForm({ onCreated }: { onCreated: () => void }) {
             onInput={(e) => setEmail(e.currentTarget.value)}
             data-testid="invite-email"
           />
-        </label>
+        </Field>
         <button type="submit" class="button primary compact" disabled={busy} data-testid="invite-create">
           {busy ? "Creating…" : "Create invite link"}
         </button>
@@ -170,16 +164,7 @@ function InviteForm({ onCreated }: { onCreated: () => void }) {
             One-time link for a new <strong>{created.role}</strong>, valid until {dateTime(created.expiresAt)}. Anyone
             with it can join, so send it privately.
           </p>
-          <div class="copy-row">
-            <input
-              readOnly
-              value={created.url}
-              onFocus={(e) => e.currentTarget.select()}
-              class="mono"
-              data-testid="invite-url"
-            />
-            <CopyButton text={created.url} testId="invite-copy" label="Copy link" />
-          </div>
+          <CopyField text={created.url} testId="invite-url" copyTestId="invite-copy" label="Copy link" />
         </div>
       )}
       {error && (
@@ -198,7 +183,6 @@ function MemberRow({ member, onChanged, onRemoved }: { member: Member; onChanged
   const self = member.userId === me?.user.id;
   // An admin cannot touch an owner; nobody grants above their own role.
   const manageable = isAdmin(me?.role) && roleRank(member.role) <= myRank;
-  const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
 
@@ -216,7 +200,7 @@ function MemberRow({ member, onChanged, onRemoved }: { member: Member; onChanged
       setBusy(false);
     }
   };
-  const remove = async () => {
+  const remove = async (close: () => void) => {
     setBusy(true);
     setError(null);
     try {
@@ -225,7 +209,7 @@ function MemberRow({ member, onChanged, onRemoved }: { member: Member; onChanged
       else onRemoved();
     } catch (e) {
       setError((e as Error).message);
-      setConfirming(false);
+      close();
     } finally {
       setBusy(false);
     }
@@ -267,37 +251,19 @@ function MemberRow({ member, onChanged, onRemoved }: { member: Member; onChanged
         {shortDate(member.joinedAt)}
       </td>
       <td class="actions-col">
-        {(manageable || self) &&
-          (confirming ? (
-            <span class="confirm">
-              <button
-                type="button"
-                class="button danger compact"
-                disabled={busy}
-                onClick={remove}
-                data-testid="member-remove-confirm"
-              >
-                {self ? "Leave team" : "Remove"}
-              </button>
-              <button type="button" class="link-button" onClick={() => setConfirming(false)}>
-                Cancel
-              </button>
-            </span>
-          ) : (
-            <button
-              type="button"
-              class="button secondary compact"
-              onClick={() => setConfirming(true)}
-              title={
-                self
-                  ? "Leave this team"
-                  : "Ends their sessions, revokes their API keys and denies their pending requests"
-              }
-              data-testid="member-remove"
-            >
-              {self ? "Leave" : "Remove"}
-            </button>
-          ))}
+        {(manageable || self) && (
+          <ConfirmButton
+            label={self ? "Leave" : "Remove"}
+            confirmLabel={self ? "Leave team" : "Remove"}
+            title={
+              self ? "Leave this team" : "Ends their sessions, revokes their API keys and denies their pending requests"
+            }
+            busy={busy}
+            onConfirm={(close) => void remove(close)}
+            testId="member-remove"
+            confirmTestId="member-remove-confirm"
+          />
+        )}
       </td>
     </tr>
   );

@@ -81,37 +81,31 @@ export function Policy() {
               </label>
             </Setting>
             <Setting title="Who is notified" help="Whose devices get a push when a request arrives.">
-              <select
+              <Choice
                 value={form.notify}
-                onChange={(e) => set("notify", e.currentTarget.value as TeamPolicy["notify"])}
-                data-testid="policy-notify"
-              >
-                <option value="session_owner">The session's owner</option>
-                <option value="all_approvers">Every approver in the team</option>
-              </select>
+                onChange={(v) => set("notify", v)}
+                testId="policy-notify"
+                options={{ session_owner: "The session's owner", all_approvers: "Every approver in the team" }}
+              />
             </Setting>
             <Setting title="Who may decide" help="Viewers never decide.">
-              <select
+              <Choice
                 value={form.deciders}
-                onChange={(e) => set("deciders", e.currentTarget.value as TeamPolicy["deciders"])}
-                data-testid="policy-deciders"
-              >
-                <option value="any_approver">Any approver, admin or owner</option>
-                <option value="session_owner">Only the session's owner</option>
-              </select>
+                onChange={(v) => set("deciders", v)}
+                testId="policy-deciders"
+                options={{ any_approver: "Any approver, admin or owner", session_owner: "Only the session's owner" }}
+              />
             </Setting>
             <Setting
               title="Lock-screen detail"
               help="What a notification shows on a locked phone. Tool arguments are never sent in a push."
             >
-              <select
+              <Choice
                 value={form.lockScreen}
-                onChange={(e) => set("lockScreen", e.currentTarget.value as TeamPolicy["lockScreen"])}
-                data-testid="policy-lock-screen"
-              >
-                <option value="tool_title">The tool's title</option>
-                <option value="generic">“An agent is asking for permission”</option>
-              </select>
+                onChange={(v) => set("lockScreen", v)}
+                testId="policy-lock-screen"
+                options={{ tool_title: "The tool's title", generic: "“An agent is asking for permission”" }}
+              />
             </Setting>
           </fieldset>
           {admin && (
@@ -151,5 +145,28 @@ function Setting({ title, help, children }: { title: string; help: string; child
       </div>
       <div class="setting-control">{children}</div>
     </div>
+  );
+}
+
+/** A select over a closed set of values, in the order `options` names them. */
+function Choice<V extends string>({
+  value,
+  onChange,
+  options,
+  testId,
+}: {
+  value: V;
+  onChange: (v: V) => void;
+  options: Record<V, string>;
+  testId: string;
+}) {
+  return (
+    <select value={value} onChange={(e) => onChange(e.currentTarget.value as V)} data-testid={testId}>
+      {(Object.entries(options) as Array<[V, string]>).map(([v, label]) => (
+        <option key={v} value={v}>
+          {label}
+        </option>
+      ))}
+    </select>
   );
 }

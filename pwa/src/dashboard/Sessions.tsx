@@ -7,7 +7,7 @@ import { SafeText } from "../components/SafeText";
 import { ago, dateTime } from "../format";
 import { useLiveEvents } from "../live";
 import { Link } from "../router";
-import { agentName, Empty, LoadError, PageHead, useLoad } from "./ui";
+import { agentName, DataTable, Empty, LoadError, PageHead, useLoad } from "./ui";
 
 export function Sessions() {
   const [state, setState] = useState<"connected" | "recent">("connected");
@@ -65,52 +65,50 @@ export function Sessions() {
 function SessionTable({ sessions }: { sessions: AgentSession[] }) {
   const now = useNow();
   return (
-    <div class="table-wrap">
-      <table class="table" data-testid="sessions-table">
-        <thead>
-          <tr>
-            <th>Session</th>
-            <th>Owner</th>
-            <th>Agent</th>
-            <th>Host</th>
-            <th>Directory</th>
-            <th>Connected</th>
-            <th>Last seen</th>
-            <th class="num">Pending</th>
-          </tr>
-        </thead>
-        <tbody>
-          {sessions.map((s) => (
-            <tr key={s.sessionId} data-testid={`session-row-${s.sessionId}`}>
-              <td class="clip strong">
-                <Link href={`/sessions/${encodeURIComponent(s.sessionId)}`} data-testid="session-link">
-                  <SafeText text={s.title || s.sessionId} />
-                </Link>
-              </td>
-              <td class="nowrap">{s.owner?.name ?? "—"}</td>
-              <td class="clip muted">{agentName(s.agent) ? <SafeText text={agentName(s.agent) ?? ""} /> : "—"}</td>
-              <td class="clip muted">{s.host ? <SafeText text={s.host} /> : "—"}</td>
-              <td class="clip mono muted">{s.cwd ? <SafeText text={s.cwd} /> : "—"}</td>
-              <td class="nowrap">
-                {s.disconnectedAt ? (
-                  <span class="muted">disconnected {ago(s.disconnectedAt, now)}</span>
-                ) : s.connectedAt ? (
-                  <span title={dateTime(s.connectedAt)}>
-                    <span class="live-dot live-live" aria-hidden="true" /> since {ago(s.connectedAt, now)}
-                  </span>
-                ) : (
-                  "—"
-                )}
-              </td>
-              <td class="nowrap muted">{s.lastSeenAt ? ago(s.lastSeenAt, now) : "—"}</td>
-              <td class="num">
-                {s.pending > 0 ? <span class="count-pill">{s.pending}</span> : <span class="muted">0</span>}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      testId="sessions-table"
+      head={
+        <>
+          <th>Session</th>
+          <th>Owner</th>
+          <th>Agent</th>
+          <th>Host</th>
+          <th>Directory</th>
+          <th>Connected</th>
+          <th>Last seen</th>
+          <th class="num">Pending</th>
+        </>
+      }
+    >
+      {sessions.map((s) => (
+        <tr key={s.sessionId} data-testid={`session-row-${s.sessionId}`}>
+          <td class="clip strong">
+            <Link href={`/sessions/${encodeURIComponent(s.sessionId)}`} data-testid="session-link">
+              <SafeText text={s.title || s.sessionId} />
+            </Link>
+          </td>
+          <td class="nowrap">{s.owner?.name ?? "—"}</td>
+          <td class="clip muted">{agentName(s.agent) ? <SafeText text={agentName(s.agent) ?? ""} /> : "—"}</td>
+          <td class="clip muted">{s.host ? <SafeText text={s.host} /> : "—"}</td>
+          <td class="clip mono muted">{s.cwd ? <SafeText text={s.cwd} /> : "—"}</td>
+          <td class="nowrap">
+            {s.disconnectedAt ? (
+              <span class="muted">disconnected {ago(s.disconnectedAt, now)}</span>
+            ) : s.connectedAt ? (
+              <span title={dateTime(s.connectedAt)}>
+                <span class="live-dot live-live" aria-hidden="true" /> since {ago(s.connectedAt, now)}
+              </span>
+            ) : (
+              "—"
+            )}
+          </td>
+          <td class="nowrap muted">{s.lastSeenAt ? ago(s.lastSeenAt, now) : "—"}</td>
+          <td class="num">
+            {s.pending > 0 ? <span class="count-pill">{s.pending}</span> : <span class="muted">0</span>}
+          </td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }
 

@@ -1,22 +1,27 @@
 /** The team's resolved requests: who allowed what, when, and how fast. Filters, pages, export. */
 import { useEffect, useState } from "preact/hooks";
-import {
-  APPROVAL_STATES_RESOLVED,
-  type ApiError,
-  api,
-  type HistoryFilters,
-  type HistoryItem,
-  historyQuery,
-  ownerId,
-} from "../api";
+import { APPROVAL_STATES_RESOLVED, api, type HistoryFilters, type HistoryItem, historyQuery, ownerId } from "../api";
+import { Field } from "../components/Field";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { SafeText } from "../components/SafeText";
 import { dateTime, describeApproval } from "../format";
 import { useLiveEvents } from "../live";
+import { usePaged } from "../paged";
 import { ApprovalCard } from "../screens/ApprovalCard";
 import { useMe } from "../session";
 import { useMembers } from "./Board";
-import { Empty, FilterSelect, LoadError, latency, PageHead, SidePanel, StateBadge, shortDate } from "./ui";
+import {
+  DataTable,
+  Empty,
+  FilterSelect,
+  LoadError,
+  latency,
+  PageHead,
+  Pager,
+  SidePanel,
+  StateBadge,
+  shortDate,
+} from "./ui";
 
 const PAGE = 50;
 const KINDS = ["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"];
@@ -63,31 +68,17 @@ export function TeamHistory() {
   const me = useMe();
   const members = useMembers();
   const [form, setForm] = useState<Form>(EMPTY);
-  const [items, setItems] = useState<HistoryItem[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [loading, setLoading] = useState(true);
-  const [error, setError] = useState<ApiError | null>(null);
   const [open, setOpen] = useState<string | null>(null);
   const [sessions, setSessions] = useState<Array<{ value: string; label: string }>>([]);
   const filters = toFilters(form);
   const key = historyQuery(filters);
 
-  const load = async (from: string | null) => {
-    setLoading(true);
-    try {
-      const page = await api.history(filters, from, PAGE);
-      setItems((prev) =>
-        from ? [...prev, ...page.approvals.filter((a) => !prev.some((p) => p.id === a.id))] : page.approvals,
-      );
-      setCursor(page.cursor);
-      setError(null);
-    } catch (e) {
-      setError(e as ApiError);
-    } finally {
-      setLoading(false);
-    }
-  };
-  useEffect(() => void load(null), [key]);
+  const list = usePaged(
+    (from) => api.history(filters, from, PAGE).then((page) => ({ items: page.approvals, cursor: page.cursor })),
+    [key],
+    (a) => a.id,
+  );
+  const { items, cursor, loading, error, load } = list;
   useEffect(() => {
     api.sessions("recent").then(
       (r) => setSessions(r.sessions.map((s) => ({ value: s.sessionId, label: s.title || s.sessionId }))),
@@ -103,7 +94,7 @@ export function TeamHistory() {
       ...e.approval,
       latencyMs: e.approval.resolvedAt ? e.approval.resolvedAt - e.approval.createdAt : null,
     };
-    setItems((prev) => [a, ...prev.filter((x) => x.id !== a.id)]);
+    list.setItems((prev) => [a, ...prev.filter((x) => x.id !== a.id)]);
   });
 
   const set = (k: keyof Form) => (v: string) => setForm({ ...form, [k]: v });
@@ -112,6 +103,19 @@ export function TeamHistory() {
     return !id ? "—" : id === me?.user.id ? "You" : (members.get(id)?.name ?? a.owner?.name ?? "—");
   };
   const exportHref = (format: "csv" | "json") => `/v1/history/export?${historyQuery(filters, { format })}`;
+  /** The select filters: form field (also the test id's suffix), label, options, the "any" choice. */
+  const selects: Array<[keyof Form, string, Array<{ value: string; label: string }>, string]> = [
+    [
+      "state",
+      "Outcome",
+      APPROVAL_STATES_RESOLVED.map((s) => ({ value: s, label: s[0]?.toUpperCase() + s.slice(1) })),
+      "Any outcome",
+    ],
+    ["reason", "Reason", Object.entries(REASONS).map(([value, label]) => ({ value, label })), "Any reason"],
+    ["member", "Member", [...members.values()].map((m) => ({ value: m.userId, label: m.name })), "All members"],
+    ["session", "Session", sessions, "All sessions"],
+    ["kind", "Kind", KINDS.map((k) => ({ value: k, label: kindLabel(k) })), "All kinds"],
+  ];
 
   return (
     <div class={open ? "board-layout with-panel" : "board-layout"}>
@@ -131,48 +135,18 @@ export function TeamHistory() {
           }
         />
         <div class="filters" data-testid="history-filters">
-          <FilterSelect
-            label="Outcome"
-            value={form.state}
-            onChange={set("state")}
-            options={APPROVAL_STATES_RESOLVED.map((s) => ({ value: s, label: s[0]?.toUpperCase() + s.slice(1) }))}
-            testId="filter-state"
-            all="Any outcome"
-          />
-          <FilterSelect
-            label="Reason"
-            value={form.reason}
-            onChange={set("reason")}
-            options={Object.entries(REASONS).map(([value, label]) => ({ value, label }))}
-            testId="filter-reason"
-            all="Any reason"
-          />
-          <FilterSelect
-            label="Member"
-            value={form.member}
-            onChange={set("member")}
-            options={[...members.values()].map((m) => ({ value: m.userId, label: m.name }))}
-            testId="filter-member"
-            all="All members"
-          />
-          <FilterSelect
-            label="Session"
-            value={form.session}
-            onChange={set("session")}
-            options={sessions}
-            testId="filter-session"
-            all="All sessions"
-          />
-          <FilterSelect
-            label="Kind"
-            value={form.kind}
-            onChange={set("kind")}
-            options={KINDS.map((k) => ({ value: k, label: kindLabel(k) }))}
-            testId="filter-kind"
-            all="All kinds"
-          />
-          <label class="filter">
-            <span>From</span>
+          {selects.map(([k, label, options, all]) => (
+            <FilterSelect
+              key={k}
+              label={label}
+              value={form[k]}
+              onChange={set(k)}
+              options={options}
+              testId={`filter-${k}`}
+              all={all}
+            />
+          ))}
+          <Field label="From" class="filter">
             <input
               type="date"
               value={form.from}
@@ -180,9 +154,8 @@ export function TeamHistory() {
               onChange={(e) => set("from")(e.currentTarget.value)}
               data-testid="filter-from"
             />
-          </label>
-          <label class="filter">
-            <span>To</span>
+          </Field>
+          <Field label="To" class="filter">
             <input
               type="date"
               value={form.to}
@@ -190,7 +163,7 @@ export function TeamHistory() {
               onChange={(e) => set("to")(e.currentTarget.value)}
               data-testid="filter-to"
             />
-          </label>
+          </Field>
           {key && (
             <button type="button" class="link-button" onClick={() => setForm(EMPTY)} data-testid="filter-clear">
               Clear filters
@@ -206,50 +179,37 @@ export function TeamHistory() {
           </Empty>
         )}
         {items.length > 0 && (
-          <div class="table-wrap">
-            <table class="table" data-testid="history-table">
-              <thead>
-                <tr>
-                  <th>Asked</th>
-                  <th>Request</th>
-                  <th class="col-opt">Session</th>
-                  <th>Member</th>
-                  <th>Outcome</th>
-                  <th>Decided by</th>
-                  <th class="num">Latency</th>
-                </tr>
-              </thead>
-              <tbody>
-                {items.map((a) => (
-                  <HistoryRow
-                    key={a.id}
-                    approval={a}
-                    member={who(a)}
-                    myUserId={me?.user.id}
-                    selected={a.id === open}
-                    onOpen={() => setOpen(a.id)}
-                  />
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            testId="history-table"
+            head={
+              <>
+                <th>Asked</th>
+                <th>Request</th>
+                <th class="col-opt">Session</th>
+                <th>Member</th>
+                <th>Outcome</th>
+                <th>Decided by</th>
+                <th class="num">Latency</th>
+              </>
+            }
+          >
+            {items.map((a) => (
+              <HistoryRow
+                key={a.id}
+                approval={a}
+                member={who(a)}
+                myUserId={me?.user.id}
+                selected={a.id === open}
+                onOpen={() => setOpen(a.id)}
+              />
+            ))}
+          </DataTable>
         )}
-        <div class="pager">
+        <Pager list={list}>
           <span class="muted small" data-testid="history-count">
             {items.length > 0 && `${items.length} shown${cursor ? ", more available" : ""}`}
           </span>
-          {loading && <span class="muted">Loading…</span>}
-          {cursor && !loading && (
-            <button
-              type="button"
-              class="button secondary compact"
-              onClick={() => void load(cursor)}
-              data-testid="load-more"
-            >
-              Load more
-            </button>
-          )}
-        </div>
+        </Pager>
       </section>
       {open && (
         <SidePanel onClose={() => setOpen(null)} testId="history-panel" label="Request">

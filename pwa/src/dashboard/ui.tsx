@@ -3,6 +3,7 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { ApiError } from "../api";
 import { Banner } from "../components/Banner";
+import type { Paged } from "../paged";
 
 export interface Loaded<T> {
   data: T | null;
@@ -167,6 +168,26 @@ export function CopyButton({ text, testId, label = "Copy" }: { text: string; tes
   );
 }
 
+/** A value shown once (a key, an invite link): read-only, selected on focus, with a copy button beside it. */
+export function CopyField({
+  text,
+  testId,
+  copyTestId,
+  label,
+}: {
+  text: string;
+  testId: string;
+  copyTestId: string;
+  label: string;
+}) {
+  return (
+    <div class="copy-row">
+      <input readOnly value={text} class="mono" onFocus={(e) => e.currentTarget.select()} data-testid={testId} />
+      <CopyButton text={text} testId={copyTestId} label={label} />
+    </div>
+  );
+}
+
 export function RoleBadge({ role }: { role: string }) {
   return (
     <span class={`role-badge role-${role}`} data-testid="role-badge">
@@ -202,4 +223,115 @@ export function agentName(agent: { name: string; version?: string } | string | n
   if (!agent) return null;
   if (typeof agent === "string") return agent;
   return agent.version ? `${agent.name} ${agent.version}` : agent.name;
+}
+
+/** The dashboard's table: scrolls sideways in its wrapper; `head` is the header row's cells. */
+export function DataTable({
+  testId,
+  head,
+  children,
+  class: cls = "table",
+}: {
+  testId: string;
+  head: ComponentChildren;
+  children: ComponentChildren;
+  class?: string;
+}) {
+  return (
+    <div class="table-wrap">
+      <table class={cls} data-testid={testId}>
+        <thead>
+          <tr>{head}</tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The header cell over a row's buttons: named for screen readers only. */
+export function ActionsHead() {
+  return (
+    <th class="actions-col">
+      <span class="visually-hidden">Actions</span>
+    </th>
+  );
+}
+
+/**
+ * A destructive button that asks first: the first click shows `confirmLabel` and Cancel. `onConfirm`
+ * gets `close`, to call when the question should go away again (the row may simply disappear instead).
+ */
+export function ConfirmButton({
+  label,
+  confirmLabel,
+  title,
+  busy,
+  testId,
+  confirmTestId,
+  onConfirm,
+}: {
+  label: ComponentChildren;
+  confirmLabel: ComponentChildren;
+  title?: string;
+  busy: boolean;
+  testId: string;
+  confirmTestId: string;
+  onConfirm: (close: () => void) => void;
+}) {
+  const [confirming, setConfirming] = useState(false);
+  const close = () => setConfirming(false);
+  return confirming ? (
+    <span class="confirm">
+      <button
+        type="button"
+        class="button danger compact"
+        disabled={busy}
+        onClick={() => onConfirm(close)}
+        data-testid={confirmTestId}
+      >
+        {confirmLabel}
+      </button>
+      <button type="button" class="link-button" onClick={close}>
+        Cancel
+      </button>
+    </span>
+  ) : (
+    <button
+      type="button"
+      class="button secondary compact"
+      onClick={() => setConfirming(true)}
+      title={title}
+      data-testid={testId}
+    >
+      {label}
+    </button>
+  );
+}
+
+/** Under a paged table: what is shown (`children`), "Loading…", or the button for the next page. */
+export function Pager({
+  list,
+  children,
+}: {
+  list: Pick<Paged<unknown>, "cursor" | "loading" | "load">;
+  children?: ComponentChildren;
+}) {
+  const { cursor, loading, load } = list;
+  return (
+    <div class="pager">
+      {children}
+      {loading && <span class="muted">Loading…</span>}
+      {cursor && !loading && (
+        <button
+          type="button"
+          class="button secondary compact"
+          onClick={() => void load(cursor)}
+          data-testid="load-more"
+        >
+          Load more
+        </button>
+      )}
+    </div>
+  );
 }

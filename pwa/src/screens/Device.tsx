@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { type ApiError, api, type DeviceCode } from "../api";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
+import { Field } from "../components/Field";
 import { SafeText } from "../components/SafeText";
 import { navigate } from "../router";
 import { useMe } from "../session";
@@ -10,6 +11,11 @@ const DONE = {
   approve: "Approved. Your terminal finishes signing in within a few seconds.",
   deny: "Denied. The terminal gets no key.",
 };
+
+const DECISIONS = [
+  ["approve", "allow", "Approve"],
+  ["deny", "reject", "Deny"],
+] as const;
 
 /** `tapgate login`: approve or deny the code a terminal shows (the device authorization grant). */
 export function DeviceApproval({ code }: { code: string }) {
@@ -56,8 +62,7 @@ export function DeviceApproval({ code }: { code: string }) {
             navigate(`/device?code=${encodeURIComponent(typed.trim())}`);
           }}
         >
-          <label class="field">
-            <span>The code your terminal shows</span>
+          <Field label="The code your terminal shows">
             <input
               value={typed}
               onInput={(e) => setTyped(e.currentTarget.value)}
@@ -66,7 +71,7 @@ export function DeviceApproval({ code }: { code: string }) {
               required
               data-testid="device-code-input"
             />
-          </label>
+          </Field>
           <button type="submit" class="button primary wide">
             Continue
           </button>
@@ -105,24 +110,18 @@ export function DeviceApproval({ code }: { code: string }) {
               </p>
               <Countdown expiresAt={info.expiresAt} testId="device-countdown" />
               <div class="options">
-                <button
-                  type="button"
-                  class="option allow"
-                  disabled={busy}
-                  onClick={() => decide("approve")}
-                  data-testid="device-approve"
-                >
-                  Approve
-                </button>
-                <button
-                  type="button"
-                  class="option reject"
-                  disabled={busy}
-                  onClick={() => decide("deny")}
-                  data-testid="device-deny"
-                >
-                  Deny
-                </button>
+                {DECISIONS.map(([decision, tone, label]) => (
+                  <button
+                    key={decision}
+                    type="button"
+                    class={`option ${tone}`}
+                    disabled={busy}
+                    onClick={() => decide(decision)}
+                    data-testid={`device-${decision}`}
+                  >
+                    {label}
+                  </button>
+                ))}
               </div>
             </>
           ) : (

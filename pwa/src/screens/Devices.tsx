@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { type ApiError, api, type Device } from "../api";
 import { useNow } from "../clock";
-import { Banner } from "../components/Banner";
+import { Banner, LoadBanner } from "../components/Banner";
 import { EnableNotifications } from "../components/EnableNotifications";
 import { SafeText } from "../components/SafeText";
 import { forgetThisDevice, thisDevice } from "../device";
@@ -29,11 +29,7 @@ export function Devices() {
         <EnableNotifications onEnabled={() => void load()} />
       </section>
       <h2 class="group-title">Devices that get notifications</h2>
-      {error && (
-        <Banner tone={error.offline ? "warn" : "error"} testId={error.offline ? "offline-banner" : "devices-error"}>
-          {error.offline ? "Offline — your devices show when you are back online." : error.message}
-        </Banner>
-      )}
+      {error && <LoadBanner error={error} testId="devices-error" what="your devices" />}
       {devices?.length === 0 && (
         <p class="muted" data-testid="devices-empty">
           No devices yet. Enable notifications above, on each phone you want to approve from.
@@ -51,6 +47,11 @@ export function Devices() {
     </section>
   );
 }
+
+const ACTIONS = [
+  ["test", "secondary", "Send test push"],
+  ["remove", "danger", "Remove"],
+] as const;
 
 function DeviceRow({ device, onRemoved }: { device: Device; onRemoved: () => void }) {
   const now = useNow();
@@ -93,24 +94,18 @@ function DeviceRow({ device, onRemoved }: { device: Device; onRemoved: () => voi
         </span>
       </div>
       <div class="row-actions">
-        <button
-          type="button"
-          class="button secondary"
-          disabled={busy}
-          onClick={() => act("test")}
-          data-testid="device-test"
-        >
-          Send test push
-        </button>
-        <button
-          type="button"
-          class="button danger"
-          disabled={busy}
-          onClick={() => act("remove")}
-          data-testid="device-remove"
-        >
-          Remove
-        </button>
+        {ACTIONS.map(([what, tone, label]) => (
+          <button
+            key={what}
+            type="button"
+            class={`button ${tone}`}
+            disabled={busy}
+            onClick={() => act(what)}
+            data-testid={`device-${what}`}
+          >
+            {label}
+          </button>
+        ))}
       </div>
       {status && (
         <Banner tone={status.tone} testId="device-status">

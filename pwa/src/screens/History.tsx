@@ -1,11 +1,11 @@
-import { useEffect, useState } from "preact/hooks";
-import { type ApiError, type ApprovalView, api } from "../api";
+import { type ApprovalView, api } from "../api";
 import { useNow } from "../clock";
-import { Banner } from "../components/Banner";
+import { LoadBanner } from "../components/Banner";
 import { KindIcon } from "../components/KindIcon";
 import { SafeText } from "../components/SafeText";
 import { ago, dateTime, describeApproval, outcome, shortDuration } from "../format";
 import { useLiveEvents } from "../live";
+import { usePaged } from "../paged";
 import { Link } from "../router";
 import { useMe } from "../session";
 
@@ -14,27 +14,14 @@ const PAGE = 30;
 /** My resolved requests, newest first, a page at a time. */
 export function History() {
   const me = useMe();
-  const [items, setItems] = useState<ApprovalView[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [loading, setLoading] = useState(true);
-  const [error, setError] = useState<ApiError | null>(null);
-
-  const load = async (from: string | null) => {
-    setLoading(true);
-    try {
-      const page = await api.approvals({ state: "resolved", scope: "mine", cursor: from, limit: PAGE });
-      setItems((prev) =>
-        from ? [...prev, ...page.approvals.filter((a) => !prev.some((p) => p.id === a.id))] : page.approvals,
-      );
-      setCursor(page.cursor);
-      setError(null);
-    } catch (e) {
-      setError(e as ApiError);
-    } finally {
-      setLoading(false);
-    }
-  };
-  useEffect(() => void load(null), []);
+  const { items, setItems, cursor, loading, error, load } = usePaged(
+    (from) =>
+      api
+        .approvals({ state: "resolved", scope: "mine", cursor: from, limit: PAGE })
+        .then((page) => ({ items: page.approvals, cursor: page.cursor })),
+    [],
+    (a) => a.id,
+  );
 
   // A request of mine resolved elsewhere goes on top without a reload.
   useLiveEvents((e) => {
@@ -45,11 +32,7 @@ export function History() {
   return (
     <section class="screen" data-testid="screen-history">
       <h1>History</h1>
-      {error && (
-        <Banner tone={error.offline ? "warn" : "error"} testId={error.offline ? "offline-banner" : "history-error"}>
-          {error.offline ? "Offline — history shows when you are back online." : error.message}
-        </Banner>
-      )}
+      {error && <LoadBanner error={error} testId="history-error" what="history" />}
       {!loading && !error && items.length === 0 && (
         <p class="empty muted" data-testid="history-empty">
           Nothing yet: requests from your sessions show here once they are answered.

@@ -3,8 +3,10 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Banner } from "../components/Banner";
 import { passkeyError } from "../components/CreatePasskey";
+import { Field } from "../components/Field";
 import { Link, navigate, safeNext } from "../router";
 import { useSession } from "../session";
+import { useAction } from "../use-action";
 
 // The link may open in another tab, or after the app was closed: remember where to go on.
 const NEXT_KEY = "tapgate.next";
@@ -110,21 +112,14 @@ function PasskeySignIn({ onDone }: { onDone: () => Promise<void> }) {
 function EmailSignIn({ next }: { next: string | null }) {
   const [email, setEmail] = useState("");
   const [sent, setSent] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const submit = async (e: Event) => {
+  const { busy, error, run } = useAction();
+  const submit = (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    return run(async () => {
       await api.signIn(email.trim());
       if (next) localStorage.setItem(NEXT_KEY, safeNext(next));
       setSent(true);
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   if (sent) {
     return (
@@ -135,8 +130,7 @@ function EmailSignIn({ next }: { next: string | null }) {
   }
   return (
     <form class="stack" onSubmit={submit} data-testid="email-signin">
-      <label class="field">
-        <span>Email</span>
+      <Field label="Email">
         <input
           type="email"
           required
@@ -145,7 +139,7 @@ function EmailSignIn({ next }: { next: string | null }) {
           onInput={(e) => setEmail(e.currentTarget.value)}
           data-testid="signin-email"
         />
-      </label>
+      </Field>
       <button type="submit" class="button secondary wide" disabled={busy} data-testid="email-signin-submit">
         Email me a sign-in link
       </button>

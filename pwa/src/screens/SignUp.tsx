@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { api } from "../api";
 import { Banner } from "../components/Banner";
 import { passkeyError } from "../components/CreatePasskey";
+import { Field } from "../components/Field";
 import { guessDeviceName } from "../device";
 import { Link } from "../router";
 import { rememberNext } from "./SignIn";
@@ -62,8 +63,7 @@ export function SignUp() {
     <section class="screen narrow" data-testid="screen-signup">
       <h1>Create your Tapgate account</h1>
       <form class="stack" onSubmit={onSubmit}>
-        <label class="field">
-          <span>Email</span>
+        <Field label="Email">
           <input
             type="email"
             required
@@ -72,9 +72,8 @@ export function SignUp() {
             onInput={set("email")}
             data-testid="signup-email"
           />
-        </label>
-        <label class="field">
-          <span>Your name</span>
+        </Field>
+        <Field label="Your name">
           <input
             required
             maxLength={100}
@@ -83,9 +82,8 @@ export function SignUp() {
             onInput={set("name")}
             data-testid="signup-name"
           />
-        </label>
-        <label class="field">
-          <span>Team name</span>
+        </Field>
+        <Field label="Team name">
           <input
             required
             maxLength={100}
@@ -94,7 +92,7 @@ export function SignUp() {
             onInput={set("team")}
             data-testid="signup-team"
           />
-        </label>
+        </Field>
         <button
           type="submit"
           value="passkey"
