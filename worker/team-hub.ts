@@ -7,7 +7,7 @@
  * so a policy change reaches them.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Approval, Delivery } from "../sdk/src/approval";
+import type { AgentSession, Approval, Delivery } from "../sdk/src/approval";
 import { type AuditEvent, chainEvents } from "./audit-chain";
 import {
   deleteDevice,
@@ -60,25 +60,11 @@ export interface SessionNews {
   policyVersion: number;
 }
 
-/** A session as the live feed shows it (the same shape as `GET /v1/sessions`). */
-export interface LiveSession {
-  sessionId: string;
-  owner: { userId: string; name: string };
-  title: string | null;
-  agent: SessionInfo["agent"];
-  host: string | null;
-  cwd: string | null;
-  connectedAt: number | null;
-  disconnectedAt: number | null;
-  lastSeenAt: number;
-  pending: number;
-}
-
 export type LiveApproval = Approval & { ownerUserId: string; delivery: Delivery[] };
 
 export type LiveEvent =
   | { type: "approval" | "resolved"; approval: LiveApproval }
-  | { type: "session"; session: LiveSession };
+  | { type: "session"; session: AgentSession };
 
 const JOIN_HEADER = "x-tapgate-hub-join";
 const RETRY_BASE_MS = 1_000;
@@ -363,7 +349,7 @@ export class TeamHub extends DurableObject<Env> {
     );
     if (changed) {
       await this.loadDirectory();
-      this.send({ type: "session", session: this.liveSession(news.sessionId) as LiveSession });
+      this.send({ type: "session", session: this.liveSession(news.sessionId) as AgentSession });
     }
     const policy = this.policy();
     return news.connected && policy && policy.version > news.policyVersion ? policy : null;
@@ -387,7 +373,7 @@ export class TeamHub extends DurableObject<Env> {
     return row ? (JSON.parse(row.v as string) as VersionedPolicy) : null;
   }
 
-  private liveSession(sessionId: string): LiveSession | null {
+  private liveSession(sessionId: string): AgentSession | null {
     const row = this.sql
       .exec(
         "SELECT s.*, p.name FROM sessions s LEFT JOIN people p ON p.user_id = s.owner_user_id WHERE session_id = ?",

@@ -5,9 +5,9 @@ import type {
   PublicKeyCredentialRequestOptionsJSON,
   RegistrationResponseJSON,
 } from "@simplewebauthn/browser";
-import type { Approval, Delivery } from "../../sdk/src/approval";
+import type { AgentSession, Approval, Delivery } from "../../sdk/src/approval";
 
-export type { Approval, ApprovalState, Delivery, ResolutionReason } from "../../sdk/src/approval";
+export type { AgentSession, Approval, ApprovalState, Delivery, ResolutionReason } from "../../sdk/src/approval";
 
 /** The approval plus what the card and live feed add to it. */
 export type ApprovalView = Approval & {
@@ -115,19 +115,6 @@ export interface TeamPolicy {
   notify: "session_owner" | "all_approvers";
   deciders: "any_approver" | "session_owner";
   lockScreen: "tool_title" | "generic";
-}
-
-export interface AgentSession {
-  sessionId: string;
-  owner: { userId: string; name: string };
-  title: string | null;
-  agent: { name: string; version?: string } | string | null;
-  host: string | null;
-  cwd: string | null;
-  connectedAt: number | null;
-  disconnectedAt: number | null;
-  lastSeenAt: number | null;
-  pending: number;
 }
 
 /** A resolved request as the team history lists it. */

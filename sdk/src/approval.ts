@@ -62,3 +62,17 @@ export interface ApprovalSnapshot {
   /** The request's `_meta` (policy metadata), when the agent sent one. */
   meta?: Record<string, unknown>;
 }
+
+/** An agent session as the dashboard shows it (`GET /v1/sessions` and the live feed). */
+export interface AgentSession {
+  sessionId: string;
+  owner: { userId: string; name: string };
+  title: string | null;
+  agent: SessionInfo["agent"];
+  host: string | null;
+  cwd: string | null;
+  connectedAt: number | null;
+  disconnectedAt: number | null;
+  lastSeenAt: number;
+  pending: number;
+}

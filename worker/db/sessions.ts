@@ -1,4 +1,5 @@
 /** D1 access: agent sessions. */
+import type { AgentSession } from "../../sdk/src/approval";
 import type { AgentIdentity, Approval, SessionInfo } from "../types";
 import { type ApprovalRow, approvalFromRow } from "./approvals";
 
@@ -37,20 +38,7 @@ export async function joinAgentSession(
 
 // ── agent sessions (the dashboard) ──────────────────────────────────────────
 
-export interface SessionRow {
-  sessionId: string;
-  owner: { userId: string; name: string };
-  title: string | null;
-  agent: SessionInfo["agent"];
-  host: string | null;
-  cwd: string | null;
-  connectedAt: number | null;
-  disconnectedAt: number | null;
-  lastSeenAt: number;
-  pending: number;
-}
-
-interface SessionDbRow extends Omit<SessionRow, "owner" | "agent"> {
+interface SessionDbRow extends Omit<AgentSession, "owner" | "agent"> {
   ownerUserId: string;
   ownerName: string;
   agent: string | null;
@@ -63,7 +51,7 @@ const SESSION_SELECT = `SELECT s.session_id AS sessionId, s.owner_user_id AS own
          WHERE a.team_id = s.team_id AND a.session_id = s.session_id AND a.state = 'pending') AS pending
   FROM agent_sessions s JOIN users u ON u.id = s.owner_user_id`;
 
-function sessionFromRow({ ownerUserId, ownerName, agent, ...s }: SessionDbRow): SessionRow {
+function sessionFromRow({ ownerUserId, ownerName, agent, ...s }: SessionDbRow): AgentSession {
   return { ...s, owner: { userId: ownerUserId, name: ownerName }, agent: agent ? JSON.parse(agent) : null };
 }
 
@@ -71,7 +59,7 @@ function sessionFromRow({ ownerUserId, ownerName, agent, ...s }: SessionDbRow): 
 export async function listSessions(
   db: D1Database,
   q: { teamId: string; state: "connected" | "recent"; limit: number },
-): Promise<SessionRow[]> {
+): Promise<AgentSession[]> {
   const connected = q.state === "connected" ? "AND s.connected_at IS NOT NULL AND s.disconnected_at IS NULL" : "";
   const { results } = await db
     .prepare(`${SESSION_SELECT} WHERE s.team_id = ? ${connected} ORDER BY s.last_seen_at DESC, s.session_id LIMIT ?`)
@@ -80,7 +68,7 @@ export async function listSessions(
   return results.map(sessionFromRow);
 }
 
-export async function getSession(db: D1Database, teamId: string, sessionId: string): Promise<SessionRow | null> {
+export async function getSession(db: D1Database, teamId: string, sessionId: string): Promise<AgentSession | null> {
   const row = await db
     .prepare(`${SESSION_SELECT} WHERE s.team_id = ? AND s.session_id = ?`)
     .bind(teamId, sessionId)
