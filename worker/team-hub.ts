@@ -20,7 +20,7 @@ import {
 import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "./object-sockets";
 import { type PushPayload, type PushSubscription, pushTopic, sendPush, type VapidKeys } from "./push";
 import { DECIDER_ROLES } from "./roles";
-import type { Env, Role, SessionInfo } from "./types";
+import type { Env, SessionInfo } from "./types";
 
 /** Who opened a live-feed socket: set by the Worker after it checked the cookie and Origin. */
 export interface HubJoin {

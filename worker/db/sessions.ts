@@ -1,6 +1,6 @@
 /** D1 access: agent sessions. */
 import type { AgentSession } from "../../sdk/src/approval";
-import type { AgentIdentity, Approval, SessionInfo } from "../types";
+import type { AgentIdentity, Approval } from "../types";
 import { type ApprovalRow, approvalFromRow } from "./approvals";
 
 /**
