@@ -185,6 +185,14 @@ describe("Web Push", () => {
       await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }),
     );
     expect(read.delivery[0]?.seenAt).toBeGreaterThan(0);
+    // The device answered, so the Devices screen shows it as seen just now.
+    await vi.waitFor(async () => {
+      const { devices } = await json<{ devices: Array<{ id: string; lastSeenAt: number }> }>(
+        await api("/v1/devices", { cookie: owner.cookie }),
+      );
+      const device = devices.find((d) => d.id === phone.deviceId);
+      if (!device || device.lastSeenAt < (read.delivery[0]?.seenAt ?? Infinity)) throw new Error("not touched yet");
+    });
   });
 
   it("a lock-screen policy of 'generic' hides even the tool title", async () => {

@@ -53,6 +53,20 @@ export async function saveDevice(
   return saved ?? null;
 }
 
+/** The device answered (its service worker reported a push): it is alive. */
+export async function touchDevice(
+  db: D1Database,
+  teamId: string,
+  userId: string,
+  deviceId: string,
+  now: number,
+): Promise<void> {
+  await db
+    .prepare("UPDATE devices SET last_seen_at = ? WHERE id = ? AND team_id = ? AND user_id = ?")
+    .bind(now, deviceId, teamId, userId)
+    .run();
+}
+
 export async function listDevices(db: D1Database, teamId: string, userId: string): Promise<DeviceRow[]> {
   const { results } = await db
     .prepare(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE team_id = ? AND user_id = ? ORDER BY created_at`)

@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireSameOrigin, requireWeb } from "../auth";
-import { deleteDevice, listDevices, saveDevice } from "../db";
+import { deleteDevice, listDevices, saveDevice, touchDevice } from "../db";
 import { apiError, validate } from "../http";
 import { pushSubscriptionSchema } from "../push";
 import { hubFor } from "../team-hub";
@@ -71,6 +71,9 @@ export const pushRoutes = new Hono<AppEnv>()
   })
   .post("/v1/approvals/:id/seen", requireWeb, requireSameOrigin, validate("json", seenBody), async (c) => {
     const w = c.get("web");
-    const seen = await hubFor(c.env, w.teamId).markSeen(c.req.param("id"), c.req.valid("json").deviceId, w.userId);
-    return seen ? c.body(null, 204) : apiError(c, 404, "not_found", "no push of that approval to that device");
+    const { deviceId } = c.req.valid("json");
+    const seen = await hubFor(c.env, w.teamId).markSeen(c.req.param("id"), deviceId, w.userId);
+    if (!seen) return apiError(c, 404, "not_found", "no push of that approval to that device");
+    c.executionCtx.waitUntil(touchDevice(c.env.DB, w.teamId, w.userId, deviceId, Date.now()));
+    return c.body(null, 204);
   });
