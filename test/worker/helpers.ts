@@ -123,6 +123,11 @@ export class AgentSocket {
     return new Promise((resolve) => this.waiters.push(resolve as (m: unknown) => void));
   }
 
+  /** Asks permission over the socket; resolves once the gate holds (or refused) the request. */
+  ask(id: string | number, params: object): Promise<void> {
+    return this.send({ jsonrpc: "2.0", id, method: "session/request_permission", params });
+  }
+
   /** The gate answers in order, so once this reply arrives, every earlier answer has arrived. */
   barrier(): Promise<void> {
     return this.send({ jsonrpc: "2.0", method: "_tapgate/hello", params: {} });
@@ -203,7 +208,7 @@ export async function askOnce(member?: Member) {
   const sessionId = unique("sess");
   const agent = await connectAgent(key, sessionId);
   const params = permissionParams(sessionId);
-  await agent.send({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params });
+  await agent.ask(1, params);
   const [approval] = await pendingApprovals(owner, sessionId);
   if (!approval) throw new Error("the request did not become a pending approval");
   return { owner, key, keyId, sessionId, agent, params, approval };

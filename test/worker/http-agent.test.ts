@@ -219,12 +219,7 @@ describe("agents over HTTP", () => {
   it("survives a restart while its lease lasts, and can still be decided and polled", async () => {
     const { owner, key, sessionId, approvalId, approval } = await askOverHttp();
     const socket = await connectAgent(key, sessionId);
-    await socket.send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
+    await socket.ask(1, permissionParams(sessionId));
 
     await abortAllDurableObjects();
     await runDurableObjectAlarm(gateStub(owner.teamId, sessionId));
@@ -246,12 +241,7 @@ describe("agents over HTTP", () => {
   it("a socket closing in the same session leaves HTTP-held requests alone", async () => {
     const { owner, key, sessionId, approvalId } = await askOverHttp();
     const socket = await connectAgent(key, sessionId);
-    await socket.send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
+    await socket.ask(1, permissionParams(sessionId));
     await flush(owner.teamId, sessionId);
     const { approvals } = await json<{ approvals: Approval[] }>(
       await api("/v1/approvals?state=pending", { cookie: owner.cookie }),

@@ -104,12 +104,7 @@ class Run {
     switch (a.kind) {
       case "request": {
         const rpcId = this.nextId++;
-        await this.socket.send({
-          jsonrpc: "2.0",
-          id: rpcId,
-          method: "session/request_permission",
-          params: permissionParams(this.sessionId),
-        });
+        await this.socket.ask(rpcId, permissionParams(this.sessionId));
         const known = new Set(this.items.map((i) => i.approval.id));
         const fresh = (await pendingApprovals(this.owner, this.sessionId)).filter((p) => !known.has(p.id));
         expect(fresh).toHaveLength(1);

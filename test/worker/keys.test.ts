@@ -18,21 +18,11 @@ import { addMember } from "./team-helpers";
 describe("revoking an API key", () => {
   it("denies its pending requests (key_revoked), closes its sockets, and refuses it from then on", async () => {
     const { owner, key, keyId, agent, sessionId, approval } = await askOnce();
-    await agent.send({
-      jsonrpc: "2.0",
-      id: 2,
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
+    await agent.ask(2, permissionParams(sessionId));
     // Another key of the same owner on the same session is not touched.
     const { key: otherKey } = await createKey(owner, "other");
     const bystander = await connectAgent(otherKey, sessionId);
-    await bystander.send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
+    await bystander.ask(1, permissionParams(sessionId));
 
     const revoked = await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie });
     expect(revoked.status).toBe(200);

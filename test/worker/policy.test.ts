@@ -34,12 +34,7 @@ describe("team policy", () => {
     expect((await put(owner.cookie, { ...DEFAULT_POLICY, onceOnlyOptions: false, lifetimeMs: 60_000 })).status).toBe(
       200,
     );
-    await agent.send({
-      jsonrpc: "2.0",
-      id: 2,
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
+    await agent.ask(2, permissionParams(sessionId));
 
     const pending = await pendingApprovals(owner, sessionId);
     const fresh = pending.find((a) => a.id !== approval.id) as Approval;

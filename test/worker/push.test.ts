@@ -85,12 +85,7 @@ async function ask(member: Member, toolCall = secretCall()) {
   const { key } = await createKey(member);
   const sessionId = unique("sess");
   const agent = await connectAgent(key, sessionId);
-  await agent.send({
-    jsonrpc: "2.0",
-    id: 1,
-    method: "session/request_permission",
-    params: permissionParams(sessionId, { toolCall }),
-  });
+  await agent.ask(1, permissionParams(sessionId, { toolCall }));
   const [approval] = await pendingApprovals(member, sessionId);
   return { agent, sessionId, approval: approval as Approval };
 }
@@ -313,12 +308,7 @@ describe("Web Push", () => {
     const sessionId = unique("sess");
     const agent = await connectAgent(key, sessionId);
     for (let id = 1; id <= 12; id++) {
-      await agent.send({
-        jsonrpc: "2.0",
-        id,
-        method: "session/request_permission",
-        params: permissionParams(sessionId),
-      });
+      await agent.ask(id, permissionParams(sessionId));
     }
     await untilPushes(11);
     const kinds = pushes.map((p) => p.payload.type);

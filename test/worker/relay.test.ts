@@ -89,12 +89,10 @@ describe("the blocking approval relay", () => {
         update: { sessionUpdate: "tool_call_update", toolCallId: "t1", locations: [{ path: "/src/a.ts", line: 3 }] },
       },
     });
-    await agent.send({
-      jsonrpc: "2.0",
-      id: "req-1",
-      method: "session/request_permission",
-      params: permissionParams(sessionId, { toolCall: { toolCallId: "t1" }, _meta: { policy: "edits need approval" } }),
-    });
+    await agent.ask(
+      "req-1",
+      permissionParams(sessionId, { toolCall: { toolCallId: "t1" }, _meta: { policy: "edits need approval" } }),
+    );
     const [approval] = await pendingApprovals(owner, sessionId);
     const read = await json<Approval>(await api(`/v1/approvals/${approval?.id}`, { cookie: owner.cookie }));
     expect(read.snapshot).toEqual({
@@ -114,12 +112,7 @@ describe("the blocking approval relay", () => {
 
   it("$/cancel_request answers that request cancelled and leaves the others waiting", async () => {
     const { owner, agent, sessionId, approval } = await askOnce();
-    await agent.send({
-      jsonrpc: "2.0",
-      id: "two",
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
+    await agent.ask("two", permissionParams(sessionId));
     await agent.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 1 } });
     expect(await agent.next()).toEqual({
       jsonrpc: "2.0",
@@ -137,12 +130,7 @@ describe("the blocking approval relay", () => {
 
   it("session/cancel answers every pending request of the session cancelled", async () => {
     const { owner, agent, sessionId } = await askOnce();
-    await agent.send({
-      jsonrpc: "2.0",
-      id: 2,
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
+    await agent.ask(2, permissionParams(sessionId));
     await agent.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } });
     const answers = [await agent.next(), await agent.next()];
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2]);
@@ -158,12 +146,7 @@ describe("the blocking approval relay", () => {
   it("a socket that closes denies its own pending requests at once, and only its own", async () => {
     const { owner, key, agent, sessionId, approval } = await askOnce();
     const other = await connectAgent(key, sessionId);
-    await other.send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
+    await other.ask(1, permissionParams(sessionId));
     agent.ws.close(1000, "bye");
     const read = await settled(owner, approval.id);
     expect(read).toMatchObject({ state: "denied", reason: "agent_disconnected" });
@@ -208,8 +191,8 @@ describe("the blocking approval relay", () => {
     const agent = await connectAgent(key, sessionId);
     const short = permissionParams(sessionId, { _meta: { tapgate: { timeoutMs: 5_000 } } });
     const long = permissionParams(sessionId, { _meta: { tapgate: { timeoutMs: 60 * 60_000 } } });
-    await agent.send({ jsonrpc: "2.0", id: 1, method: "session/request_permission", params: short });
-    await agent.send({ jsonrpc: "2.0", id: 2, method: "session/request_permission", params: long });
+    await agent.ask(1, short);
+    await agent.ask(2, long);
     const lifetimes = (await pendingApprovals(owner, sessionId))
       .map((a) => a.expiresAt - a.createdAt)
       .sort((a, b) => a - b);

@@ -26,18 +26,8 @@ describe("sessions", () => {
       method: "_tapgate/hello",
       params: { title: "fix the build", host: "laptop", agent: { name: "claude" } },
     });
-    await agent.send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
-    await agent.send({
-      jsonrpc: "2.0",
-      id: 2,
-      method: "session/request_permission",
-      params: permissionParams(sessionId),
-    });
+    await agent.ask(1, permissionParams(sessionId));
+    await agent.ask(2, permissionParams(sessionId));
 
     const live = await feed.next((f) => f.type === "session" && (f.session as SessionView).title === "fix the build");
     expect(live.session).toMatchObject({ sessionId, owner: { userId: owner.userId, name: "Olga" }, host: "laptop" });

@@ -82,19 +82,26 @@ export async function openLive(member: Member) {
   const ws = response.webSocket;
   if (!ws) throw new Error(`live answered ${response.status}`);
   ws.accept();
-  const frames: Array<Record<string, unknown>> = [];
-  ws.addEventListener("message", (e) => frames.push(JSON.parse(e.data as string)));
+  type Frame = Record<string, unknown>;
+  const frames: Frame[] = [];
+  const waiters = new Set<{ match: (f: Frame) => boolean; resolve: (f: Frame) => void }>();
+  ws.addEventListener("message", (e) => {
+    const frame = JSON.parse(e.data as string) as Frame;
+    frames.push(frame);
+    for (const w of waiters) {
+      if (!w.match(frame)) continue;
+      waiters.delete(w);
+      w.resolve(frame);
+    }
+  });
   return {
     ws,
     frames,
-    async next(match: (f: Record<string, unknown>) => boolean, timeout = 3000): Promise<Record<string, unknown>> {
-      const until = Date.now() + timeout;
-      while (Date.now() < until) {
-        const found = frames.find(match);
-        if (found) return found;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      throw new Error(`no matching live frame in ${JSON.stringify(frames)}`);
+    /** The first frame, already received or still to come, that matches: woken by the frame itself. */
+    next(match: (f: Frame) => boolean): Promise<Frame> {
+      const found = frames.find(match);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve) => waiters.add({ match, resolve }));
     },
   };
 }
