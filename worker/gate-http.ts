@@ -23,7 +23,12 @@ export interface AgentCaller {
 
 export type HttpOpenResult =
   | { status: 201; body: { approvalId: string; expiresAt: number } }
-  | { status: 400 | 401 | 429; error: string; message: string; issues?: unknown[] };
+  | {
+      status: 400 | 401 | 429;
+      error: "invalid_request" | "key_revoked" | "too_many_pending";
+      message: string;
+      issues?: unknown[];
+    };
 
 /** A final body is itself an ACP RequestPermissionResponse: its `outcome` is what the agent acts on. */
 export type HttpPollResult =

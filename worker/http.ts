@@ -1,14 +1,19 @@
 /** Small HTTP helpers shared by the routes: precise errors and schema validation at the edge. */
 
 import type { Context } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { validator } from "hono/validator";
 import { z } from "zod";
+import { ERRORS, type ErrorCode } from "../sdk/src/errors";
 import { parseJson } from "../sdk/src/protocol";
 import type { AppEnv } from "./types";
 
-export function apiError(c: Context, status: ContentfulStatusCode, error: string, message: string, extra?: object) {
-  return c.json({ error, message, ...extra }, status);
+/**
+ * The one way an error answer is written: `{error, message, ...extra}` with the status the error
+ * table gives the code. The message defaults to the table's.
+ */
+export function apiError(c: Context, error: ErrorCode, message?: string, extra?: object) {
+  const known = ERRORS[error];
+  return c.json({ error, message: message ?? known.message, ...extra }, known.status);
 }
 
 /**
@@ -21,7 +26,7 @@ export function validate<T extends z.ZodType, Target extends "json" | "query" | 
   return validator(target, async (value, c) => {
     const parsed = await schema.safeParseAsync(value);
     if (parsed.success) return parsed.data as z.infer<T>;
-    return apiError(c, 400, "invalid_request", z.prettifyError(parsed.error), { issues: parsed.error.issues });
+    return apiError(c, "invalid_request", z.prettifyError(parsed.error), { issues: parsed.error.issues });
   });
 }
 

@@ -31,7 +31,7 @@ const HUMAN_BODY_BYTES = 64 * 1024;
 const AGENT_PERMISSIONS = /^\/v1\/agent\/sessions\/[^/]+\/permissions$/;
 const limitHumanBodies = bodyLimit({
   maxSize: HUMAN_BODY_BYTES,
-  onError: (c) => apiError(c, 413, "too_large", `the body is larger than ${HUMAN_BODY_BYTES} bytes`),
+  onError: (c) => apiError(c, "too_large", `the body is larger than ${HUMAN_BODY_BYTES} bytes`),
 });
 
 const app = new Hono<AppEnv>()
@@ -52,11 +52,11 @@ const app = new Hono<AppEnv>()
   .route("/", historyRoutes)
   .route("/", auditRoutes)
   .get("/v1/health", (c) => c.json({ ok: true }))
-  .notFound((c) => apiError(c, 404, "not_found", "no such route"))
+  .notFound((c) => apiError(c, "not_found", "no such route"))
   .onError((err, c) => {
-    if (err instanceof HTTPException) return apiError(c, err.status as 400, "bad_request", err.message);
+    if (err instanceof HTTPException) return apiError(c, "bad_request", err.message);
     console.error("unhandled error", err instanceof Error ? err.name : "unknown");
-    return apiError(c, 500, "internal_error", "something went wrong; nothing was decided");
+    return apiError(c, "internal_error", "something went wrong; nothing was decided");
   });
 
 export default app;

@@ -17,13 +17,13 @@ import { revokeKey } from "./keys";
 
 const requireUpgrade: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (c.req.header("Upgrade")?.toLowerCase() === "websocket") return next();
-  return apiError(c, 426, "upgrade_required", "open this URL as a WebSocket");
+  return apiError(c, "upgrade_required", "open this URL as a WebSocket");
 };
 
 /** The same limit as a socket frame: the body is what a frame would carry. */
 const limitBody = bodyLimit({
   maxSize: LIMITS.frameBytes,
-  onError: (c) => apiError(c, 413, "too_large", `the body is larger than ${LIMITS.frameBytes} bytes`),
+  onError: (c) => apiError(c, "too_large", `the body is larger than ${LIMITS.frameBytes} bytes`),
 });
 
 const sessionParam = z.object({ sessionId: sessionIdSchema });
@@ -52,12 +52,12 @@ async function joinSession(c: Context<AppEnv>, sessionId: string) {
   };
 }
 
-const badKey = (c: Context) => apiError(c, 401, "bad_api_key", "the API key is unknown or revoked");
+const badKey = (c: Context) => apiError(c, "bad_api_key", "the API key is unknown or revoked");
 const forbidden = (c: Context) =>
-  apiError(c, 403, "forbidden", "this session belongs to another user; use a new session id");
+  apiError(c, "forbidden", "this session belongs to another user; use a new session id");
 
 /** Unknown ids, another team's and another user's all get this same answer. */
-const notFound = (c: Context) => apiError(c, 404, "not_found", "no such approval");
+const notFound = (c: Context) => apiError(c, "not_found", "no such approval");
 
 function pollReply(c: Context, result: HttpPollResult) {
   return result.status === 404 ? notFound(c) : c.json(result.body, result.status);
@@ -80,7 +80,7 @@ export const agentRoutes = new Hono<AppEnv>()
       const params = c.req.valid("json");
       if (params.sessionId !== sessionId) {
         const message = `sessionId in the body (${params.sessionId}) must be the one in the path (${sessionId})`;
-        return apiError(c, 400, "invalid_request", message, {
+        return apiError(c, "invalid_request", message, {
           issues: [{ code: "custom", path: ["sessionId"], message }],
         });
       }
@@ -89,8 +89,8 @@ export const agentRoutes = new Hono<AppEnv>()
       // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
       const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
       if (result.status === 201) return c.json(result.body, 201);
-      const { status, error, message, issues } = result;
-      return apiError(c, status, error, message, issues && { issues });
+      const { error, message, issues } = result;
+      return apiError(c, error, message, issues && { issues });
     },
   )
   .use("/v1/agent/approvals/*", requireAgentKey)

@@ -44,19 +44,19 @@ export const approvalRoutes = new Hono<AppEnv>()
     const w = c.get("web");
     const id = c.req.param("id");
     const gate = gateFor(c.env, id);
-    if (!gate) return apiError(c, 404, "not_found", notFound);
+    if (!gate) return apiError(c, "not_found", notFound);
     const [held, delivery] = await Promise.all([
       gate.getApproval(w.teamId, id),
       hubFor(c.env, w.teamId).deliveries(id),
     ]);
     const approval = held ?? (await getApprovalRecord(c.env.DB, w.teamId, id));
-    return approval ? c.json({ ...approval, delivery }) : apiError(c, 404, "not_found", notFound);
+    return approval ? c.json({ ...approval, delivery }) : apiError(c, "not_found", notFound);
   })
   .post("/v1/approvals/:id/decision", requireRole(...DECIDER_ROLES), validate("json", decisionBody), async (c) => {
     const w = c.get("web");
     const id = c.req.param("id");
     const gate = gateFor(c.env, id);
-    if (!gate) return apiError(c, 404, "not_found", notFound);
+    if (!gate) return apiError(c, "not_found", notFound);
     const { optionId, requestHash } = c.req.valid("json");
     const device = deviceName(c.req.header("X-Tapgate-Device"));
     // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
@@ -70,29 +70,28 @@ export const approvalRoutes = new Hono<AppEnv>()
       optionId,
       requestHash,
     })) as unknown as DecisionResult;
-    if (result.status === 404) return apiError(c, 404, "not_found", notFound);
-    if (result.status === 400)
-      return apiError(c, 400, result.error, `option ${JSON.stringify(optionId)} was not offered`);
+    if (result.status === 404) return apiError(c, "not_found", notFound);
+    if (result.status === 400) return apiError(c, result.error, `option ${JSON.stringify(optionId)} was not offered`);
     if (result.status === 403) {
       const why =
         result.error === "not_session_owner"
           ? "team policy lets only the session's owner decide"
           : "your role may not decide";
-      return apiError(c, 403, result.error, why);
+      return apiError(c, result.error, why);
     }
     if ("error" in result) {
-      return apiError(c, 409, result.error, "the request differs from what you saw; reload it", {
+      return apiError(c, result.error, "the request differs from what you saw; reload it", {
         approval: result.approval,
       });
     }
     if (result.status === 409) {
-      return apiError(c, 409, "already_decided", "someone already decided this request", {
+      return apiError(c, "already_decided", "someone already decided this request", {
         approval: result.approval,
       });
     }
     if (result.status === 410) {
       const message = `resolved without a human: ${result.approval.reason}`;
-      return apiError(c, 410, "already_resolved", message, { approval: result.approval });
+      return apiError(c, "already_resolved", message, { approval: result.approval });
     }
     return c.json(result.approval, 200);
   });

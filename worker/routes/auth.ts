@@ -57,7 +57,7 @@ export const authRoutes = new Hono<AppEnv>()
     const now = Date.now();
     const browser = getCookie(c, SIGNUP_BROWSER_COOKIE);
     const link = await consumeSignInLink(c.env.DB, sha256Hex(c.req.valid("json").token), now);
-    if (!link) return apiError(c, 400, "invalid_link", "this link is invalid, used or expired; ask for a new one");
+    if (!link) return apiError(c, "invalid_link", "this link is invalid, used or expired; ask for a new one");
     const user = await findUserByEmail(c.env.DB, link.email);
     const member = user ? await firstMembership(c.env.DB, user.id) : null;
     const signedIn =
@@ -90,7 +90,7 @@ export const authRoutes = new Hono<AppEnv>()
     });
   })
   .get("/v1/dev/outbox", validate("query", z.object({ to: email.optional() })), async (c) => {
-    if (!c.env.DEV_OUTBOX) return apiError(c, 404, "not_found", "no such route");
+    if (!c.env.DEV_OUTBOX) return apiError(c, "not_found", "no such route");
     return c.json({ messages: await listDevMessages(c.env.DB, c.req.valid("query").to) });
   });
 

@@ -100,7 +100,7 @@ export const deviceRoutes = new Hono<AppEnv>()
       now,
       minIntervalMs: POLL_INTERVAL_S * 1000 - POLL_SLACK_MS,
     });
-    if (result.outcome !== "issued") return apiError(c, 400, result.outcome, TOKEN_MESSAGES[result.outcome]);
+    if (result.outcome !== "issued") return apiError(c, result.outcome, TOKEN_MESSAGES[result.outcome]);
     await audit(c.env, {
       eventId: `key_created:${keyId}`,
       teamId: result.team.id,
@@ -143,11 +143,11 @@ function describeCode(code: DeviceCode) {
 }
 
 const unknownCode = (c: Context<AppEnv>) =>
-  apiError(c, 404, "not_found", "no such code, or it expired: run `tapgate login` again for a new one");
+  apiError(c, "not_found", "no such code, or it expired: run `tapgate login` again for a new one");
 
 function rateLimited(c: Context<AppEnv>, retryAfterMs: number, message: string) {
   c.header("Retry-After", String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
-  return apiError(c, 429, "rate_limited", message);
+  return apiError(c, "rate_limited", message);
 }
 
 /**
@@ -173,7 +173,7 @@ async function lookup(c: Context<AppEnv>, userCode: string, now: number): Promis
 
 function alreadyDecided(c: Context<AppEnv>, code: DeviceCode) {
   const was = code.status === "denied" ? "denied" : "approved";
-  return apiError(c, 409, "already_decided", `this code was already ${was}`, { status: code.status });
+  return apiError(c, "already_decided", `this code was already ${was}`, { status: code.status });
 }
 
 async function decide(c: Context<AppEnv>, userCode: string, decision: "approved" | "denied") {

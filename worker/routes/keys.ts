@@ -41,7 +41,7 @@ export const keyRoutes = new Hono<AppEnv>()
     const w = c.get("web");
     const team = c.req.valid("query").scope === "team";
     if (team && !ADMIN_ROLES.includes(w.role)) {
-      return apiError(c, 403, "forbidden", `your role (${w.role}) may only list your own keys`);
+      return apiError(c, "forbidden", `your role (${w.role}) may only list your own keys`);
     }
     return c.json({ keys: await listApiKeys(c.env.DB, w.teamId, team ? null : w.userId) });
   })
@@ -57,7 +57,7 @@ export const keyRoutes = new Hono<AppEnv>()
       keyId,
       actor: `user:${w.userId}`,
     });
-    return revoked ? c.json(revoked) : apiError(c, 404, "not_found", "no such key");
+    return revoked ? c.json(revoked) : apiError(c, "not_found", "no such key");
   });
 
 /**

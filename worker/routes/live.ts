@@ -7,10 +7,10 @@ import type { AppEnv } from "../types";
 
 export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireWeb, async (c) => {
   if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
-    return apiError(c, 426, "upgrade_required", "open this URL as a WebSocket");
+    return apiError(c, "upgrade_required", "open this URL as a WebSocket");
   }
   // Browsers send Origin on WebSocket upgrades; another site's page must not ride our cookie.
-  if (c.req.header("Origin") !== appOrigin(c)) return apiError(c, 403, "bad_origin", "WebSocket from another origin");
+  if (c.req.header("Origin") !== appOrigin(c)) return apiError(c, "bad_origin", "WebSocket from another origin");
   const w = c.get("web");
   return hubFor(c.env, w.teamId).fetch(
     hubJoinRequest(c.req.raw, { teamId: w.teamId, userId: w.userId, tokenHash: w.tokenHash }),

@@ -43,17 +43,17 @@ const tokenField = z.string().regex(/^[A-Za-z0-9_-]{43}$/, "not an invite token"
 const inviteParam = z.object({ id: z.string().regex(/^inv_[0-9A-Za-z]{22}$/, "not an invite id") });
 const memberParam = z.object({ userId: z.string().min(1).max(100) });
 
-const noMember = (c: Context) => apiError(c, 404, "not_found", "no such member");
+const noMember = (c: Context) => apiError(c, "not_found", "no such member");
 const lastOwner = (c: Context) =>
-  apiError(c, 409, "last_owner", "a team always keeps an owner: make someone else owner first");
+  apiError(c, "last_owner", "a team always keeps an owner: make someone else owner first");
 const outranked = (c: Context, w: WebIdentity) =>
-  apiError(c, 403, "forbidden", `your role (${w.role}) may not do this to that member or grant that role`);
+  apiError(c, "forbidden", `your role (${w.role}) may not do this to that member or grant that role`);
 
 export const memberRoutes = new Hono<AppEnv>()
   // Signed out on purpose: the invite page shows whom it is from before the invitee signs in.
   .get("/v1/invites/preview", validate("query", z.object({ token: tokenField })), async (c) => {
     const preview = await previewInvite(c.env.DB, sha256Hex(c.req.valid("query").token), Date.now());
-    return preview ? c.json(preview) : apiError(c, 404, "not_found", "this invite is invalid, used or expired");
+    return preview ? c.json(preview) : apiError(c, "not_found", "this invite is invalid, used or expired");
   })
   .post(
     "/v1/invites/accept",
@@ -69,10 +69,9 @@ export const memberRoutes = new Hono<AppEnv>()
         now,
       });
       if (accepted.outcome === "already_member") {
-        return apiError(c, 409, "already_member", "you are already a member of that team");
+        return apiError(c, "already_member", "you are already a member of that team");
       }
-      if (accepted.outcome !== "joined")
-        return apiError(c, 404, "not_found", "this invite is invalid, used or expired");
+      if (accepted.outcome !== "joined") return apiError(c, "not_found", "this invite is invalid, used or expired");
       await membersChanged(c.env, accepted.teamId);
       await audit(c.env, {
         eventId: `member_joined:${accepted.inviteId}`,
@@ -131,7 +130,7 @@ export const memberRoutes = new Hono<AppEnv>()
     const w = c.get("web");
     const { id } = c.req.valid("param");
     const now = Date.now();
-    if (!(await revokeInvite(c.env.DB, w.teamId, id, now))) return apiError(c, 404, "not_found", "no such invite");
+    if (!(await revokeInvite(c.env.DB, w.teamId, id, now))) return apiError(c, "not_found", "no such invite");
     await audit(c.env, {
       eventId: `invite_revoked:${id}`,
       teamId: w.teamId,
@@ -181,7 +180,7 @@ export const memberRoutes = new Hono<AppEnv>()
     if (!leaving && !mayManage(w.role, target.role)) {
       return ADMIN_ROLES.includes(w.role)
         ? outranked(c, w)
-        : apiError(c, 403, "forbidden", `your role (${w.role}) may not do this`);
+        : apiError(c, "forbidden", `your role (${w.role}) may not do this`);
     }
     const removed = await removeMember(c.env.DB, { teamId: w.teamId, userId: target.userId });
     if (!removed) return lastOwner(c);

@@ -35,7 +35,7 @@ export const pairingRoutes = new Hono<AppEnv>()
     const now = Date.now();
     const paired = await claimPairingToken(c.env.DB, tokenHash, now);
     if (!paired) {
-      return apiError(c, 400, "invalid_pairing", "this pairing link is invalid, used or expired; make a new one");
+      return apiError(c, "invalid_pairing", "this pairing link is invalid, used or expired; make a new one");
     }
     await startWebSession(c, paired.userId, paired.teamId, "pairing");
     await audit(c.env, {

@@ -90,7 +90,7 @@ function relyingParty(c: Context<AppEnv>): { rpID: string; origin: string } {
 
 /** One answer for every failure, so a caller learns nothing about which check failed. */
 function passkeyFailed(c: Context<AppEnv>) {
-  return apiError(c, 400, "passkey_failed", "the passkey could not be verified; start again");
+  return apiError(c, "passkey_failed", "the passkey could not be verified; start again");
 }
 
 function logRejection(err: unknown): void {
@@ -208,7 +208,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
       return issueChallenge(c, "register", { userId: null, signup }, registrationOptions(c, user));
     }
     const me = await currentWeb(c);
-    if (!me) return apiError(c, 401, "unauthenticated", "sign in first, or send {email, name, team} to sign up");
+    if (!me) return apiError(c, "unauthenticated", "sign in first, or send {email, name, team} to sign up");
     const user = {
       name: me.email,
       displayName: me.name,
@@ -271,7 +271,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
   .delete("/v1/auth/passkeys/:id", validate("param", z.object({ id: credentialId })), async (c) => {
     const w = c.get("web");
     const id = c.req.valid("param").id;
-    if (!(await deletePasskey(c.env.DB, w.userId, id))) return apiError(c, 404, "not_found", "no such passkey");
+    if (!(await deletePasskey(c.env.DB, w.userId, id))) return apiError(c, "not_found", "no such passkey");
     const now = Date.now();
     await audit(c.env, {
       eventId: `passkey_removed:${id}:${now}`,

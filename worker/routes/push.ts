@@ -19,8 +19,7 @@ const seenBody = z.object({ deviceId: z.string().regex(/^dev_[0-9A-Za-z]{22}$/, 
 
 export const pushRoutes = new Hono<AppEnv>()
   .get("/v1/push/key", (c) => {
-    if (!c.env.VAPID_PUBLIC_KEY)
-      return apiError(c, 503, "push_unavailable", "Web Push is not configured on this server");
+    if (!c.env.VAPID_PUBLIC_KEY) return apiError(c, "push_unavailable", "Web Push is not configured on this server");
     return c.json({ publicKey: c.env.VAPID_PUBLIC_KEY });
   })
   .use("/v1/devices", requireWeb, requireSameOrigin)
@@ -40,12 +39,7 @@ export const pushRoutes = new Hono<AppEnv>()
       limit: MAX_DEVICES_PER_USER,
     });
     if (!device) {
-      return apiError(
-        c,
-        409,
-        "too_many_devices",
-        `at most ${MAX_DEVICES_PER_USER} devices per person; remove one first`,
-      );
+      return apiError(c, "too_many_devices", `at most ${MAX_DEVICES_PER_USER} devices per person; remove one first`);
     }
     await hubFor(c.env, w.teamId).deviceSaved(w.teamId, device);
     return c.json({ id: device.id, name: device.name, createdAt: device.createdAt }, 201);
@@ -60,20 +54,20 @@ export const pushRoutes = new Hono<AppEnv>()
   .delete("/v1/devices/:id", validate("param", deviceParam), async (c) => {
     const w = c.get("web");
     const { id } = c.req.valid("param");
-    if (!(await deleteDevice(c.env.DB, w.teamId, id, w.userId))) return apiError(c, 404, "not_found", "no such device");
+    if (!(await deleteDevice(c.env.DB, w.teamId, id, w.userId))) return apiError(c, "not_found", "no such device");
     await hubFor(c.env, w.teamId).deviceRemoved(id);
     return c.json({ ok: true });
   })
   .post("/v1/devices/:id/test", validate("param", deviceParam), async (c) => {
     const w = c.get("web");
     const sent = await hubFor(c.env, w.teamId).sendTest(w.teamId, c.req.valid("param").id, w.userId);
-    return sent ? c.json({ ok: true }, 202) : apiError(c, 404, "not_found", "no such device");
+    return sent ? c.json({ ok: true }, 202) : apiError(c, "not_found", "no such device");
   })
   .post("/v1/approvals/:id/seen", requireWeb, requireSameOrigin, validate("json", seenBody), async (c) => {
     const w = c.get("web");
     const { deviceId } = c.req.valid("json");
     const seen = await hubFor(c.env, w.teamId).markSeen(c.req.param("id"), deviceId, w.userId);
-    if (!seen) return apiError(c, 404, "not_found", "no push of that approval to that device");
+    if (!seen) return apiError(c, "not_found", "no push of that approval to that device");
     c.executionCtx.waitUntil(touchDevice(c.env.DB, w.teamId, w.userId, deviceId, Date.now()));
     return c.body(null, 204);
   });

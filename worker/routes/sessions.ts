@@ -31,7 +31,7 @@ export const sessionRoutes = new Hono<AppEnv>()
       const teamId = c.get("web").teamId;
       const { sessionId } = c.req.valid("param");
       const session = await getSession(c.env.DB, teamId, sessionId);
-      if (!session) return apiError(c, 404, "not_found", "no such session");
+      if (!session) return apiError(c, "not_found", "no such session");
       const { cursor, limit } = c.req.valid("query");
       const approvals = await listSessionApprovals(c.env.DB, { teamId, sessionId, cursor: cursor ?? null, limit });
       return c.json({ ...session, approvals, cursor: nextCursor(approvals, limit) });

@@ -23,11 +23,11 @@ export const teamRoutes = new Hono<AppEnv>()
   })
   .post("/v1/teams/switch", validate("json", switchBody), async (c) => {
     const teamId = c.req.valid("json").teamId;
-    if (!(await switchTo(c, teamId))) return apiError(c, 404, "not_found", "no such team");
+    if (!(await switchTo(c, teamId))) return apiError(c, "not_found", "no such team");
     const team = (await listMyTeams(c.env.DB, c.get("web").userId)).find((t) => t.id === teamId);
     return team
       ? c.json({ team: { id: team.id, name: team.name }, role: team.role })
-      : apiError(c, 404, "not_found", "no such team");
+      : apiError(c, "not_found", "no such team");
   });
 
 /**

@@ -1,0 +1,65 @@
+/**
+ * Every error code the HTTP API answers with, once: its status and what it means. The Worker
+ * renders `{error, message}` bodies from this table (objects and use cases return codes, never
+ * statuses); the PWA, the SDK and the tests import the `ErrorCode` union instead of matching
+ * strings. Environment-neutral: no Node and no Workers APIs here.
+ */
+import { z } from "zod";
+
+export const ERRORS = {
+  // 400: the input is wrong; the message names the field.
+  invalid_request: { status: 400, message: "the request is not valid" },
+  bad_request: { status: 400, message: "the request could not be read" },
+  invalid_link: { status: 400, message: "this sign-in link is invalid, expired or already used" },
+  invalid_pairing: { status: 400, message: "this pairing code is invalid, expired or already used" },
+  passkey_failed: { status: 400, message: "the passkey could not be verified" },
+  option_not_offered: { status: 400, message: "that option was not offered" },
+  // RFC 8628 device-code polling answers (400 by the RFC).
+  authorization_pending: { status: 400, message: "waiting for someone to approve the code" },
+  slow_down: { status: 400, message: "polling too fast" },
+  expired_token: { status: 400, message: "this code is unknown, expired or already used; start again" },
+  access_denied: { status: 400, message: "the code was denied" },
+  // 401: who you are is unknown.
+  unauthenticated: { status: 401, message: "sign in first" },
+  no_api_key: { status: 401, message: "send Authorization: Bearer <API key>; create one with POST /v1/keys" },
+  bad_api_key: { status: 401, message: "the API key is unknown or revoked" },
+  key_revoked: { status: 401, message: "this API key was revoked" },
+  // 403: known, but not allowed.
+  forbidden: { status: 403, message: "you may not do this" },
+  bad_origin: { status: 403, message: "state-changing requests need this site's Origin header" },
+  agent_key_forbidden: { status: 403, message: "agent API keys cannot use the human API; sign in instead" },
+  not_session_owner: { status: 403, message: "team policy lets only the session's owner decide" },
+  role_may_not_decide: { status: 403, message: "your role may not decide" },
+  // 404: unknown, or another team's (the same answer, on purpose).
+  not_found: { status: 404, message: "no such thing" },
+  // 409 / 410: the state moved on.
+  already_decided: { status: 409, message: "someone already decided this" },
+  already_member: { status: 409, message: "you are already a member of this team" },
+  last_owner: { status: 409, message: "a team needs at least one owner" },
+  too_many_devices: { status: 409, message: "too many devices; remove one first" },
+  request_changed: { status: 409, message: "the request differs from what you saw; reload it" },
+  already_resolved: { status: 410, message: "resolved without a human" },
+  // Transport and capacity.
+  too_large: { status: 413, message: "the body is too large" },
+  upgrade_required: { status: 426, message: "open this URL as a WebSocket" },
+  rate_limited: { status: 429, message: "too many requests; try again later" },
+  too_many_pending: { status: 429, message: "this session has too many pending requests" },
+  internal_error: { status: 500, message: "something went wrong; nothing was decided" },
+  push_unavailable: { status: 503, message: "Web Push is not configured on this server" },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+export type ErrorStatus = (typeof ERRORS)[ErrorCode]["status"];
+
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.hasOwn(ERRORS, value);
+}
+
+/** Every error answer: the code, a sentence for people, and sometimes more (`issues`, `approval`, …). */
+export const errorBodySchema = z.looseObject({
+  error: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
+  message: z.string(),
+});
+export type ErrorBody = z.infer<typeof errorBodySchema>;
