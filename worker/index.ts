@@ -23,7 +23,7 @@ import { sessionRoutes } from "./routes/sessions";
 import { teamRoutes } from "./routes/teams";
 import type { AppEnv } from "./types";
 
-export { SessionGate } from "./session-gate";
+export { SessionGate } from "./gate/session-gate";
 export { TeamHub } from "./team-hub";
 
 /** Human API bodies are small; only an agent's permission request may be as large as a frame. */

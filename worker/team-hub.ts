@@ -17,7 +17,7 @@ import {
   type VersionedPolicy,
   writtenEventIds,
 } from "./db";
-import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "./object-sockets";
+import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "./gate/sockets";
 import { type PushPayload, type PushSubscription, pushTopic, sendPush, type VapidKeys } from "./push";
 import { DECIDER_ROLES } from "./roles";
 import type { Env, SessionInfo } from "./types";

@@ -1,9 +1,9 @@
-import type { SessionGate } from "./session-gate";
+import type { SessionGateApi } from "./gate/api";
 import type { TeamHub } from "./team-hub";
 
 export interface Env {
   DB: D1Database;
-  SESSION_GATE: DurableObjectNamespace<SessionGate>;
+  SESSION_GATE: DurableObjectNamespace<SessionGateApi>;
   TEAM_HUB: DurableObjectNamespace<TeamHub>;
   /** Web Push (VAPID): secrets in production; `npm start` writes local ones into .dev.vars. */
   VAPID_PUBLIC_KEY?: string;

@@ -3,7 +3,7 @@ import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject,
 import { describe, expect, it, vi } from "vitest";
 import { RPC_ERROR } from "../../sdk/src/protocol";
 import { newApiKey } from "../../worker/crypto";
-import { SCHEMA_VERSION } from "../../worker/gate-storage";
+import { SCHEMA_VERSION } from "../../worker/gate/migrations";
 import type { Approval } from "../../worker/types";
 import {
   api,

@@ -8,10 +8,10 @@ import { z } from "zod";
 import { LIMITS, requestPermissionParamsSchema, sessionIdSchema } from "../../sdk/src/protocol";
 import { requireAgentKey } from "../auth";
 import { getAgentProfile, getTeamPolicy, joinAgentSession, touchApiKey } from "../db";
-import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate-http";
-import { depthExceeds } from "../gate-socket";
+import { gateFor, type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS, sessionGate } from "../gate/api";
+import { depthExceeds } from "../gate/frames";
+import { joinRequest } from "../gate/sockets";
 import { apiError, validate } from "../http";
-import { gateFor, joinRequest, sessionGate } from "../session-gate";
 import type { AppEnv } from "../types";
 import { revokeKey } from "./keys";
 
@@ -59,8 +59,10 @@ const forbidden = (c: Context) =>
 /** Unknown ids, another team's and another user's all get this same answer. */
 const notFound = (c: Context) => apiError(c, "not_found", "no such approval");
 
+/** 202 while the request is pending, 200 with the final answer. */
 function pollReply(c: Context, result: HttpPollResult) {
-  return result.status === 404 ? notFound(c) : c.json(result.body, result.status);
+  if (!result.ok) return notFound(c);
+  return c.json(result.body, result.body.state === "pending" ? 202 : 200);
 }
 
 export const agentRoutes = new Hono<AppEnv>()
@@ -88,7 +90,7 @@ export const agentRoutes = new Hono<AppEnv>()
       if ("refusal" in session) return session.refusal;
       // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
       const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
-      if (result.status === 201) return c.json(result.body, 201);
+      if (result.ok) return c.json({ approvalId: result.approvalId, expiresAt: result.expiresAt }, 201);
       const { error, message, issues } = result;
       return apiError(c, error, message, issues && { issues });
     },
@@ -100,14 +102,14 @@ export const agentRoutes = new Hono<AppEnv>()
     if (!gate) return notFound(c);
     const { teamId, userId, keyId } = c.get("agent");
     const result = await gate.poll({ teamId, userId, keyId }, id, c.req.valid("query").wait * 1000);
-    return pollReply(c, result);
+    return pollReply(c, result as HttpPollResult);
   })
   .delete("/v1/agent/approvals/:id", async (c) => {
     const id = c.req.param("id");
     const gate = gateFor(c.env, id);
     if (!gate) return notFound(c);
     const { teamId, userId, keyId } = c.get("agent");
-    return pollReply(c, await gate.cancelOverHttp({ teamId, userId, keyId }, id));
+    return pollReply(c, (await gate.cancelOverHttp({ teamId, userId, keyId }, id)) as HttpPollResult);
   })
   .use("/v1/agent/me", requireAgentKey)
   .get("/v1/agent/me", async (c) => {

@@ -3,9 +3,9 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getApprovalRecord, listApprovals } from "../db";
+import { type DecisionResult, gateFor } from "../gate/api";
 import { apiError, cursorParam, nextCursor, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
-import { type DecisionResult, gateFor } from "../session-gate";
 import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
@@ -70,30 +70,24 @@ export const approvalRoutes = new Hono<AppEnv>()
       optionId,
       requestHash,
     })) as unknown as DecisionResult;
-    if (result.status === 404) return apiError(c, "not_found", notFound);
-    if (result.status === 400) return apiError(c, result.error, `option ${JSON.stringify(optionId)} was not offered`);
-    if (result.status === 403) {
-      const why =
-        result.error === "not_session_owner"
-          ? "team policy lets only the session's owner decide"
-          : "your role may not decide";
-      return apiError(c, result.error, why);
+    if (result.ok) return c.json(result.approval, 200);
+    switch (result.error) {
+      case "not_found":
+        return apiError(c, "not_found", notFound);
+      case "option_not_offered":
+        return apiError(c, result.error, `option ${JSON.stringify(optionId)} was not offered`);
+      case "not_session_owner":
+      case "role_may_not_decide":
+        return apiError(c, result.error);
+      case "request_changed":
+        return apiError(c, result.error, undefined, { approval: result.approval });
+      case "already_decided":
+        return apiError(c, result.error, "someone already decided this request", { approval: result.approval });
+      case "already_resolved":
+        return apiError(c, result.error, `resolved without a human: ${result.approval.reason}`, {
+          approval: result.approval,
+        });
     }
-    if ("error" in result) {
-      return apiError(c, result.error, "the request differs from what you saw; reload it", {
-        approval: result.approval,
-      });
-    }
-    if (result.status === 409) {
-      return apiError(c, "already_decided", "someone already decided this request", {
-        approval: result.approval,
-      });
-    }
-    if (result.status === 410) {
-      const message = `resolved without a human: ${result.approval.reason}`;
-      return apiError(c, "already_resolved", message, { approval: result.approval });
-    }
-    return c.json(result.approval, 200);
   });
 
 /**

@@ -7,9 +7,9 @@ import { z } from "zod";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { newApiKey, newId } from "../crypto";
 import { audit, createApiKey, listApiKeys, revokeApiKey } from "../db";
+import { sessionGate } from "../gate/api";
 import { apiError, validate } from "../http";
 import { ADMIN_ROLES } from "../roles";
-import { sessionGate } from "../session-gate";
 import type { AppEnv, Env } from "../types";
 
 const createBody = z.object({ label: z.string().trim().min(1).max(100) });

@@ -6,10 +6,10 @@
 import { Hono } from "hono";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { audit, getTeamPolicy, setTeamPolicy } from "../db";
+import { sessionGate } from "../gate/api";
 import { validate } from "../http";
 import { teamPolicySchema } from "../policy";
 import { ADMIN_ROLES } from "../roles";
-import { sessionGate } from "../session-gate";
 import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
