@@ -17,7 +17,7 @@ import type { ApprovalNews } from "./api";
 
 const MAX_ENDPOINT_CHARS = 1000;
 
-/** The push services browsers use (DESIGN.md, "Limits"). Anything else is refused. */
+/** The push services browsers use (docs/limits.md, "Web Push"). Anything else is refused. */
 const PUSH_HOSTS: Array<(host: string) => boolean> = [
   (h) => h === "fcm.googleapis.com",
   (h) => h === "web.push.apple.com",
