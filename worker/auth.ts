@@ -8,7 +8,7 @@ import { API_KEY_PATTERN, randomToken, sha256Hex } from "./crypto";
 import { createWebSession, deleteWebSession, findAgentKey, findWebSession } from "./db";
 import { DomainError } from "./errors";
 import { appOrigin } from "./http";
-import { hubFor } from "./team-hub";
+import { hubFor } from "./hub/api";
 import type { AppEnv, Role, WebIdentity } from "./types";
 
 export const SESSION_COOKIE = "__Host-tapgate";

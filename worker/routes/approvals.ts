@@ -5,9 +5,9 @@ import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getApprovalRecord, listApprovals } from "../db";
 import { DomainError } from "../errors";
 import { cursorParam, nextCursor, validate } from "../http";
+import { hubFor } from "../hub/api";
 import { DECIDER_ROLES } from "../roles";
 import { type DecisionResult, gateFor } from "../session-gate";
-import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
 const listQuery = z.object({

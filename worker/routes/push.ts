@@ -5,9 +5,9 @@ import { requireSameOrigin, requireWeb } from "../auth";
 import { listDevices, touchDevice } from "../db";
 import { DomainError } from "../errors";
 import { validate } from "../http";
-import { pushSubscriptionSchema } from "../push";
+import { hubFor } from "../hub/api";
+import { pushSubscriptionSchema } from "../hub/web-push";
 import { addDevice, removeDevice } from "../team/devices";
-import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
 const deviceBody = z.object({

@@ -6,8 +6,9 @@
  * (`audit.ts`), the chain (the hub), or the team-created genesis entry (`db/people.ts`, which
  * writes it in the same batch as the team).
  */
-import type { AuditEvent } from "../audit-chain";
+
 import { randomBase62 } from "../crypto";
+import type { AuditEvent } from "../hub/audit-chain";
 import type { TeamPolicy } from "../policy";
 import type { Role } from "../types";
 

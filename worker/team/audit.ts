@@ -6,8 +6,9 @@
  * Owns: the path from a use case to the hub's `appendAudit`. Does not own: the chain's hashing
  * (the hub), the D1 statements (`db/audit.ts`, pure D1), nor what an event says (`audit-events.ts`).
  */
-import type { AuditEvent } from "../audit-chain";
-import { hubFor } from "../team-hub";
+
+import { hubFor } from "../hub/api";
+import type { AuditEvent } from "../hub/audit-chain";
 import type { Env } from "../types";
 
 export async function appendAudit(env: Env, event: AuditEvent): Promise<void> {

@@ -7,7 +7,7 @@
  */
 import { deleteDevice, saveDevice } from "../db";
 import { DomainError } from "../errors";
-import { hubFor } from "../team-hub";
+import { hubFor } from "../hub/api";
 import type { Env } from "../types";
 
 const MAX_DEVICES_PER_USER = 20;

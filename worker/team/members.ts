@@ -20,8 +20,8 @@ import {
   webSessionHashes,
 } from "../db";
 import { DomainError } from "../errors";
+import { hubFor } from "../hub/api";
 import { ADMIN_ROLES, mayGrant, mayManage } from "../roles";
-import { hubFor } from "../team-hub";
 import type { Env, Role, WebIdentity } from "../types";
 import { appendAudit } from "./audit";
 import { type AuditContext, auditEvents, userActor } from "./audit-events";

@@ -3,12 +3,11 @@
  * sessions). A change applies to requests opened from then on.
  *
  * Owns: the order of those steps. Does not own: the policy's shape and rules (`policy.ts`), the
- * SQL (`db/people.ts`), which sessions are connected (the team's hub).
+ * SQL (`db/people.ts`), reaching the open sessions (the team's hub, `hub/sessions.ts`).
  */
 import { setTeamPolicy } from "../db";
+import { hubFor } from "../hub/api";
 import type { TeamPolicy } from "../policy";
-import { sessionGate } from "../session-gate";
-import { hubFor } from "../team-hub";
 import type { Env } from "../types";
 import { appendAudit } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
@@ -23,8 +22,7 @@ export async function changePolicy(env: Env, c: { teamId: string; userId: string
       { before, after: policy, version },
     ),
   );
-  const update = { policy, version };
-  const connected = await hubFor(env, teamId).policyChanged(teamId, update);
-  // A gate that misses this still gets it: from the hub when it next reports, or at its next join.
-  await Promise.allSettled(connected.map((id) => sessionGate(env, teamId, id).applyPolicy(teamId, update)));
+  // The hub hands it to every connected session; a gate that misses it still gets it, from the
+  // hub when it next reports, or at its next join.
+  await hubFor(env, teamId).policyChanged();
 }

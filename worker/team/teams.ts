@@ -6,7 +6,7 @@
  */
 import { forgetWebSession } from "../auth";
 import { createTeam, switchWebSession } from "../db";
-import { hubFor } from "../team-hub";
+import { hubFor } from "../hub/api";
 import type { Env, WebIdentity } from "../types";
 
 /**
