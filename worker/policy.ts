@@ -3,7 +3,7 @@ import type { PermissionOption } from "../sdk/src/protocol";
 
 const MINUTE = 60_000;
 
-/** Team policy (DESIGN.md, "Team policy"); stored as JSON on the team, defaults filled in. */
+/** Team policy (docs/human-api.md, "Policy"); stored as JSON on the team, defaults filled in. */
 export const teamPolicySchema = z.object({
   lifetimeMs: z
     .number()

@@ -1,10 +1,10 @@
 import type { SessionGateApi } from "./gate/api";
-import type { TeamHub } from "./team-hub";
+import type { TeamHubApi } from "./hub/api";
 
 export interface Env {
   DB: D1Database;
   SESSION_GATE: DurableObjectNamespace<SessionGateApi>;
-  TEAM_HUB: DurableObjectNamespace<TeamHub>;
+  TEAM_HUB: DurableObjectNamespace<TeamHubApi>;
   /** Web Push (VAPID): secrets in production; `npm start` writes local ones into .dev.vars. */
   VAPID_PUBLIC_KEY?: string;
   VAPID_PRIVATE_KEY?: string;

@@ -5,8 +5,8 @@
  */
 import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import { DEAD_AFTER } from "../../worker/gate/outbox";
 import type { OutboxOp } from "../../worker/db";
+import { DEAD_AFTER } from "../../worker/gate/outbox";
 import { askOnce, decide, flush, gateStub, pendingApprovals, permissionParams } from "./helpers";
 
 type Stub = ReturnType<typeof gateStub>;
@@ -43,7 +43,10 @@ describe("the gate's outbox when D1 fails", () => {
 
     // The human decides and the agent has its answer: D1 is not on that path.
     expect((await decide(owner, approval, "allow")).status).toBe(200);
-    expect(await agent.next()).toMatchObject({ id: 1, result: { outcome: { outcome: "selected", optionId: "allow" } } });
+    expect(await agent.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "allow" } },
+    });
 
     // The decision's flush failed once; retries wait for the alarm instead of hammering D1.
     await vi.waitFor(async () => expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]));
@@ -61,7 +64,10 @@ describe("the gate's outbox when D1 fails", () => {
     const dead = await deadLetters(stub);
     expect(dead.map((d) => d.attempts)).toEqual([DEAD_AFTER, DEAD_AFTER]);
     expect(dead.map((d) => d.op)).toEqual([
-      expect.objectContaining({ op: "approval", approval: expect.objectContaining({ id: approval.id, state: "allowed" }) }),
+      expect.objectContaining({
+        op: "approval",
+        approval: expect.objectContaining({ id: approval.id, state: "allowed" }),
+      }),
       expect.objectContaining({ op: "audit", action: "approval.allowed", subject: approval.id }),
     ]);
     // Nothing retries a dead letter: D1 keeps the last state it was told.

@@ -34,7 +34,9 @@ describe("parseFrame", () => {
   });
 
   it("refuses frames over the size limit and JSON nested too deep, echoing a valid id", () => {
-    const big = parseFrame(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "m", params: { s: "x".repeat(LIMITS.frameBytes) } }));
+    const big = parseFrame(
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "m", params: { s: "x".repeat(LIMITS.frameBytes) } }),
+    );
     expect(big.ok).toBe(false);
     let nested: unknown = {};
     for (let i = 0; i < LIMITS.jsonDepth + 1; i++) nested = { n: nested };
@@ -52,12 +54,9 @@ describe("parseFrame", () => {
       ]),
     );
     expect(parsed.ok && parsed.messages.map((m) => m.kind)).toEqual(["invalid", "invalid", "invalid", "invalid"]);
-    expect(parsed.ok && parsed.messages.map((m) => (m.kind === "invalid" ? (m.response as { id: unknown }).id : 0))).toEqual([
-      2,
-      3,
-      null,
-      null,
-    ]);
+    expect(
+      parsed.ok && parsed.messages.map((m) => (m.kind === "invalid" ? (m.response as { id: unknown }).id : 0)),
+    ).toEqual([2, 3, null, null]);
   });
 });
 

@@ -6,9 +6,8 @@
  * with the news (live feed, pushes, the audit chain).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type { AuditEvent } from "../audit-chain";
+import { type ApprovalNews, type AuditEvent, hubFor, type SessionNews } from "../hub/api";
 import type { VersionedPolicy } from "../policy";
-import { type ApprovalNews, hubFor, type SessionNews } from "../team-hub";
 import type { Env } from "../types";
 
 export type { ApprovalNews, AuditEvent, SessionNews };

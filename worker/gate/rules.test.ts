@@ -107,7 +107,10 @@ describe("lapse", () => {
     expect(lapseOf({ expires_at: 100, lease_until: null }, 99)).toBeNull();
     expect(lapseOf({ expires_at: 100, lease_until: null }, 100)).toEqual({ state: "expired", reason: "expired" });
     expect(lapseOf({ expires_at: 100, lease_until: 50 }, 100)).toEqual({ state: "expired", reason: "expired" });
-    expect(lapseOf({ expires_at: 100, lease_until: 50 }, 50)).toEqual({ state: "denied", reason: "agent_disconnected" });
+    expect(lapseOf({ expires_at: 100, lease_until: 50 }, 50)).toEqual({
+      state: "denied",
+      reason: "agent_disconnected",
+    });
     expect(lapseOf({ expires_at: 100, lease_until: 60 }, 59)).toBeNull();
   });
 });
@@ -132,7 +135,10 @@ describe("decisions", () => {
   });
 
   it("refuses viewers, non-owners under an owner-only policy, hidden options and a changed request", () => {
-    expect(checkDecision(meta, pending, decision({ role: "viewer" }))).toEqual({ ok: false, error: "role_may_not_decide" });
+    expect(checkDecision(meta, pending, decision({ role: "viewer" }))).toEqual({
+      ok: false,
+      error: "role_may_not_decide",
+    });
     const ownerOnly = { ...meta, policy: { ...DEFAULT_POLICY, deciders: "session_owner" as const } };
     expect(checkDecision(ownerOnly, pending, decision({ userId: "other" }))).toEqual({
       ok: false,
@@ -170,7 +176,10 @@ describe("joins and policy versions", () => {
   it("the newer policy wins a join, and what hello told is kept", () => {
     const known = { ...meta, policy: newer, policyVersion: 2, info: { ...EMPTY_INFO, title: "kept" } };
     expect(joinedMeta(known, join)).toMatchObject({ policy: newer, policyVersion: 2, info: { title: "kept" } });
-    expect(joinedMeta(known, { ...join, policyVersion: 3 })).toMatchObject({ policy: DEFAULT_POLICY, policyVersion: 3 });
+    expect(joinedMeta(known, { ...join, policyVersion: 3 })).toMatchObject({
+      policy: DEFAULT_POLICY,
+      policyVersion: 3,
+    });
     expect(joinedMeta(null, join)).toMatchObject({ policyVersion: 1, info: EMPTY_INFO });
   });
 

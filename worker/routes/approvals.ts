@@ -3,10 +3,11 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getApprovalRecord, listApprovals } from "../db";
+import { DomainError } from "../errors";
 import { type DecisionResult, gateFor } from "../gate/api";
-import { apiError, cursorParam, nextCursor, validate } from "../http";
+import { cursorParam, nextCursor, validate } from "../http";
+import { hubFor } from "../hub/api";
 import { DECIDER_ROLES } from "../roles";
-import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
 const listQuery = z.object({
@@ -22,7 +23,14 @@ const decisionBody = z.object({
     .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
 });
 
-const notFound = "no such approval";
+const notFound = () => new DomainError("not_found", "no such approval");
+
+/** The SessionGate an approval id names (404 for ids that cannot be ours). */
+function gateOf(env: AppEnv["Bindings"], approvalId: string) {
+  const gate = gateFor(env, approvalId);
+  if (!gate) throw notFound();
+  return gate;
+}
 
 export const approvalRoutes = new Hono<AppEnv>()
   .use("/v1/approvals", requireWeb)
@@ -43,20 +51,19 @@ export const approvalRoutes = new Hono<AppEnv>()
   .get("/v1/approvals/:id", async (c) => {
     const w = c.get("web");
     const id = c.req.param("id");
-    const gate = gateFor(c.env, id);
-    if (!gate) return apiError(c, "not_found", notFound);
+    const gate = gateOf(c.env, id);
     const [held, delivery] = await Promise.all([
       gate.getApproval(w.teamId, id),
       hubFor(c.env, w.teamId).deliveries(id),
     ]);
     const approval = held ?? (await getApprovalRecord(c.env.DB, w.teamId, id));
-    return approval ? c.json({ ...approval, delivery }) : apiError(c, "not_found", notFound);
+    if (!approval) throw notFound();
+    return c.json({ ...approval, delivery });
   })
   .post("/v1/approvals/:id/decision", requireRole(...DECIDER_ROLES), validate("json", decisionBody), async (c) => {
     const w = c.get("web");
     const id = c.req.param("id");
-    const gate = gateFor(c.env, id);
-    if (!gate) return apiError(c, "not_found", notFound);
+    const gate = gateOf(c.env, id);
     const { optionId, requestHash } = c.req.valid("json");
     const device = deviceName(c.req.header("X-Tapgate-Device"));
     // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
@@ -73,19 +80,21 @@ export const approvalRoutes = new Hono<AppEnv>()
     if (result.ok) return c.json(result.approval, 200);
     switch (result.error) {
       case "not_found":
-        return apiError(c, "not_found", notFound);
+        throw notFound();
       case "option_not_offered":
-        return apiError(c, result.error, `option ${JSON.stringify(optionId)} was not offered`);
+        throw new DomainError(result.error, `option ${JSON.stringify(optionId)} was not offered`);
       case "not_session_owner":
       case "role_may_not_decide":
-        return apiError(c, result.error);
+        throw new DomainError(result.error);
       case "request_changed":
-        return apiError(c, result.error, undefined, { approval: result.approval });
+        throw new DomainError(result.error, undefined, { extra: { approval: result.approval } });
       case "already_decided":
-        return apiError(c, result.error, "someone already decided this request", { approval: result.approval });
+        throw new DomainError(result.error, "someone already decided this request", {
+          extra: { approval: result.approval },
+        });
       case "already_resolved":
-        return apiError(c, result.error, `resolved without a human: ${result.approval.reason}`, {
-          approval: result.approval,
+        throw new DomainError(result.error, `resolved without a human: ${result.approval.reason}`, {
+          extra: { approval: result.approval },
         });
     }
   });
