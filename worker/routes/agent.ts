@@ -2,8 +2,7 @@
  * The agent API (API keys only): the session WebSocket, HTTP long-poll for agents that cannot
  * hold a socket, and the key's own profile and self-revocation.
  */
-import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { LIMITS, requestPermissionParamsSchema, sessionIdSchema } from "../../sdk/src/protocol";
 import { requireAgentKey } from "../auth";
@@ -11,7 +10,7 @@ import { getAgentProfile } from "../db";
 import { DomainError } from "../errors";
 import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate-http";
 import { depthExceeds } from "../gate-socket";
-import { apiError, validate } from "../http";
+import { limitBody, requireUpgrade, validate } from "../http";
 import { joinRequest } from "../session-gate";
 import { badKey, joinSession } from "../team/agent-sessions";
 import { approvalGate, noSuchApproval } from "../team/approvals";
@@ -19,16 +18,8 @@ import { keyActor } from "../team/audit-events";
 import { revokeKey } from "../team/keys";
 import type { AppEnv } from "../types";
 
-const requireUpgrade: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.req.header("Upgrade")?.toLowerCase() === "websocket") return next();
-  throw new DomainError("upgrade_required", "open this URL as a WebSocket");
-};
-
 /** The same limit as a socket frame: the body is what a frame would carry. */
-const limitBody = bodyLimit({
-  maxSize: LIMITS.frameBytes,
-  onError: (c) => apiError(c, "too_large", `the body is larger than ${LIMITS.frameBytes} bytes`),
-});
+const limitFrameBody = limitBody(LIMITS.frameBytes);
 
 const sessionParam = z.object({ sessionId: sessionIdSchema });
 const permissionBody = requestPermissionParamsSchema.refine((p) => !depthExceeds(p, LIMITS.jsonDepth), {
@@ -55,7 +46,7 @@ export const agentRoutes = new Hono<AppEnv>()
     "/v1/agent/sessions/:sessionId/permissions",
     requireAgentKey,
     validate("param", sessionParam),
-    limitBody,
+    limitFrameBody,
     validate("json", permissionBody),
     async (c) => {
       const { sessionId } = c.req.valid("param");
