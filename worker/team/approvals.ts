@@ -1,0 +1,61 @@
+/**
+ * Approvals as the human side sees them: reading one (its gate if it still holds it, else the
+ * D1 record, with its pushes from the hub) and deciding one. Also the agent side's way to the
+ * gate an approval id names.
+ *
+ * Owns: the one "no such approval" answer (unknown ids, another team's and another user's all
+ * get it) and the words for a refused decision. Does not own: the decision itself (the gate's
+ * state machine), who may decide (the gate checks role and policy), the SQL (`db/approvals.ts`).
+ */
+import { getApprovalRecord } from "../db";
+import { DomainError } from "../errors";
+import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
+import { hubFor } from "../hub/api";
+import type { Env } from "../types";
+
+export const noSuchApproval = () => new DomainError("not_found", "no such approval");
+
+/** The SessionGate an approval id names (404 for ids that cannot be ours). */
+export function approvalGate(env: Env, approvalId: string) {
+  const gate = gateFor(env, approvalId);
+  if (!gate) throw noSuchApproval();
+  return gate;
+}
+
+/** One approval of the team, with where its pushes went. */
+export async function readApproval(env: Env, teamId: string, approvalId: string) {
+  const gate = approvalGate(env, approvalId);
+  const [held, delivery] = await Promise.all([
+    gate.getApproval(teamId, approvalId),
+    hubFor(env, teamId).deliveries(approvalId),
+  ]);
+  const approval = held ?? (await getApprovalRecord(env.DB, teamId, approvalId));
+  if (!approval) throw noSuchApproval();
+  return { ...approval, delivery };
+}
+
+/** A human's decision: the approval as decided, or why not (with the approval where that helps). */
+export async function decideApproval(env: Env, d: DecisionInput) {
+  // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
+  const result = (await approvalGate(env, d.approvalId).decide(d)) as unknown as DecisionResult;
+  if (result.ok) return result.approval;
+  switch (result.error) {
+    case "not_found":
+      throw noSuchApproval();
+    case "option_not_offered":
+      throw new DomainError(result.error, `option ${JSON.stringify(d.optionId)} was not offered`);
+    case "not_session_owner":
+    case "role_may_not_decide":
+      throw new DomainError(result.error); // the table's words
+    case "request_changed":
+      throw new DomainError(result.error, undefined, { extra: { approval: result.approval } });
+    case "already_decided":
+      throw new DomainError(result.error, "someone already decided this request", {
+        extra: { approval: result.approval },
+      });
+    case "already_resolved":
+      throw new DomainError(result.error, `resolved without a human: ${result.approval.reason}`, {
+        extra: { approval: result.approval },
+      });
+  }
+}
