@@ -25,7 +25,7 @@ export interface GateHub {
 }
 
 export function gateHub(env: Env, teamId: string): GateHub {
-  return hubFor(env, teamId) as unknown as GateHub;
+  return hubFor(env, teamId);
 }
 
 /**
