@@ -6,6 +6,7 @@
  */
 import webpush from "web-push";
 import { z } from "zod";
+import type { PushPayload } from "../sdk/src/human/push";
 import { sha256Hex } from "./crypto";
 
 const MAX_ENDPOINT_CHARS = 1000;
@@ -71,12 +72,8 @@ export interface VapidKeys {
   subject: string;
 }
 
-/** Payloads carry ids and short text only, never tool arguments. */
-export type PushPayload =
-  | { v: 1; type: "approval"; approvalId: string; title: string; expiresAt: number }
-  | { v: 1; type: "resolved"; approvalId: string; state: string }
-  | { v: 1; type: "summary"; count: number }
-  | { v: 1; type: "test" };
+/** Payloads carry ids and short text only, never tool arguments (sdk/src/human/push.ts). */
+export type { PushPayload } from "../sdk/src/human/push";
 
 /** delivered: the push service took it · gone: drop the device · retry: try again later · rejected: give up. */
 export type PushOutcome = "delivered" | "gone" | "retry" | "rejected";

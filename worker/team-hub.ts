@@ -8,6 +8,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { AgentSession, Approval, Delivery } from "../sdk/src/approval";
+import type { LiveApproval, LiveEvent } from "../sdk/src/human/live";
 import { type AuditEvent, chainEvents } from "./audit-chain";
 import {
   deleteDevice,
@@ -60,11 +61,7 @@ export interface SessionNews {
   policyVersion: number;
 }
 
-export type LiveApproval = Approval & { ownerUserId: string; delivery: Delivery[] };
-
-export type LiveEvent =
-  | { type: "approval" | "resolved"; approval: LiveApproval }
-  | { type: "session"; session: AgentSession };
+export type { LiveApproval, LiveEvent };
 
 const JOIN_HEADER = "x-tapgate-hub-join";
 const RETRY_BASE_MS = 1_000;
@@ -162,10 +159,16 @@ export class TeamHub extends DurableObject<Env> {
   }
 
   private liveApproval(approvalId: string): LiveApproval | null {
-    const row = this.sql.exec("SELECT owner_user_id, record FROM approvals WHERE id = ?", approvalId).toArray()[0];
+    const row = this.sql
+      .exec(
+        "SELECT a.owner_user_id, a.record, p.name FROM approvals a LEFT JOIN people p ON p.user_id = a.owner_user_id WHERE a.id = ?",
+        approvalId,
+      )
+      .toArray()[0];
     if (!row) return null;
     const approval = JSON.parse(row.record as string) as Approval;
-    return { ...approval, ownerUserId: row.owner_user_id as string, delivery: this.deliveries(approvalId) };
+    const owner = { userId: row.owner_user_id as string, name: (row.name as string | null) ?? "" };
+    return { ...approval, owner, delivery: this.deliveries(approvalId) };
   }
 
   // ── news from SessionGates ───────────────────────────────────────────────
@@ -175,8 +178,9 @@ export class TeamHub extends DurableObject<Env> {
     const now = Date.now();
     // News can overtake each other: a request already resolved here is not pushed any more.
     if (!this.remember(news.approval, news.ownerUserId, now)) return;
-    this.broadcast("approval", news.approval.id);
+    // The directory first: the feed names the owner.
     await this.loadDirectory();
+    this.broadcast("approval", news.approval.id);
     const devices = this.recipients(news);
     if (news.push.kind === "approval") {
       const payload: PushPayload = {
@@ -212,6 +216,7 @@ export class TeamHub extends DurableObject<Env> {
     this.adopt(teamId);
     const now = Date.now();
     if (!this.remember(approval, ownerUserId, now)) return;
+    await this.loadDirectory();
     this.broadcast("resolved", approval.id);
     // Nothing left to ask: drop its unsent pushes, and close the notification where one went out.
     this.sql.exec("DELETE FROM push_queue WHERE approval_id = ?", approval.id);

@@ -1,26 +1,16 @@
 /** The human side of approvals: list, read, decide. Decisions go straight to the SessionGate. */
 import { Hono } from "hono";
-import { z } from "zod";
+import type { ApprovalDetail } from "../../sdk/src/approval";
+import { approvalListQuerySchema, decisionBodySchema } from "../../sdk/src/human/approvals";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
-import { getApprovalRecord, listApprovals } from "../db";
+import { getApprovalOwner, getApprovalRecord, listApprovals } from "../db";
 import { apiError, cursorParam, nextCursor, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
 import { type DecisionResult, gateFor } from "../session-gate";
 import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
-const listQuery = z.object({
-  state: z.enum(["pending", "resolved"]).default("pending"),
-  scope: z.enum(["mine", "team"]).default("team"),
-  cursor: cursorParam.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-});
-const decisionBody = z.object({
-  optionId: z.string().min(1).max(128),
-  requestHash: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
-});
+const listQuery = approvalListQuerySchema.extend({ cursor: cursorParam.optional() });
 
 const notFound = "no such approval";
 
@@ -50,51 +40,58 @@ export const approvalRoutes = new Hono<AppEnv>()
       hubFor(c.env, w.teamId).deliveries(id),
     ]);
     const approval = held ?? (await getApprovalRecord(c.env.DB, w.teamId, id));
-    return approval ? c.json({ ...approval, delivery }) : apiError(c, "not_found", notFound);
+    const owner = approval && (await getApprovalOwner(c.env.DB, w.teamId, approval));
+    if (!approval || !owner) return apiError(c, "not_found", notFound);
+    return c.json({ ...approval, owner, delivery } satisfies ApprovalDetail);
   })
-  .post("/v1/approvals/:id/decision", requireRole(...DECIDER_ROLES), validate("json", decisionBody), async (c) => {
-    const w = c.get("web");
-    const id = c.req.param("id");
-    const gate = gateFor(c.env, id);
-    if (!gate) return apiError(c, "not_found", notFound);
-    const { optionId, requestHash } = c.req.valid("json");
-    const device = deviceName(c.req.header("X-Tapgate-Device"));
-    // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
-    const result = (await gate.decide({
-      approvalId: id,
-      teamId: w.teamId,
-      userId: w.userId,
-      name: w.name,
-      role: w.role,
-      device,
-      optionId,
-      requestHash,
-    })) as unknown as DecisionResult;
-    if (result.status === 404) return apiError(c, "not_found", notFound);
-    if (result.status === 400) return apiError(c, result.error, `option ${JSON.stringify(optionId)} was not offered`);
-    if (result.status === 403) {
-      const why =
-        result.error === "not_session_owner"
-          ? "team policy lets only the session's owner decide"
-          : "your role may not decide";
-      return apiError(c, result.error, why);
-    }
-    if ("error" in result) {
-      return apiError(c, result.error, "the request differs from what you saw; reload it", {
-        approval: result.approval,
-      });
-    }
-    if (result.status === 409) {
-      return apiError(c, "already_decided", "someone already decided this request", {
-        approval: result.approval,
-      });
-    }
-    if (result.status === 410) {
-      const message = `resolved without a human: ${result.approval.reason}`;
-      return apiError(c, "already_resolved", message, { approval: result.approval });
-    }
-    return c.json(result.approval, 200);
-  });
+  .post(
+    "/v1/approvals/:id/decision",
+    requireRole(...DECIDER_ROLES),
+    validate("json", decisionBodySchema),
+    async (c) => {
+      const w = c.get("web");
+      const id = c.req.param("id");
+      const gate = gateFor(c.env, id);
+      if (!gate) return apiError(c, "not_found", notFound);
+      const { optionId, requestHash } = c.req.valid("json");
+      const device = deviceName(c.req.header("X-Tapgate-Device"));
+      // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
+      const result = (await gate.decide({
+        approvalId: id,
+        teamId: w.teamId,
+        userId: w.userId,
+        name: w.name,
+        role: w.role,
+        device,
+        optionId,
+        requestHash,
+      })) as unknown as DecisionResult;
+      if (result.status === 404) return apiError(c, "not_found", notFound);
+      if (result.status === 400) return apiError(c, result.error, `option ${JSON.stringify(optionId)} was not offered`);
+      if (result.status === 403) {
+        const why =
+          result.error === "not_session_owner"
+            ? "team policy lets only the session's owner decide"
+            : "your role may not decide";
+        return apiError(c, result.error, why);
+      }
+      if ("error" in result) {
+        return apiError(c, result.error, "the request differs from what you saw; reload it", {
+          approval: result.approval,
+        });
+      }
+      if (result.status === 409) {
+        return apiError(c, "already_decided", "someone already decided this request", {
+          approval: result.approval,
+        });
+      }
+      if (result.status === 410) {
+        const message = `resolved without a human: ${result.approval.reason}`;
+        return apiError(c, "already_resolved", message, { approval: result.approval });
+      }
+      return c.json(result.approval, 200);
+    },
+  );
 
 /**
  * The device or surface a decision came from. Browsers only send Latin-1 header values, so the

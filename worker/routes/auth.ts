@@ -1,7 +1,13 @@
 /** Sign-up, sign-in by one-time email link, sign-out, and who am I. */
 import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { z } from "zod";
+import {
+  devOutboxQuerySchema,
+  linkBodySchema,
+  type Me,
+  signinBodySchema,
+  signupBodySchema,
+} from "../../sdk/src/human/auth";
 import { endWebSession, requireSameOrigin, requireWeb, startWebSession } from "../auth";
 import { newSecret, sha256Hex } from "../crypto";
 import {
@@ -29,23 +35,11 @@ const LINK_TTL_MS = 15 * 60 * 1000;
  */
 const SIGNUP_BROWSER_COOKIE = "__Host-tapgate-signup";
 
-const email = z
-  .email()
-  .max(254)
-  .transform((e) => e.toLowerCase());
-export const signupBody = z.object({
-  email,
-  name: z.string().trim().min(1).max(100),
-  team: z.string().trim().min(1).max(100),
-});
-const signinBody = z.object({ email });
-const linkBody = z.object({ token: z.string().min(20).max(100) });
-
 export const authRoutes = new Hono<AppEnv>()
-  .post("/v1/auth/signup", requireSameOrigin, validate("json", signupBody), async (c) =>
+  .post("/v1/auth/signup", requireSameOrigin, validate("json", signupBodySchema), async (c) =>
     signUpByMail(c, c.req.valid("json"), null),
   )
-  .post("/v1/auth/signin", requireSameOrigin, validate("json", signinBody), async (c) => {
+  .post("/v1/auth/signin", requireSameOrigin, validate("json", signinBodySchema), async (c) => {
     const { email } = c.req.valid("json");
     await afterAnswering(c, async () => {
       if (await findUserByEmail(c.env.DB, email))
@@ -53,7 +47,7 @@ export const authRoutes = new Hono<AppEnv>()
     });
     return c.json({ ok: true, message: "if that address has an account, a link is on its way" }, 202);
   })
-  .post("/v1/auth/link", requireSameOrigin, validate("json", linkBody), async (c) => {
+  .post("/v1/auth/link", requireSameOrigin, validate("json", linkBodySchema), async (c) => {
     const now = Date.now();
     const browser = getCookie(c, SIGNUP_BROWSER_COOKIE);
     const link = await consumeSignInLink(c.env.DB, sha256Hex(c.req.valid("json").token), now);
@@ -87,9 +81,9 @@ export const authRoutes = new Hono<AppEnv>()
       user: { id: w.userId, email: w.email, name: w.name },
       team: { id: w.teamId, name: w.teamName },
       role: w.role,
-    });
+    } satisfies Me);
   })
-  .get("/v1/dev/outbox", validate("query", z.object({ to: email.optional() })), async (c) => {
+  .get("/v1/dev/outbox", validate("query", devOutboxQuerySchema), async (c) => {
     if (!c.env.DEV_OUTBOX) return apiError(c, "not_found", "no such route");
     return c.json({ messages: await listDevMessages(c.env.DB, c.req.valid("query").to) });
   });

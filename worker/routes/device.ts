@@ -4,7 +4,16 @@
  * in the approver's team, and hands it over once.
  */
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import {
+  type DeviceCodeAnswer,
+  type DeviceCodeInfo,
+  type DeviceTokenAnswer,
+  deviceCodeBodySchema,
+  deviceTokenBodySchema,
+  USER_CODE_ALPHABET,
+  USER_CODE_LENGTH,
+  userCodeParamSchema,
+} from "../../sdk/src/human/device-code";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { hmacSha256Hex, newApiKey, newId, newSecret, randomString, sha256Hex } from "../crypto";
 import {
@@ -29,28 +38,6 @@ const CODES_WINDOW_MS = 10 * 60 * 1000;
 /** Wrong codes a signed-in person may type (or script) per window before lookups answer 429. */
 const MISSES_PER_USER = 10;
 const MISSES_WINDOW_MS = 10 * 60 * 1000;
-/** Consonants only (RFC 8628 §6.1): nothing to misread (0/O, 1/I) and no words spelled by chance. */
-const USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ";
-const USER_CODE_LENGTH = 8;
-
-/** Typed codes arrive in any case, with or without the dash or spaces. */
-const userCode = z
-  .string()
-  .max(20)
-  .transform((s) => s.replace(/[\s-]/g, "").toUpperCase())
-  .pipe(z.string().regex(new RegExp(`^[${USER_CODE_ALPHABET}]{${USER_CODE_LENGTH}}$`), "not a device code"));
-const userCodeParam = z.object({ userCode });
-const codeBody = z.object({
-  // It becomes the key's label and is shown to approvers: no control characters.
-  clientName: z
-    .string()
-    .trim()
-    .min(1)
-    .max(100)
-    .regex(/^[^\p{Cc}]*$/u, "no control characters")
-    .optional(),
-});
-const tokenBody = z.object({ deviceCode: z.string().min(20).max(100) });
 
 const TOKEN_MESSAGES: Record<Exclude<DeviceExchange["outcome"], "issued">, string> = {
   authorization_pending: "waiting for someone to approve the code",
@@ -60,7 +47,7 @@ const TOKEN_MESSAGES: Record<Exclude<DeviceExchange["outcome"], "issued">, strin
 };
 
 export const deviceRoutes = new Hono<AppEnv>()
-  .post("/v1/device/code", validate("json", codeBody), async (c) => {
+  .post("/v1/device/code", validate("json", deviceCodeBodySchema), async (c) => {
     const clientName = c.req.valid("json").clientName ?? "tapgate login";
     const deviceCode = newSecret();
     const now = Date.now();
@@ -89,7 +76,7 @@ export const deviceRoutes = new Hono<AppEnv>()
     }
     throw new Error("no free user code after 3 draws");
   })
-  .post("/v1/device/token", validate("json", tokenBody), async (c) => {
+  .post("/v1/device/token", validate("json", deviceTokenBodySchema), async (c) => {
     c.header("Cache-Control", "no-store");
     const { key, prefix, hash } = newApiKey();
     const keyId = newId("key");
@@ -110,22 +97,22 @@ export const deviceRoutes = new Hono<AppEnv>()
       subject: keyId,
       detail: { label: result.clientName, prefix, via: "device_code" },
     });
-    return c.json({ key, keyId, prefix, team: result.team, user: result.user });
+    return c.json({ key, keyId, prefix, team: result.team, user: result.user } satisfies DeviceTokenAnswer);
   })
-  .get("/v1/device/:userCode", requireWeb, validate("param", userCodeParam), async (c) => {
+  .get("/v1/device/:userCode", requireWeb, validate("param", userCodeParamSchema), async (c) => {
     const code = await lookup(c, c.req.valid("param").userCode, Date.now());
     return code instanceof Response ? code : c.json(describeCode(code));
   })
-  .post("/v1/device/:userCode/approve", requireWeb, requireSameOrigin, validate("param", userCodeParam), (c) =>
+  .post("/v1/device/:userCode/approve", requireWeb, requireSameOrigin, validate("param", userCodeParamSchema), (c) =>
     decide(c, c.req.valid("param").userCode, "approved"),
   )
-  .post("/v1/device/:userCode/deny", requireWeb, requireSameOrigin, validate("param", userCodeParam), (c) =>
+  .post("/v1/device/:userCode/deny", requireWeb, requireSameOrigin, validate("param", userCodeParamSchema), (c) =>
     decide(c, c.req.valid("param").userCode, "denied"),
   );
 
 const displayCode = (code: string) => `${code.slice(0, 4)}-${code.slice(4)}`;
 
-function codeAnswer(c: Context<AppEnv>, deviceCode: string, code: string) {
+function codeAnswer(c: Context<AppEnv>, deviceCode: string, code: string): DeviceCodeAnswer {
   const verificationUri = `${appOrigin(c)}/device`;
   return {
     deviceCode,
@@ -137,7 +124,7 @@ function codeAnswer(c: Context<AppEnv>, deviceCode: string, code: string) {
   };
 }
 
-function describeCode(code: DeviceCode) {
+function describeCode(code: DeviceCode): DeviceCodeInfo {
   const { userCode, clientName, createdAt, expiresAt, status } = code;
   return { userCode: displayCode(userCode), clientName, createdAt, expiresAt, status };
 }

@@ -3,7 +3,7 @@
  * Owners and admins see and revoke every key of the team; others only their own.
  */
 import { Hono } from "hono";
-import { z } from "zod";
+import { createKeyBodySchema, keyListQuerySchema, keyParamSchema } from "../../sdk/src/human/team";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { newApiKey, newId } from "../crypto";
 import { audit, createApiKey, listApiKeys, revokeApiKey } from "../db";
@@ -12,14 +12,10 @@ import { ADMIN_ROLES } from "../roles";
 import { sessionGate } from "../session-gate";
 import type { AppEnv, Env } from "../types";
 
-const createBody = z.object({ label: z.string().trim().min(1).max(100) });
-const keyParam = z.object({ id: z.string().regex(/^key_[0-9A-Za-z]{22}$/, "not a key id") });
-const listQuery = z.object({ scope: z.enum(["mine", "team"]).default("mine") });
-
 export const keyRoutes = new Hono<AppEnv>()
   .use("/v1/keys", requireWeb, requireSameOrigin)
   .use("/v1/keys/*", requireWeb, requireSameOrigin)
-  .post("/v1/keys", validate("json", createBody), async (c) => {
+  .post("/v1/keys", validate("json", createKeyBodySchema), async (c) => {
     const w = c.get("web");
     const { key, prefix, hash } = newApiKey();
     const id = newId("key");
@@ -37,7 +33,7 @@ export const keyRoutes = new Hono<AppEnv>()
     });
     return c.json({ id, key, prefix, label, createdAt: now }, 201);
   })
-  .get("/v1/keys", validate("query", listQuery), async (c) => {
+  .get("/v1/keys", validate("query", keyListQuerySchema), async (c) => {
     const w = c.get("web");
     const team = c.req.valid("query").scope === "team";
     if (team && !ADMIN_ROLES.includes(w.role)) {
@@ -45,7 +41,7 @@ export const keyRoutes = new Hono<AppEnv>()
     }
     return c.json({ keys: await listApiKeys(c.env.DB, w.teamId, team ? null : w.userId) });
   })
-  .delete("/v1/keys/:id", validate("param", keyParam), async (c) => {
+  .delete("/v1/keys/:id", validate("param", keyParamSchema), async (c) => {
     const w = c.get("web");
     const keyId = c.req.valid("param").id;
     const admin = ADMIN_ROLES.includes(w.role);

@@ -4,7 +4,14 @@
  * owners, and a team always keeps an owner. Anyone may leave.
  */
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import {
+  acceptInviteBodySchema,
+  inviteBodySchema,
+  inviteParamSchema,
+  invitePreviewQuerySchema,
+  memberParamSchema,
+  roleBodySchema,
+} from "../../sdk/src/human/team";
 import { forgetWebSession, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { newId, randomBase62, randomToken, sha256Hex } from "../crypto";
 import {
@@ -24,24 +31,11 @@ import { apiError, appOrigin, validate } from "../http";
 import { deliverMail } from "../mail";
 import { ADMIN_ROLES, mayGrant, mayManage } from "../roles";
 import { hubFor } from "../team-hub";
-import { type AppEnv, type Env, ROLES, type WebIdentity } from "../types";
+import type { AppEnv, Env, WebIdentity } from "../types";
 import { revokeKey } from "./keys";
 import { switchTo } from "./teams";
 
 const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
-
-const role = z.enum(ROLES);
-const inviteBody = z.object({
-  role,
-  email: z
-    .email()
-    .max(254)
-    .transform((e) => e.toLowerCase())
-    .optional(),
-});
-const tokenField = z.string().regex(/^[A-Za-z0-9_-]{43}$/, "not an invite token");
-const inviteParam = z.object({ id: z.string().regex(/^inv_[0-9A-Za-z]{22}$/, "not an invite id") });
-const memberParam = z.object({ userId: z.string().min(1).max(100) });
 
 const noMember = (c: Context) => apiError(c, "not_found", "no such member");
 const lastOwner = (c: Context) =>
@@ -51,44 +45,38 @@ const outranked = (c: Context, w: WebIdentity) =>
 
 export const memberRoutes = new Hono<AppEnv>()
   // Signed out on purpose: the invite page shows whom it is from before the invitee signs in.
-  .get("/v1/invites/preview", validate("query", z.object({ token: tokenField })), async (c) => {
+  .get("/v1/invites/preview", validate("query", invitePreviewQuerySchema), async (c) => {
     const preview = await previewInvite(c.env.DB, sha256Hex(c.req.valid("query").token), Date.now());
     return preview ? c.json(preview) : apiError(c, "not_found", "this invite is invalid, used or expired");
   })
-  .post(
-    "/v1/invites/accept",
-    requireWeb,
-    requireSameOrigin,
-    validate("json", z.object({ token: tokenField })),
-    async (c) => {
-      const w = c.get("web");
-      const now = Date.now();
-      const accepted = await acceptInvite(c.env.DB, {
-        tokenHash: sha256Hex(c.req.valid("json").token),
-        userId: w.userId,
-        now,
-      });
-      if (accepted.outcome === "already_member") {
-        return apiError(c, "already_member", "you are already a member of that team");
-      }
-      if (accepted.outcome !== "joined") return apiError(c, "not_found", "this invite is invalid, used or expired");
-      await membersChanged(c.env, accepted.teamId);
-      await audit(c.env, {
-        eventId: `member_joined:${accepted.inviteId}`,
-        teamId: accepted.teamId,
-        at: now,
-        actor: `user:${w.userId}`,
-        action: "member.joined",
-        subject: w.userId,
-        detail: { inviteId: accepted.inviteId, role: accepted.role },
-      });
-      await switchTo(c, accepted.teamId);
-      return c.json({ team: { id: accepted.teamId }, role: accepted.role });
-    },
-  )
+  .post("/v1/invites/accept", requireWeb, requireSameOrigin, validate("json", acceptInviteBodySchema), async (c) => {
+    const w = c.get("web");
+    const now = Date.now();
+    const accepted = await acceptInvite(c.env.DB, {
+      tokenHash: sha256Hex(c.req.valid("json").token),
+      userId: w.userId,
+      now,
+    });
+    if (accepted.outcome === "already_member") {
+      return apiError(c, "already_member", "you are already a member of that team");
+    }
+    if (accepted.outcome !== "joined") return apiError(c, "not_found", "this invite is invalid, used or expired");
+    await membersChanged(c.env, accepted.teamId);
+    await audit(c.env, {
+      eventId: `member_joined:${accepted.inviteId}`,
+      teamId: accepted.teamId,
+      at: now,
+      actor: `user:${w.userId}`,
+      action: "member.joined",
+      subject: w.userId,
+      detail: { inviteId: accepted.inviteId, role: accepted.role },
+    });
+    await switchTo(c, accepted.teamId);
+    return c.json({ team: { id: accepted.teamId }, role: accepted.role });
+  })
   .use("/v1/invites", requireWeb, requireSameOrigin, requireRole(...ADMIN_ROLES))
   .use("/v1/invites/:id", requireWeb, requireSameOrigin, requireRole(...ADMIN_ROLES))
-  .post("/v1/invites", validate("json", inviteBody), async (c) => {
+  .post("/v1/invites", validate("json", inviteBodySchema), async (c) => {
     const w = c.get("web");
     const { role, email } = c.req.valid("json");
     if (!mayGrant(w.role, role)) return outranked(c, w);
@@ -126,7 +114,7 @@ export const memberRoutes = new Hono<AppEnv>()
     return c.json({ id, url, role, expiresAt: now + INVITE_TTL_MS }, 201);
   })
   .get("/v1/invites", async (c) => c.json({ invites: await listInvites(c.env.DB, c.get("web").teamId, Date.now()) }))
-  .delete("/v1/invites/:id", validate("param", inviteParam), async (c) => {
+  .delete("/v1/invites/:id", validate("param", inviteParamSchema), async (c) => {
     const w = c.get("web");
     const { id } = c.req.valid("param");
     const now = Date.now();
@@ -147,8 +135,8 @@ export const memberRoutes = new Hono<AppEnv>()
   .patch(
     "/v1/members/:userId",
     requireRole(...ADMIN_ROLES),
-    validate("param", memberParam),
-    validate("json", z.object({ role })),
+    validate("param", memberParamSchema),
+    validate("json", roleBodySchema),
     async (c) => {
       const w = c.get("web");
       const target = await findMember(c.env.DB, w.teamId, c.req.valid("param").userId);
@@ -172,7 +160,7 @@ export const memberRoutes = new Hono<AppEnv>()
       return c.json({ ...target, role });
     },
   )
-  .delete("/v1/members/:userId", validate("param", memberParam), async (c) => {
+  .delete("/v1/members/:userId", validate("param", memberParamSchema), async (c) => {
     const w = c.get("web");
     const target = await findMember(c.env.DB, w.teamId, c.req.valid("param").userId);
     if (!target) return noMember(c);

@@ -3,7 +3,8 @@
  * opens it is signed in as the same user, in the same team, and can then make its own passkey.
  */
 import { Hono } from "hono";
-import { z } from "zod";
+import { pairingClaimBodySchema } from "../../sdk/src/human/auth";
+import { emptyBodySchema } from "../../sdk/src/human/common";
 import { requireSameOrigin, requireWeb, startWebSession } from "../auth";
 import { newSecret, sha256Hex } from "../crypto";
 import { audit, claimPairingToken, createPairingToken } from "../db";
@@ -12,10 +13,8 @@ import type { AppEnv } from "../types";
 
 const PAIRING_TTL_MS = 5 * 60 * 1000;
 
-const claimBody = z.object({ token: z.string().regex(/^[A-Za-z0-9_-]{43}$/, "not a pairing token") });
-
 export const pairingRoutes = new Hono<AppEnv>()
-  .post("/v1/pairing", requireWeb, requireSameOrigin, validate("json", z.object({})), async (c) => {
+  .post("/v1/pairing", requireWeb, requireSameOrigin, validate("json", emptyBodySchema), async (c) => {
     const w = c.get("web");
     const { token, hash: tokenHash } = newSecret();
     const now = Date.now();
@@ -30,7 +29,7 @@ export const pairingRoutes = new Hono<AppEnv>()
     });
     return c.json({ url: `${appOrigin(c)}/pair?token=${token}`, expiresAt: now + PAIRING_TTL_MS }, 201);
   })
-  .post("/v1/pairing/claim", requireSameOrigin, validate("json", claimBody), async (c) => {
+  .post("/v1/pairing/claim", requireSameOrigin, validate("json", pairingClaimBodySchema), async (c) => {
     const tokenHash = sha256Hex(c.req.valid("json").token);
     const now = Date.now();
     const paired = await claimPairingToken(c.env.DB, tokenHash, now);

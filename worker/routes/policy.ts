@@ -4,10 +4,10 @@
  * here, through the team's hub, which knows which sessions are connected (see TeamHub).
  */
 import { Hono } from "hono";
+import { policyBodySchema } from "../../sdk/src/human/policy";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { audit, getTeamPolicy, setTeamPolicy } from "../db";
 import { validate } from "../http";
-import { teamPolicySchema } from "../policy";
 import { ADMIN_ROLES } from "../roles";
 import { sessionGate } from "../session-gate";
 import { hubFor } from "../team-hub";
@@ -16,7 +16,7 @@ import type { AppEnv } from "../types";
 export const policyRoutes = new Hono<AppEnv>()
   .use("/v1/policy", requireWeb, requireSameOrigin)
   .get("/v1/policy", async (c) => c.json((await getTeamPolicy(c.env.DB, c.get("web").teamId)).policy))
-  .put("/v1/policy", requireRole(...ADMIN_ROLES), validate("json", teamPolicySchema.strict()), async (c) => {
+  .put("/v1/policy", requireRole(...ADMIN_ROLES), validate("json", policyBodySchema), async (c) => {
     const w = c.get("web");
     const policy = c.req.valid("json");
     const { before, version } = await setTeamPolicy(c.env.DB, w.teamId, policy);

@@ -1,27 +1,24 @@
 /** A person's teams: list, create another, switch the current one (the web session's team). */
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import { createTeamBodySchema, switchTeamBodySchema } from "../../sdk/src/human/team";
 import { forgetWebSession, requireSameOrigin, requireWeb } from "../auth";
 import { createTeam, listMyTeams, switchWebSession } from "../db";
 import { apiError, validate } from "../http";
 import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
-const createBody = z.object({ name: z.string().trim().min(1).max(100) });
-const switchBody = z.object({ teamId: z.string().min(1).max(100) });
-
 export const teamRoutes = new Hono<AppEnv>()
   .use("/v1/teams", requireWeb, requireSameOrigin)
   .use("/v1/teams/*", requireWeb, requireSameOrigin)
   .get("/v1/teams", async (c) => c.json({ teams: await listMyTeams(c.env.DB, c.get("web").userId) }))
-  .post("/v1/teams", validate("json", createBody), async (c) => {
+  .post("/v1/teams", validate("json", createTeamBodySchema), async (c) => {
     const w = c.get("web");
     const name = c.req.valid("json").name;
     const teamId = await createTeam(c.env.DB, { userId: w.userId, name, now: Date.now() });
     await switchTo(c, teamId);
     return c.json({ team: { id: teamId, name }, role: "owner" }, 201);
   })
-  .post("/v1/teams/switch", validate("json", switchBody), async (c) => {
+  .post("/v1/teams/switch", validate("json", switchTeamBodySchema), async (c) => {
     const teamId = c.req.valid("json").teamId;
     if (!(await switchTo(c, teamId))) return apiError(c, "not_found", "no such team");
     const team = (await listMyTeams(c.env.DB, c.get("web").userId)).find((t) => t.id === teamId);
