@@ -5,6 +5,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
+import { DomainError } from "./errors";
 import { apiError } from "./http";
 import { agentRoutes } from "./routes/agent";
 import { approvalRoutes } from "./routes/approvals";
@@ -23,8 +24,8 @@ import { sessionRoutes } from "./routes/sessions";
 import { teamRoutes } from "./routes/teams";
 import type { AppEnv } from "./types";
 
+export { TeamHub } from "./hub/team-hub";
 export { SessionGate } from "./session-gate";
-export { TeamHub } from "./team-hub";
 
 /** Human API bodies are small; only an agent's permission request may be as large as a frame. */
 const HUMAN_BODY_BYTES = 64 * 1024;
@@ -54,6 +55,10 @@ const app = new Hono<AppEnv>()
   .get("/v1/health", (c) => c.json({ ok: true }))
   .notFound((c) => apiError(c, "not_found", "no such route"))
   .onError((err, c) => {
+    if (err instanceof DomainError) {
+      for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value);
+      return apiError(c, err.code, err.message || undefined, err.extra);
+    }
     if (err instanceof HTTPException) return apiError(c, "bad_request", err.message);
     console.error("unhandled error", err instanceof Error ? err.name : "unknown");
     return apiError(c, "internal_error", "something went wrong; nothing was decided");

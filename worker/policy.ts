@@ -21,3 +21,9 @@ export function offeredOptions(options: PermissionOption[], policy: TeamPolicy):
 export function requestLifetimeMs(policy: TeamPolicy, agentTimeoutMs: number | undefined): number {
   return agentTimeoutMs === undefined ? policy.lifetimeMs : Math.min(policy.lifetimeMs, agentTimeoutMs);
 }
+
+/** A team's policy with its `policy_version` in D1: a copy is taken up only when it is newer. */
+export interface VersionedPolicy {
+  policy: TeamPolicy;
+  version: number;
+}

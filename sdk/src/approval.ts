@@ -1,5 +1,5 @@
 /**
- * The approval as the human API returns it (docs: the approval state machine, the human API),
+ * The approval as the human API returns it (docs/state-machine.md, docs/human-api.md "Approval"),
  * as zod schemas with their types inferred. The Worker answers with these shapes, the PWA parses
  * answers with them, the SDK reads them. Environment-neutral: no Node and no Workers APIs here.
  */

@@ -1,6 +1,6 @@
 /** D1 access: history and stats. */
+import type { ApprovalState } from "../../sdk/src/approval";
 import type { HistoryItem } from "../../sdk/src/human/history";
-import type { ApprovalState } from "../types";
 import { type OwnedApprovalRow, ownedApprovalFromRow } from "./approvals";
 
 export interface HistoryFilter {

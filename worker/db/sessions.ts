@@ -1,6 +1,6 @@
 /** D1 access: agent sessions. */
-import type { AgentSession, Owner } from "../../sdk/src/approval";
-import type { AgentIdentity, Approval } from "../types";
+import type { AgentSession, Approval, Owner } from "../../sdk/src/approval";
+import type { AgentIdentity } from "../types";
 import { type ApprovalRow, approvalFromRow } from "./approvals";
 
 /**

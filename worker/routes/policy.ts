@@ -1,16 +1,14 @@
 /**
- * The team policy. A change is audited (before/after) and applies to requests opened from then
- * on: HTTP-held requests read it at each open; sessions with an open socket get it pushed from
- * here, through the team's hub, which knows which sessions are connected (see TeamHub).
+ * The team policy: read it, and (owners and admins) replace it. A change is audited and applies
+ * to requests opened from then on, in open sessions too (see team/policy.ts).
  */
 import { Hono } from "hono";
 import { policyBodySchema } from "../../sdk/src/human/policy";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
-import { audit, getTeamPolicy, setTeamPolicy } from "../db";
+import { getTeamPolicy } from "../db";
 import { validate } from "../http";
 import { ADMIN_ROLES } from "../roles";
-import { sessionGate } from "../session-gate";
-import { hubFor } from "../team-hub";
+import { changePolicy } from "../team/policy";
 import type { AppEnv } from "../types";
 
 export const policyRoutes = new Hono<AppEnv>()
@@ -19,20 +17,6 @@ export const policyRoutes = new Hono<AppEnv>()
   .put("/v1/policy", requireRole(...ADMIN_ROLES), validate("json", policyBodySchema), async (c) => {
     const w = c.get("web");
     const policy = c.req.valid("json");
-    const { before, version } = await setTeamPolicy(c.env.DB, w.teamId, policy);
-    const now = Date.now();
-    await audit(c.env, {
-      eventId: `policy_changed:${w.teamId}:${version}`,
-      teamId: w.teamId,
-      at: now,
-      actor: `user:${w.userId}`,
-      action: "team.policy_changed",
-      subject: w.teamId,
-      detail: { before, after: policy, version },
-    });
-    const update = { policy, version };
-    const connected = await hubFor(c.env, w.teamId).policyChanged(w.teamId, update);
-    // A gate that misses this still gets it: from the hub when it next reports, or at its next join.
-    await Promise.allSettled(connected.map((id) => sessionGate(c.env, w.teamId, id).applyPolicy(w.teamId, update)));
+    await changePolicy(c.env, { teamId: w.teamId, userId: w.userId, policy });
     return c.json(policy);
   });

@@ -14,6 +14,8 @@ export const signupBodySchema = z.object({
   team: z.string().trim().min(1).max(100),
 });
 export type SignupBody = z.input<typeof signupBodySchema>;
+/** A sign-up as read: the address lower-cased, the names trimmed. */
+export type Signup = z.output<typeof signupBodySchema>;
 /** `POST /v1/auth/signin`. */
 export const signinBodySchema = z.object({ email });
 /** `POST /v1/auth/link`: the token from the mailed link. */
