@@ -1,3 +1,4 @@
+import type { Role } from "../sdk/src/human/roles";
 import type { SessionGateApi } from "./gate/api";
 import type { TeamHubApi } from "./hub/api";
 
@@ -23,8 +24,7 @@ export interface Env {
   MAIL_FROM?: string;
 }
 
-export const ROLES = ["owner", "admin", "approver", "viewer"] as const;
-export type Role = (typeof ROLES)[number];
+export { ROLES, type Role } from "../sdk/src/human/roles";
 
 /** A signed-in human, from the session cookie. */
 export interface WebIdentity {

@@ -10,6 +10,7 @@
  */
 import type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/approval";
 import type { ErrorCode } from "../../sdk/src/errors";
+import type { Role } from "../../sdk/src/human/roles";
 import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
 
@@ -40,8 +41,8 @@ export interface DecisionInput {
   teamId: string;
   userId: string;
   name: string;
-  /** The decider's team role (`Role`); the gate checks it against `DECIDER_ROLES`. */
-  role: string;
+  /** The decider's team role; the gate checks it against `DECIDER_ROLES`. */
+  role: Role;
   device: string;
   optionId: string;
   requestHash: string;

@@ -129,7 +129,7 @@ export type DecisionCheck =
 
 /** Whether a human may take this decision on a pending approval, and what it resolves to. */
 export function checkDecision(meta: SessionMeta, pending: Approval, d: DecisionInput): DecisionCheck {
-  if (!(DECIDER_ROLES as string[]).includes(d.role)) return { ok: false, error: "role_may_not_decide" };
+  if (!DECIDER_ROLES.includes(d.role)) return { ok: false, error: "role_may_not_decide" };
   if (meta.policy.deciders === "session_owner" && d.userId !== meta.ownerUserId) {
     return { ok: false, error: "not_session_owner" };
   }

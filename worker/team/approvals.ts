@@ -7,7 +7,8 @@
  * get it) and the words for a refused decision. Does not own: the decision itself (the gate's
  * state machine), who may decide (the gate checks role and policy), the SQL (`db/approvals.ts`).
  */
-import { getApprovalRecord } from "../db";
+import type { ApprovalDetail } from "../../sdk/src/approval";
+import { getApprovalOwner, getApprovalRecord } from "../db";
 import { DomainError } from "../errors";
 import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
 import { hubFor } from "../hub/api";
@@ -22,16 +23,17 @@ export function approvalGate(env: Env, approvalId: string) {
   return gate;
 }
 
-/** One approval of the team, with where its pushes went. */
-export async function readApproval(env: Env, teamId: string, approvalId: string) {
+/** One approval of the team, with whose session asked and where its pushes went. */
+export async function readApproval(env: Env, teamId: string, approvalId: string): Promise<ApprovalDetail> {
   const gate = approvalGate(env, approvalId);
   const [held, delivery] = await Promise.all([
     gate.getApproval(teamId, approvalId),
     hubFor(env, teamId).deliveries(approvalId),
   ]);
   const approval = held ?? (await getApprovalRecord(env.DB, teamId, approvalId));
-  if (!approval) throw noSuchApproval();
-  return { ...approval, delivery };
+  const owner = approval && (await getApprovalOwner(env.DB, teamId, approval));
+  if (!approval || !owner) throw noSuchApproval();
+  return { ...approval, owner, delivery };
 }
 
 /** A human's decision: the approval as decided, or why not (with the approval where that helps). */
