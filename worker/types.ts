@@ -1,3 +1,9 @@
+/**
+ * The Worker's environment and who is calling: `Env` (bindings and settings), the signed-in
+ * human (`WebIdentity`) and the agent key (`AgentIdentity`). Nothing else lives here. The object
+ * bindings are typed by the objects' API interfaces, which never import this file, so there is
+ * no import cycle through it.
+ */
 import type { Role } from "../sdk/src/human/roles";
 import type { SessionGateApi } from "./gate/api";
 import type { TeamHubApi } from "./hub/api";
@@ -24,8 +30,6 @@ export interface Env {
   MAIL_FROM?: string;
 }
 
-export { ROLES, type Role } from "../sdk/src/human/roles";
-
 /** A signed-in human, from the session cookie. */
 export interface WebIdentity {
   userId: string;
@@ -48,12 +52,3 @@ export type AppEnv = {
   Bindings: Env;
   Variables: { web: WebIdentity; agent: AgentIdentity };
 };
-
-export type {
-  Approval,
-  ApprovalSnapshot,
-  ApprovalState,
-  DecidedBy,
-  ResolutionReason,
-  SessionInfo,
-} from "../sdk/src/approval";
