@@ -28,6 +28,14 @@ export default defineConfig({
         },
       },
       {
+        // Unit tests of pure modules, beside them: plain Node, no workerd and no server.
+        test: {
+          name: "unit",
+          include: ["worker/**/*.test.ts", "sdk/src/**/*.test.ts"],
+          environment: "node",
+        },
+      },
+      {
         // SDK tests: Node, against the Worker started by `wrangler dev` on a loopback port.
         test: {
           name: "sdk",
