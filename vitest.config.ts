@@ -28,7 +28,7 @@ export default defineConfig({
         },
       },
       {
-        // Unit tests of pure modules, beside them: plain Node, no workerd and no server.
+        // Unit tests of pure modules, beside them: plain Node, no workerd, no Worker.
         test: {
           name: "unit",
           include: ["worker/**/*.test.ts", "sdk/src/**/*.test.ts"],

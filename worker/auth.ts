@@ -7,7 +7,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { API_KEY_PATTERN, randomToken, sha256Hex } from "./crypto";
 import { createWebSession, deleteWebSession, findAgentKey, findWebSession } from "./db";
 import { apiError, appOrigin } from "./http";
-import { hubFor } from "./team-hub";
+import { hubFor } from "./hub/api";
 import type { AppEnv, Role, WebIdentity } from "./types";
 
 export const SESSION_COOKIE = "__Host-tapgate";

@@ -23,8 +23,8 @@ import { sessionRoutes } from "./routes/sessions";
 import { teamRoutes } from "./routes/teams";
 import type { AppEnv } from "./types";
 
+export { TeamHub } from "./hub/team-hub";
 export { SessionGate } from "./session-gate";
-export { TeamHub } from "./team-hub";
 
 /** Human API bodies are small; only an agent's permission request may be as large as a frame. */
 const HUMAN_BODY_BYTES = 64 * 1024;

@@ -3,7 +3,7 @@ import type { PermissionOption } from "../sdk/src/protocol";
 
 const MINUTE = 60_000;
 
-/** Team policy (DESIGN.md, "Team policy"); stored as JSON on the team, defaults filled in. */
+/** Team policy (docs/human-api.md, "Policy"); stored as JSON on the team, defaults filled in. */
 export const teamPolicySchema = z.object({
   lifetimeMs: z
     .number()
@@ -34,4 +34,10 @@ export function offeredOptions(options: PermissionOption[], policy: TeamPolicy):
 /** How long a request may wait: the team lifetime, or less if the agent asked for less. */
 export function requestLifetimeMs(policy: TeamPolicy, agentTimeoutMs: number | undefined): number {
   return agentTimeoutMs === undefined ? policy.lifetimeMs : Math.min(policy.lifetimeMs, agentTimeoutMs);
+}
+
+/** A team's policy with its `policy_version` in D1: a copy is taken up only when it is newer. */
+export interface VersionedPolicy {
+  policy: TeamPolicy;
+  version: number;
 }

@@ -24,9 +24,8 @@ import {
   tapgateMetaSchema,
   toolCallUpdateSchema,
 } from "../sdk/src/protocol";
-import type { AuditEvent } from "./audit-chain";
 import { canonicalJson, randomBase62, sha256Hex } from "./crypto";
-import { type D1OutboxOp, type OutboxOp, outboxStatement, type VersionedPolicy } from "./db";
+import { type D1OutboxOp, type OutboxOp, outboxStatement } from "./db";
 import { type AgentCaller, HttpAgents, type HttpOpenResult, type HttpPollResult } from "./gate-http";
 import {
   keyTag,
@@ -39,10 +38,11 @@ import {
   socketTag,
 } from "./gate-socket";
 import { migrate, type PendingRow, type SessionMeta, type StoredRow } from "./gate-storage";
+import { type ApprovalNews, hubFor } from "./hub/api";
+import type { AuditEvent } from "./hub/audit-chain";
 import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "./object-sockets";
-import { offeredOptions, requestLifetimeMs, type TeamPolicy } from "./policy";
+import { offeredOptions, requestLifetimeMs, type TeamPolicy, type VersionedPolicy } from "./policy";
 import { DECIDER_ROLES } from "./roles";
-import { type ApprovalNews, hubFor } from "./team-hub";
 import type { Approval, ApprovalState, DecidedBy, Env, ResolutionReason, Role, SessionInfo } from "./types";
 
 /** Who opens a socket: set by the Worker after it checked the API key. */

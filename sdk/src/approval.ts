@@ -1,4 +1,4 @@
-/** The approval as the human API returns it (DESIGN.md, "Approval state machine", "Human API"). */
+/** The approval as the human API returns it (docs/state-machine.md, docs/human-api.md "Approval"). */
 
 export const APPROVAL_STATES = ["pending", "allowed", "denied", "cancelled", "expired"] as const;
 export type ApprovalState = (typeof APPROVAL_STATES)[number];
@@ -33,7 +33,7 @@ export interface Delivery {
   failedAt: number | null;
 }
 
-/** The approval as the human API returns it (DESIGN.md, "Human API"). */
+/** The approval as the human API returns it (docs/human-api.md, "Approval"). */
 export interface Approval {
   id: string;
   sessionId: string;

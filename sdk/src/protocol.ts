@@ -1,5 +1,5 @@
 /**
- * The agent wire contract (DESIGN.md, "Agent protocol"), defined once.
+ * The agent wire contract (docs/agent-protocol.md), defined once.
  * The Worker validates frames with these schemas, the SDK builds frames from them,
  * and the tests import them. Environment-neutral: no Node and no Workers APIs here.
  */

@@ -1,6 +1,6 @@
 /**
  * Property test: random sequences of request / decide / cancel / session cancel / disconnect /
- * time passing / restart, checking DESIGN.md's invariants against a model after every step.
+ * time passing / restart, checking the invariants of docs/state-machine.md against a model after every step.
  */
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
@@ -179,7 +179,7 @@ class Run {
     }
   }
 
-  /** The invariants of DESIGN.md, checked against the gate's own answers. */
+  /** The invariants of docs/state-machine.md ("Invariants"), checked against the gate's own answers. */
   async check() {
     await this.drain(this.socket, true);
     for (const item of this.items) {

@@ -9,6 +9,7 @@ import { createECDH, randomBytes } from "node:crypto";
 import ece from "http_ece";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
+import type { TeamHub } from "../../worker/hub/team-hub";
 import {
   api,
   connectAgent,
@@ -231,7 +232,7 @@ describe("Web Push", () => {
     });
     expect(alarm).toBeGreaterThan(Date.now());
     expect(pushes).toHaveLength(1);
-    await runInDurableObject(hub, (h) => h.drain(alarm)); // the alarm's moment
+    await runInDurableObject(hub as unknown as DurableObjectStub<TeamHub>, (h) => h.drain(alarm)); // the alarm's moment
     expect(pushes).toHaveLength(2);
     expect(pushes[1]?.payload).toMatchObject({ type: "approval", approvalId: approval.id });
   });

@@ -1,12 +1,13 @@
 /** D1 access: audit log (hash-chained; appended by the team's TeamHub). */
-import { type AuditEntry, type AuditEvent, GENESIS_HASH, type StoredAuditRow } from "../audit-chain";
+import { type AuditEntry, type AuditEvent, GENESIS_HASH, type StoredAuditRow } from "../hub/audit-chain";
 import type { Env } from "../types";
 
 export type { AuditEvent };
 
 /**
  * Appends an event to its team's audit log through the team's TeamHub, the chain's one writer.
- * The hub is reached through the binding rather than team-hub.ts, which itself reads D1 from here.
+ * The hub is reached through the binding rather than hub/api.ts, so db/ imports no hub module
+ * beyond the pure chain hashing.
  */
 export async function audit(env: Env, e: AuditEvent): Promise<void> {
   await env.TEAM_HUB.get(env.TEAM_HUB.idFromName(e.teamId)).appendAudit([e]);

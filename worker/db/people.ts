@@ -1,7 +1,8 @@
 /** D1 access: people, teams, web sessions. */
-import { type AuditEntry, chainEvents, GENESIS_HASH } from "../audit-chain";
+
 import { newId } from "../crypto";
-import { parsePolicy, type TeamPolicy } from "../policy";
+import { type AuditEntry, chainEvents, GENESIS_HASH } from "../hub/audit-chain";
+import { parsePolicy, type TeamPolicy, type VersionedPolicy } from "../policy";
 import type { Role, WebIdentity } from "../types";
 import { auditEntryStatement } from "./audit";
 import { type NewPasskey, sweepExpired } from "./passkeys";
@@ -107,11 +108,6 @@ function newTeamStatements(db: D1Database, t: { teamId: string; userId: string; 
       .bind(t.teamId, t.userId, t.now),
     auditEntryStatement(db, genesis as AuditEntry),
   ];
-}
-
-export interface VersionedPolicy {
-  policy: TeamPolicy;
-  version: number;
 }
 
 export async function getTeamPolicy(db: D1Database, teamId: string): Promise<VersionedPolicy> {

@@ -4,9 +4,9 @@ import { z } from "zod";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getApprovalRecord, listApprovals } from "../db";
 import { apiError, cursorParam, nextCursor, validate } from "../http";
+import { hubFor } from "../hub/api";
 import { DECIDER_ROLES } from "../roles";
 import { type DecisionResult, gateFor } from "../session-gate";
-import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
 const listQuery = z.object({

@@ -2,7 +2,8 @@
 import { Hono } from "hono";
 import { requireWeb } from "../auth";
 import { apiError, appOrigin } from "../http";
-import { hubFor, hubJoinRequest } from "../team-hub";
+import { hubFor } from "../hub/api";
+import { hubJoinRequest } from "../hub/live-feed";
 import type { AppEnv } from "../types";
 
 export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireWeb, async (c) => {

@@ -21,9 +21,9 @@ import {
   webSessionHashes,
 } from "../db";
 import { apiError, appOrigin, validate } from "../http";
+import { hubFor } from "../hub/api";
 import { deliverMail } from "../mail";
 import { ADMIN_ROLES, mayGrant, mayManage } from "../roles";
-import { hubFor } from "../team-hub";
 import { type AppEnv, type Env, ROLES, type WebIdentity } from "../types";
 import { revokeKey } from "./keys";
 import { switchTo } from "./teams";

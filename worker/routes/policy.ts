@@ -1,16 +1,15 @@
 /**
  * The team policy. A change is audited (before/after) and applies to requests opened from then
- * on: HTTP-held requests read it at each open; sessions with an open socket get it pushed from
- * here, through the team's hub, which knows which sessions are connected (see TeamHub).
+ * on: HTTP-held requests read it at each open; sessions with an open socket get it from the
+ * team's hub, which knows which sessions are connected (see hub/sessions.ts).
  */
 import { Hono } from "hono";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { audit, getTeamPolicy, setTeamPolicy } from "../db";
 import { validate } from "../http";
+import { hubFor } from "../hub/api";
 import { teamPolicySchema } from "../policy";
 import { ADMIN_ROLES } from "../roles";
-import { sessionGate } from "../session-gate";
-import { hubFor } from "../team-hub";
 import type { AppEnv } from "../types";
 
 export const policyRoutes = new Hono<AppEnv>()
@@ -30,9 +29,8 @@ export const policyRoutes = new Hono<AppEnv>()
       subject: w.teamId,
       detail: { before, after: policy, version },
     });
-    const update = { policy, version };
-    const connected = await hubFor(c.env, w.teamId).policyChanged(w.teamId, update);
-    // A gate that misses this still gets it: from the hub when it next reports, or at its next join.
-    await Promise.allSettled(connected.map((id) => sessionGate(c.env, w.teamId, id).applyPolicy(w.teamId, update)));
+    // The hub hands it to every connected session; a gate that misses it still gets it, from the
+    // hub when it next reports, or at its next join.
+    await hubFor(c.env, w.teamId).policyChanged();
     return c.json(policy);
   });

@@ -4,8 +4,8 @@ import { z } from "zod";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { deleteDevice, listDevices, saveDevice, touchDevice } from "../db";
 import { apiError, validate } from "../http";
-import { pushSubscriptionSchema } from "../push";
-import { hubFor } from "../team-hub";
+import { hubFor } from "../hub/api";
+import { pushSubscriptionSchema } from "../hub/web-push";
 import type { AppEnv } from "../types";
 
 const MAX_DEVICES_PER_USER = 20;

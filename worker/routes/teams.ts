@@ -4,7 +4,7 @@ import { z } from "zod";
 import { forgetWebSession, requireSameOrigin, requireWeb } from "../auth";
 import { createTeam, listMyTeams, switchWebSession } from "../db";
 import { apiError, validate } from "../http";
-import { hubFor } from "../team-hub";
+import { hubFor } from "../hub/api";
 import type { AppEnv } from "../types";
 
 const createBody = z.object({ name: z.string().trim().min(1).max(100) });

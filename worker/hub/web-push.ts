@@ -1,16 +1,23 @@
 /**
  * Web Push: who may be pushed to (subscription validation, checked at subscribe AND at send,
- * so an edited row can never turn into a fetch to an internal address), and one encrypted send
- * (aes128gcm + VAPID via web-push's generateRequestDetails, delivered with our own fetch so the
- * status codes are ours to act on).
+ * so an edited row can never turn into a fetch to an internal address), what a push says, and
+ * one encrypted send (aes128gcm + VAPID via web-push's generateRequestDetails, delivered with
+ * our own fetch so the status codes are ours to act on).
+ *
+ * Owns: the subscription schema, the payload shapes, the lock-screen title, the Topic header,
+ * one send and what its status means. Does not own: queueing, retries or delivery tracking
+ * (`push-queue.ts`), or which devices get a push (`directory.ts`). No Durable Object import:
+ * it runs under plain Node (`web-push.test.ts`).
  */
 import webpush from "web-push";
 import { z } from "zod";
-import { sha256Hex } from "./crypto";
+import type { Approval } from "../../sdk/src/approval";
+import { sha256Hex } from "../crypto";
+import type { ApprovalNews } from "./api";
 
 const MAX_ENDPOINT_CHARS = 1000;
 
-/** The push services browsers use (DESIGN.md, "Limits"). Anything else is refused. */
+/** The push services browsers use (docs/limits.md, "Web Push"). Anything else is refused. */
 const PUSH_HOSTS: Array<(host: string) => boolean> = [
   (h) => h === "fcm.googleapis.com",
   (h) => h === "web.push.apple.com",
@@ -77,6 +84,14 @@ export type PushPayload =
   | { v: 1; type: "resolved"; approvalId: string; state: string }
   | { v: 1; type: "summary"; count: number }
   | { v: 1; type: "test" };
+
+/** The lock screen shows the tool title or a generic line; never arguments. */
+export function lockScreenTitle(approval: Approval, policy: ApprovalNews["lockScreen"]): string {
+  const title = approval.snapshot.toolCall.title;
+  if (policy === "generic" || typeof title !== "string" || title.trim() === "")
+    return "An agent is asking for permission";
+  return title.length > 80 ? `${title.slice(0, 79)}…` : title;
+}
 
 /** delivered: the push service took it · gone: drop the device · retry: try again later · rejected: give up. */
 export type PushOutcome = "delivered" | "gone" | "retry" | "rejected";

@@ -1,9 +1,14 @@
 /**
  * The audit log's hash chain (pure functions): each entry commits to its team's previous entry,
  * so editing, removing or reordering a stored row breaks every link after it.
+ *
+ * Owns: the event and entry shapes, the hash of one link, chaining events after a head, and
+ * verifying stored rows. Does not own: storage (`db/audit.ts`) or the order of appends (the
+ * hub's `audit-writer.ts`, the chain's one writer). No Durable Object or D1 import: it runs
+ * under plain Node (`audit-chain.test.ts`).
  */
-import { parseJson } from "../sdk/src/protocol";
-import { canonicalJson, sha256Hex } from "./crypto";
+import { parseJson } from "../../sdk/src/protocol";
+import { canonicalJson, sha256Hex } from "../crypto";
 
 export const GENESIS_HASH = "0".repeat(64);
 

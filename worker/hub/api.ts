@@ -1,0 +1,109 @@
+/**
+ * What the rest of the Worker may ask of a team's TeamHub, and how to reach it.
+ *
+ * Owns: the `TeamHubApi` interface (the hub's RPC surface), the news shapes SessionGates send,
+ * the live-feed event, and `hubFor`. Does not own: any behaviour (see `team-hub.ts` and its
+ * subsystems). Imports only types from `sdk/src`, `worker/policy.ts` and the pure
+ * `audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
+ */
+import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
+import type { VersionedPolicy } from "../policy";
+import type { AuditEvent } from "./audit-chain";
+
+export type { AuditEvent };
+
+/** Who opened a live-feed socket: set by the Worker after it checked the cookie and Origin. */
+export interface HubJoin {
+  teamId: string;
+  userId: string;
+  /** The web session the socket belongs to, so signing out (or switching team) ends it. */
+  tokenHash: string;
+}
+
+export interface HubDevice {
+  id: string;
+  userId: string;
+  name: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
+/** What a SessionGate reports about a new request. */
+export interface ApprovalNews {
+  approval: Approval;
+  ownerUserId: string;
+  recipients: "session_owner" | "all_approvers";
+  lockScreen: "tool_title" | "generic";
+  /** "approval": push this request · "summary": fatigue limit reached, one summary · "none". */
+  push: { kind: "approval" } | { kind: "summary"; waiting: number } | { kind: "none" };
+}
+
+/** What a SessionGate reports when its connection state or metadata may have changed. */
+export interface SessionNews {
+  sessionId: string;
+  ownerUserId: string;
+  info: SessionInfo;
+  connected: boolean;
+  pending: number;
+  at: number;
+  policyVersion: number;
+}
+
+export type LiveApproval = Approval & { ownerUserId: string; delivery: Delivery[] };
+
+export type LiveEvent =
+  | { type: "approval" | "resolved"; approval: LiveApproval }
+  | { type: "session"; session: AgentSession };
+
+/**
+ * The TeamHub's RPC surface. Methods that may be a hub's first call name the team (hubs are
+ * named by team id, and the hub keeps it for its alarms).
+ */
+export interface TeamHubApi extends Rpc.DurableObjectBranded {
+  /** The live feed: a WebSocket upgrade built by `hubJoinRequest` (live-feed.ts). */
+  fetch(request: Request): Promise<Response>;
+
+  /** A SessionGate opened a request: shown live, pushed to the recipients' devices. */
+  approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
+  /** A request left `pending`: shown live; unsent pushes dropped, sent notifications closed. */
+  approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
+  /** The service worker saw the push on this device; false when it was not this user's push. */
+  markSeen(approvalId: string, deviceId: string, userId: string): Promise<boolean>;
+  /** Where a request's pushes went, device by device. */
+  deliveries(approvalId: string): Promise<Delivery[]>;
+
+  deviceSaved(teamId: string, device: HubDevice): Promise<void>;
+  deviceRemoved(deviceId: string): Promise<void>;
+  /** Queues a test push to one of this user's devices; false when it is not theirs. */
+  sendTest(teamId: string, deviceId: string, userId: string): Promise<boolean>;
+  /** Members or roles changed: read them again from D1 on next use. */
+  forgetDirectory(): Promise<void>;
+
+  /** Ends a member's live sockets (sign-out everywhere, removal from the team). */
+  closeSocketsOf(userId: string): Promise<void>;
+  /** Ends the live sockets of one web session: signed out, or moved to another team. */
+  closeWebSession(tokenHash: string): Promise<void>;
+
+  /**
+   * A session connected, disconnected or changed its metadata. Answers the team's policy when
+   * the hub knows a newer one than the gate's (a change that raced the gate's join).
+   */
+  sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null>;
+  /** The team's current policy (read from D1, so never older than the hub's copy). */
+  policy(teamId: string): Promise<VersionedPolicy>;
+  /**
+   * The policy changed in D1: the hub takes it up and hands it to every connected session, in
+   * batches of 20. Resolves once each has answered or failed; a gate that missed it gets it
+   * from the hub's answer when it next reports, or at its next join.
+   */
+  policyChanged(): Promise<void>;
+
+  /** Appends events to the team's audit chain, in order; resolves once D1 has every one. */
+  appendAudit(events: AuditEvent[]): Promise<void>;
+}
+
+/** The team's hub. */
+export function hubFor(env: { TEAM_HUB: DurableObjectNamespace<TeamHubApi> }, teamId: string) {
+  return env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
+}

@@ -1,0 +1,108 @@
+/**
+ * The hub's copy of its team's directory: devices, roles and names, loaded from D1 on first use
+ * and dropped when members or roles change, so the path from an agent's request to a push
+ * touches no D1.
+ *
+ * Owns: the `devices`, `members` and `people` tables and `meta('directory')`. Does not own:
+ * the push queue (a removed device's queued pushes are `push-queue.ts`'s), D1's devices (the
+ * routes and `db/devices.ts`), or who decides (the gate).
+ */
+import { listTeamDirectory } from "../db";
+import { DECIDER_ROLES } from "../roles";
+import type { ApprovalNews, HubDevice } from "./api";
+import type { HubHost } from "./host";
+
+export class Directory {
+  constructor(private readonly host: HubHost) {}
+
+  /** Reads devices and members from D1 unless the copy is current. */
+  async load(): Promise<void> {
+    const { sql } = this.host;
+    if (sql.exec("SELECT 1 FROM meta WHERE k = 'directory'").toArray().length > 0) return;
+    const teamId = this.host.teamId();
+    if (!teamId) return;
+    const { devices, members } = await listTeamDirectory(this.host.env.DB, teamId);
+    sql.exec("DELETE FROM devices");
+    sql.exec("DELETE FROM members");
+    for (const d of devices) {
+      sql.exec(
+        "INSERT INTO devices (id, user_id, name, endpoint, p256dh, auth) VALUES (?, ?, ?, ?, ?, ?)",
+        d.id,
+        d.userId,
+        d.name,
+        d.endpoint,
+        d.p256dh,
+        d.auth,
+      );
+    }
+    sql.exec("DELETE FROM people");
+    for (const m of members) {
+      sql.exec("INSERT INTO members (user_id, role) VALUES (?, ?)", m.userId, m.role);
+      sql.exec("INSERT INTO people (user_id, name) VALUES (?, ?)", m.userId, m.name);
+    }
+    sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('directory', '1')");
+  }
+
+  /** Members or roles changed: read them again from D1 on next use. */
+  forget(): void {
+    this.host.sql.exec("DELETE FROM meta WHERE k = 'directory'");
+  }
+
+  saveDevice(device: HubDevice): void {
+    this.host.sql.exec(
+      "INSERT OR REPLACE INTO devices (id, user_id, name, endpoint, p256dh, auth) VALUES (?, ?, ?, ?, ?, ?)",
+      device.id,
+      device.userId,
+      device.name,
+      device.endpoint,
+      device.p256dh,
+      device.auth,
+    );
+  }
+
+  removeDevice(deviceId: string): void {
+    this.host.sql.exec("DELETE FROM devices WHERE id = ?", deviceId);
+  }
+
+  device(deviceId: string): HubDevice | null {
+    const row = this.host.sql.exec("SELECT * FROM devices WHERE id = ?", deviceId).toArray()[0];
+    return row ? toDevice(row) : null;
+  }
+
+  isDeviceOf(deviceId: string, userId: string): boolean {
+    return (
+      this.host.sql.exec("SELECT 1 FROM devices WHERE id = ? AND user_id = ?", deviceId, userId).toArray().length > 0
+    );
+  }
+
+  /** A member's display name; "" when the directory does not know them. */
+  nameOf(userId: string): string {
+    const row = this.host.sql.exec("SELECT name FROM people WHERE user_id = ?", userId).toArray()[0];
+    return (row?.name as string | undefined) ?? "";
+  }
+
+  /** The devices a request's push goes to: its session owner's, or every decider's. */
+  recipients(news: ApprovalNews): HubDevice[] {
+    const { sql } = this.host;
+    const query =
+      news.recipients === "session_owner"
+        ? sql.exec("SELECT * FROM devices WHERE user_id = ?", news.ownerUserId)
+        : sql.exec(
+            `SELECT d.* FROM devices d JOIN members m ON m.user_id = d.user_id
+              WHERE m.role IN (${DECIDER_ROLES.map(() => "?").join(", ")})`,
+            ...DECIDER_ROLES,
+          );
+    return query.toArray().map(toDevice);
+  }
+}
+
+function toDevice(r: Record<string, SqlStorageValue>): HubDevice {
+  return {
+    id: r.id as string,
+    userId: r.user_id as string,
+    name: r.name as string,
+    endpoint: r.endpoint as string,
+    p256dh: r.p256dh as string,
+    auth: r.auth as string,
+  };
+}

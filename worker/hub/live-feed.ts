@@ -1,0 +1,105 @@
+/**
+ * The live feed: browsers hold a WebSocket to their team's hub and get every approval and
+ * session change as it happens. The feed is one-way; browsers only ping, and pings are answered
+ * by the runtime without waking the hub.
+ *
+ * Owns: the join handshake (`hubJoinRequest` on the Worker's side, `join` on the hub's), the
+ * sockets and their tags, the events sent, and the `approvals` table (the latest state of each
+ * request, which never goes back to pending). Does not own: who may join (the route checks the
+ * cookie and Origin), deliveries (`push-queue.ts`), or sessions (`sessions.ts`).
+ */
+import type { Approval, Delivery } from "../../sdk/src/approval";
+import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "../object-sockets";
+import type { HubJoin, LiveApproval, LiveEvent } from "./api";
+import type { HubHost } from "./host";
+
+const JOIN_HEADER = "x-tapgate-hub-join";
+/** Resolved requests are kept this long, for late news and their delivery rows. */
+export const KEEP_RESOLVED_MS = 24 * 60 * 60 * 1000;
+
+/** The upgrade the Worker hands the hub once it checked who is joining. */
+export function hubJoinRequest(request: Request, join: HubJoin): Request {
+  return objectUpgrade(request, JOIN_HEADER, join);
+}
+
+export class LiveFeed {
+  constructor(
+    private readonly host: HubHost,
+    private readonly deliveries: (approvalId: string) => Delivery[],
+  ) {}
+
+  /** Accepts a browser's socket; the join names the team, so the hub adopts it first. */
+  join(request: Request, adopt: (teamId: string) => void): Response {
+    const join = upgradeIdentity<HubJoin>(request, JOIN_HEADER);
+    if (!join) return new Response("expected a WebSocket upgrade from the Worker", { status: 400 });
+    adopt(join.teamId);
+    const { 0: client, 1: server } = new WebSocketPair();
+    this.host.accept(server, [`user:${join.userId}`, `web:${join.tokenHash}`]);
+    server.serializeAttachment(join);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  closed(ws: WebSocket, code: number, reason: string): void {
+    reciprocateClose(ws, code, reason);
+  }
+
+  closeSocketsOf(userId: string): void {
+    this.closeTagged(`user:${userId}`);
+  }
+
+  closeWebSession(tokenHash: string): void {
+    this.closeTagged(`web:${tokenHash}`);
+  }
+
+  private closeTagged(tag: string): void {
+    for (const ws of this.host.sockets(tag)) closeQuietly(ws, 4003, "signed out");
+  }
+
+  /** Shows a request as it now stands, with its deliveries. */
+  broadcast(type: "approval" | "resolved", approvalId: string): void {
+    const approval = this.liveApproval(approvalId);
+    if (approval) this.send({ type, approval });
+  }
+
+  send(event: LiveEvent): void {
+    const frame = JSON.stringify(event);
+    for (const ws of this.host.sockets()) {
+      try {
+        ws.send(frame);
+      } catch {
+        // Closing sockets are cleaned up by their close handler.
+      }
+    }
+  }
+
+  private liveApproval(approvalId: string): LiveApproval | null {
+    const row = this.host.sql.exec("SELECT owner_user_id, record FROM approvals WHERE id = ?", approvalId).toArray()[0];
+    if (!row) return null;
+    const approval = JSON.parse(row.record as string) as Approval;
+    return { ...approval, ownerUserId: row.owner_user_id as string, delivery: this.deliveries(approvalId) };
+  }
+
+  /** Records the latest state; a resolved approval never goes back to pending. Returns whether it changed. */
+  remember(approval: Approval, ownerUserId: string, now: number): boolean {
+    const changed = this.host.sql
+      .exec(
+        `INSERT INTO approvals (id, owner_user_id, state, expires_at, updated_at, record) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, record = excluded.record
+          WHERE approvals.state = 'pending'
+         RETURNING id`,
+        approval.id,
+        ownerUserId,
+        approval.state,
+        approval.expiresAt,
+        now,
+        JSON.stringify(approval),
+      )
+      .toArray();
+    return changed.length > 0;
+  }
+
+  /** Forgets requests resolved before `before` (their deliveries go first: `push-queue.ts`). */
+  prune(before: number): void {
+    this.host.sql.exec("DELETE FROM approvals WHERE state <> 'pending' AND updated_at < ?", before);
+  }
+}

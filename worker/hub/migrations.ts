@@ -1,0 +1,47 @@
+/**
+ * A TeamHub's own SQLite schema, as versioned migrations. Objects keep their storage across
+ * deploys, so the schema only ever moves forward, one step per version: to add a column, append
+ * a step (`ALTER TABLE ... ADD COLUMN ...`), never edit one that shipped.
+ *
+ * Owns: every CREATE/ALTER of the hub's tables and the `meta('schema_version')` row. Does not
+ * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
+ * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `sessions.ts` sessions; the
+ * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
+ */
+
+/** Step n brings a hub from version n to n + 1; hubs from before versioning are at 0. */
+const MIGRATIONS = [
+  // IF NOT EXISTS: hubs at version 0 already have these tables (they were created at each start).
+  `CREATE TABLE IF NOT EXISTS devices (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
+     endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS members (user_id TEXT PRIMARY KEY, role TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, owner_user_id TEXT NOT NULL, state TEXT NOT NULL,
+     expires_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, record TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS deliveries (approval_id TEXT NOT NULL, device_id TEXT NOT NULL, user_id TEXT NOT NULL,
+     device_name TEXT NOT NULL, sent_at INTEGER, delivered_at INTEGER, seen_at INTEGER, failed_at INTEGER,
+     PRIMARY KEY (approval_id, device_id));
+   CREATE TABLE IF NOT EXISTS push_queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, device_id TEXT NOT NULL,
+     approval_id TEXT, payload TEXT NOT NULL, urgency TEXT NOT NULL, expires_at INTEGER NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL);
+   CREATE TABLE IF NOT EXISTS people (user_id TEXT PRIMARY KEY, name TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, owner_user_id TEXT NOT NULL,
+     info TEXT NOT NULL, connected INTEGER NOT NULL, connected_at INTEGER, disconnected_at INTEGER,
+     last_seen_at INTEGER NOT NULL, pending INTEGER NOT NULL);`,
+];
+
+/** The version every hub reaches on its next start. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Brings the hub's storage to `SCHEMA_VERSION`, each step in its own transaction. */
+export function migrate(storage: DurableObjectStorage): void {
+  const { sql } = storage;
+  sql.exec("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)");
+  const row = sql.exec("SELECT v FROM meta WHERE k = 'schema_version'").toArray()[0];
+  const version = row ? Number(row.v) : 0;
+  MIGRATIONS.slice(version).forEach((step, i) => {
+    storage.transactionSync(() => {
+      sql.exec(step);
+      sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)", String(version + i + 1));
+    });
+  });
+}

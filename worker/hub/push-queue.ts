@@ -1,0 +1,254 @@
+/**
+ * Pushes to the team's devices, with retries: a queue in the hub's SQLite that `drain` sends
+ * from (on news, and from the hub's alarm), with backoff until a message would be too late, and
+ * the per-device delivery record of each request (sent, delivered, seen, failed).
+ *
+ * Owns: the `push_queue` and `deliveries` tables, the claim that keeps a job from being sent
+ * twice, backoff, and the alarm time it needs. Does not own: what a push says or how it is sent
+ * (`web-push.ts`), which devices exist (`directory.ts`), showing deliveries live (the feed, told
+ * through `onDelivery`), or forgetting a gone device everywhere (the shell, told through `onGone`).
+ * The exported functions above the class are pure and unit-tested (`push-queue.test.ts`).
+ */
+import type { Approval, Delivery } from "../../sdk/src/approval";
+import type { ApprovalNews, HubDevice } from "./api";
+import type { Directory } from "./directory";
+import type { HubHost } from "./host";
+import { lockScreenTitle, type PushPayload, pushTopic, sendPush, type VapidKeys } from "./web-push";
+
+const RETRY_BASE_MS = 1_000;
+const RETRY_MAX_MS = 60_000;
+/** Longer than a push request may take (10 s timeout), so a claimed job is never sent twice. */
+export const SEND_CLAIM_MS = 30_000;
+/** How long a "resolved" message may wait to close a notification. */
+const RESOLVED_TTL_S = 24 * 60 * 60;
+const TEST_TTL_MS = 60_000;
+
+type Urgency = "high" | "normal";
+
+/** What one request's news pushes: one message for every recipient device, or nothing. */
+export interface NewsPush {
+  payload: PushPayload;
+  urgency: Urgency;
+  /** At most one push per request per device, whatever the retries and replays. */
+  oncePerDevice: boolean;
+}
+
+export function newsPush(news: ApprovalNews): NewsPush | null {
+  const { approval, push } = news;
+  if (push.kind === "approval") {
+    return {
+      payload: {
+        v: 1,
+        type: "approval",
+        approvalId: approval.id,
+        title: lockScreenTitle(approval, news.lockScreen),
+        expiresAt: approval.expiresAt,
+      },
+      urgency: "high",
+      oncePerDevice: true,
+    };
+  }
+  if (push.kind === "summary") {
+    return { payload: { v: 1, type: "summary", count: push.waiting }, urgency: "normal", oncePerDevice: false };
+  }
+  return null;
+}
+
+/** The message that closes a request's notification where one went out. */
+export function resolvedPayload(approval: Pick<Approval, "id" | "state">): PushPayload {
+  return { v: 1, type: "resolved", approvalId: approval.id, state: approval.state };
+}
+
+/** The wait before attempt `attempts + 1`: doubling from 2 s, at most a minute. */
+export function retryDelayMs(attempts: number): number {
+  return Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempts);
+}
+
+/** The Topic header for a payload about one request (one pending message per request). */
+export function topicOf(payload: PushPayload): string | undefined {
+  return "approvalId" in payload ? pushTopic(payload.approvalId) : undefined;
+}
+
+export interface PushQueueHooks {
+  /** A request's delivery record changed: show it live. */
+  onDelivery(approvalId: string): void;
+  /** The push service says the subscription is gone (404/410). */
+  onGone(deviceId: string): Promise<void>;
+}
+
+export class PushQueue {
+  constructor(
+    private readonly host: HubHost,
+    private readonly directory: Directory,
+    private readonly hooks: PushQueueHooks,
+  ) {}
+
+  /** Queues a new request's push (or the fatigue summary) for these devices. */
+  queueNews(news: ApprovalNews, devices: HubDevice[], now: number): void {
+    const push = newsPush(news);
+    if (!push) return;
+    const { approval } = news;
+    for (const device of devices) {
+      if (push.oncePerDevice) {
+        const fresh = this.host.sql
+          .exec(
+            `INSERT INTO deliveries (approval_id, device_id, user_id, device_name) VALUES (?, ?, ?, ?)
+             ON CONFLICT DO NOTHING RETURNING device_id`,
+            approval.id,
+            device.id,
+            device.userId,
+            device.name,
+          )
+          .toArray();
+        if (fresh.length > 0) this.enqueue(device.id, approval.id, push.payload, push.urgency, approval.expiresAt, now);
+      } else {
+        this.enqueue(device.id, null, push.payload, push.urgency, approval.expiresAt, now);
+      }
+    }
+  }
+
+  /** Nothing left to ask: drop its unsent pushes, and close the notification where one went out. */
+  queueResolved(approval: Approval, now: number): void {
+    const { sql } = this.host;
+    sql.exec("DELETE FROM push_queue WHERE approval_id = ?", approval.id);
+    const pushed = sql
+      .exec("SELECT device_id FROM deliveries WHERE approval_id = ? AND sent_at IS NOT NULL", approval.id)
+      .toArray();
+    const payload = resolvedPayload(approval);
+    for (const row of pushed) {
+      this.enqueue(row.device_id as string, null, payload, "normal", now + RESOLVED_TTL_S * 1000, now);
+    }
+  }
+
+  queueTest(deviceId: string, now: number): void {
+    this.enqueue(deviceId, null, { v: 1, type: "test" }, "normal", now + TEST_TTL_MS, now);
+  }
+
+  /** A removed device gets nothing more. */
+  forgetDevice(deviceId: string): void {
+    this.host.sql.exec("DELETE FROM push_queue WHERE device_id = ?", deviceId);
+  }
+
+  /** The service worker saw the push on this device; false when it was not this user's push. */
+  markSeen(approvalId: string, deviceId: string, userId: string, now: number): boolean {
+    const updated = this.host.sql
+      .exec(
+        `UPDATE deliveries SET seen_at = COALESCE(seen_at, ?) WHERE approval_id = ? AND device_id = ? AND user_id = ?
+         RETURNING device_id`,
+        now,
+        approvalId,
+        deviceId,
+        userId,
+      )
+      .toArray();
+    if (updated.length > 0) this.hooks.onDelivery(approvalId);
+    return updated.length > 0;
+  }
+
+  deliveries(approvalId: string): Delivery[] {
+    return this.host.sql
+      .exec(
+        `SELECT device_id AS deviceId, device_name AS deviceName, user_id AS userId, sent_at AS sentAt,
+                delivered_at AS deliveredAt, seen_at AS seenAt, failed_at AS failedAt
+           FROM deliveries WHERE approval_id = ? ORDER BY device_name`,
+        approvalId,
+      )
+      .toArray() as unknown as Delivery[];
+  }
+
+  /** Forgets the deliveries of requests resolved before `before` (the feed forgets the requests). */
+  pruneDeliveries(before: number): void {
+    this.host.sql.exec(
+      "DELETE FROM deliveries WHERE approval_id IN (SELECT id FROM approvals WHERE state <> 'pending' AND updated_at < ?)",
+      before,
+    );
+  }
+
+  /** Sends what is due at `now`; failures wait with backoff, until their message would be too late. */
+  async drain(now = Date.now()): Promise<void> {
+    const { sql } = this.host;
+    const vapid = this.vapid();
+    sql.exec("DELETE FROM push_queue WHERE expires_at <= ?", now);
+    // Claim the due jobs before the first await: a drain running alongside (another news item,
+    // the alarm) must not send them a second time. A claim that outlives a crash just retries.
+    const due = sql
+      .exec("UPDATE push_queue SET next_at = ? WHERE next_at <= ? RETURNING *", now + SEND_CLAIM_MS, now)
+      .toArray()
+      .sort((a, b) => (a.seq as number) - (b.seq as number));
+    await Promise.all(due.map((job) => this.sendJob(job, vapid)));
+    const next = sql.exec("SELECT MIN(next_at) AS at FROM push_queue").one().at as number | null;
+    if (next !== null) await this.host.setAlarm(next);
+  }
+
+  private enqueue(
+    deviceId: string,
+    approvalId: string | null,
+    payload: PushPayload,
+    urgency: Urgency,
+    expiresAt: number,
+    now: number,
+  ): void {
+    this.host.sql.exec(
+      "INSERT INTO push_queue (device_id, approval_id, payload, urgency, expires_at, next_at) VALUES (?, ?, ?, ?, ?, ?)",
+      deviceId,
+      approvalId,
+      JSON.stringify(payload),
+      urgency,
+      expiresAt,
+      now,
+    );
+  }
+
+  private async sendJob(job: Record<string, SqlStorageValue>, vapid: VapidKeys | null): Promise<void> {
+    const { sql } = this.host;
+    const seq = job.seq as number;
+    const approvalId = job.approval_id as string | null;
+    const device = this.directory.device(job.device_id as string);
+    if (!device || !vapid) {
+      sql.exec("DELETE FROM push_queue WHERE seq = ?", seq);
+      return;
+    }
+    const ttlSeconds = ((job.expires_at as number) - Date.now()) / 1000;
+    const payload = JSON.parse(job.payload as string) as PushPayload;
+    if (approvalId) this.track(approvalId, device.id, "sent_at");
+    const outcome = await sendPush(
+      { endpoint: device.endpoint, keys: { p256dh: device.p256dh, auth: device.auth } },
+      payload,
+      { ttlSeconds, urgency: job.urgency as Urgency, topic: topicOf(payload) },
+      vapid,
+    );
+    if (outcome === "retry") {
+      const attempts = (job.attempts as number) + 1;
+      sql.exec(
+        "UPDATE push_queue SET attempts = ?, next_at = ? WHERE seq = ?",
+        attempts,
+        Date.now() + retryDelayMs(attempts),
+        seq,
+      );
+      return;
+    }
+    sql.exec("DELETE FROM push_queue WHERE seq = ?", seq);
+    if (outcome === "gone") await this.hooks.onGone(device.id);
+    if (approvalId) this.track(approvalId, device.id, outcome === "delivered" ? "delivered_at" : "failed_at");
+  }
+
+  private track(approvalId: string, deviceId: string, column: "sent_at" | "delivered_at" | "failed_at"): void {
+    this.host.sql.exec(
+      `UPDATE deliveries SET ${column} = ? WHERE approval_id = ? AND device_id = ?`,
+      Date.now(),
+      approvalId,
+      deviceId,
+    );
+    this.hooks.onDelivery(approvalId);
+  }
+
+  private vapid(): VapidKeys | null {
+    const { VAPID_PUBLIC_KEY, VAPID_PRIVATE_KEY, VAPID_SUBJECT } = this.host.env;
+    if (!VAPID_PUBLIC_KEY || !VAPID_PRIVATE_KEY) return null;
+    return {
+      publicKey: VAPID_PUBLIC_KEY,
+      privateKey: VAPID_PRIVATE_KEY,
+      subject: VAPID_SUBJECT ?? "mailto:tapgate@localhost",
+    };
+  }
+}

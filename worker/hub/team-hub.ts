@@ -1,0 +1,193 @@
+/**
+ * TeamHub: one Durable Object per team. It fans approvals out to people: the live feed that
+ * browsers hold a WebSocket to, and Web Push to their devices (with retries from its alarm).
+ * SessionGates tell it what happened; it never decides anything. It keeps its own copy of the
+ * team's devices and roles, so the path from an agent's request to a push touches no D1.
+ * It is also the one writer of the team's audit chain, and knows which sessions are connected
+ * so a policy change reaches them.
+ *
+ * Owns: the platform entry points, each mapped to one subsystem (partyserver style), the hub's
+ * team (`meta('team')`), and the order of steps when news touches several subsystems. Does not
+ * own: any table or rule (the subsystems: `directory.ts`, `live-feed.ts`, `push-queue.ts`,
+ * `sessions.ts`, `audit-writer.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
+ */
+import { DurableObject } from "cloudflare:workers";
+import type { Approval, Delivery } from "../../sdk/src/approval";
+import { deleteDevice } from "../db";
+import type { VersionedPolicy } from "../policy";
+import type { Env } from "../types";
+import type { ApprovalNews, AuditEvent, HubDevice, SessionNews, TeamHubApi } from "./api";
+import { AuditWriter } from "./audit-writer";
+import { Directory } from "./directory";
+import type { HubHost } from "./host";
+import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
+import { migrate } from "./migrations";
+import { PushQueue } from "./push-queue";
+import { Sessions } from "./sessions";
+
+export class TeamHub extends DurableObject<Env> implements TeamHubApi {
+  private readonly host: HubHost;
+  private readonly directory: Directory;
+  private readonly feed: LiveFeed;
+  private readonly push: PushQueue;
+  private readonly sessions: Sessions;
+  private readonly audit: AuditWriter;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+    this.host = {
+      sql: ctx.storage.sql,
+      env,
+      teamId: () => this.teamId(),
+      sockets: (tag) => ctx.getWebSockets(tag),
+      accept: (ws, tags) => ctx.acceptWebSocket(ws, tags),
+      setAlarm: (at) => ctx.storage.setAlarm(at),
+    };
+    this.directory = new Directory(this.host);
+    this.push = new PushQueue(this.host, this.directory, {
+      onDelivery: (approvalId) => this.feed.broadcast("approval", approvalId),
+      onGone: (deviceId) => this.dropDevice(deviceId),
+    });
+    this.feed = new LiveFeed(this.host, (approvalId) => this.push.deliveries(approvalId));
+    this.sessions = new Sessions(this.host, this.directory, this.feed);
+    this.audit = new AuditWriter(this.host);
+  }
+
+  // ── platform entry points ────────────────────────────────────────────────
+
+  override async fetch(request: Request): Promise<Response> {
+    return this.feed.join(request, (teamId) => this.adopt(teamId));
+  }
+
+  override async webSocketMessage(): Promise<void> {
+    // The feed is one-way; browsers only ping, and pings are answered without waking us.
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    this.feed.closed(ws, code, reason);
+  }
+
+  override async alarm(): Promise<void> {
+    await this.push.drain();
+  }
+
+  // ── news from SessionGates ───────────────────────────────────────────────
+
+  async approvalCreated(teamId: string, news: ApprovalNews): Promise<void> {
+    this.adopt(teamId);
+    const now = Date.now();
+    // News can overtake each other: a request already resolved here is not pushed any more.
+    if (!this.feed.remember(news.approval, news.ownerUserId, now)) return;
+    this.feed.broadcast("approval", news.approval.id);
+    await this.directory.load();
+    this.push.queueNews(news, this.directory.recipients(news), now);
+    await this.push.drain();
+  }
+
+  async approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
+    this.adopt(teamId);
+    const now = Date.now();
+    if (!this.feed.remember(approval, ownerUserId, now)) return;
+    this.feed.broadcast("resolved", approval.id);
+    this.push.queueResolved(approval, now);
+    this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
+    this.feed.prune(now - KEEP_RESOLVED_MS);
+    await this.push.drain();
+  }
+
+  async sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null> {
+    this.adopt(teamId);
+    return this.sessions.changed(news);
+  }
+
+  // ── pushes and devices ───────────────────────────────────────────────────
+
+  async markSeen(approvalId: string, deviceId: string, userId: string): Promise<boolean> {
+    return this.push.markSeen(approvalId, deviceId, userId, Date.now());
+  }
+
+  async deliveries(approvalId: string): Promise<Delivery[]> {
+    return this.push.deliveries(approvalId);
+  }
+
+  /** Sends what is due at `now` (the alarm's work; tests run it at a chosen moment). */
+  async drain(now = Date.now()): Promise<void> {
+    await this.push.drain(now);
+  }
+
+  async deviceSaved(teamId: string, device: HubDevice): Promise<void> {
+    this.adopt(teamId);
+    await this.directory.load();
+    this.directory.saveDevice(device);
+  }
+
+  async deviceRemoved(deviceId: string): Promise<void> {
+    this.directory.removeDevice(deviceId);
+    this.push.forgetDevice(deviceId);
+  }
+
+  async sendTest(teamId: string, deviceId: string, userId: string): Promise<boolean> {
+    this.adopt(teamId);
+    await this.directory.load();
+    if (!this.directory.isDeviceOf(deviceId, userId)) return false;
+    this.push.queueTest(deviceId, Date.now());
+    await this.push.drain();
+    return true;
+  }
+
+  async forgetDirectory(): Promise<void> {
+    this.directory.forget();
+  }
+
+  // ── the live feed ────────────────────────────────────────────────────────
+
+  async closeSocketsOf(userId: string): Promise<void> {
+    this.feed.closeSocketsOf(userId);
+  }
+
+  async closeWebSession(tokenHash: string): Promise<void> {
+    this.feed.closeWebSession(tokenHash);
+  }
+
+  // ── policy ───────────────────────────────────────────────────────────────
+
+  async policy(teamId: string): Promise<VersionedPolicy> {
+    this.adopt(teamId);
+    return this.sessions.policy(teamId);
+  }
+
+  async policyChanged(): Promise<void> {
+    await this.sessions.policyChanged();
+  }
+
+  // ── the audit chain ──────────────────────────────────────────────────────
+
+  async appendAudit(events: AuditEvent[]): Promise<void> {
+    const first = events[0]?.teamId;
+    if (!first) return;
+    this.adopt(first);
+    await this.audit.append(this.teamId() as string, events);
+  }
+
+  // ── the hub's team ───────────────────────────────────────────────────────
+
+  /** The push service says the subscription is gone (404/410): forget the device everywhere. */
+  private async dropDevice(deviceId: string): Promise<void> {
+    await this.deviceRemoved(deviceId);
+    const teamId = this.teamId();
+    if (teamId) await deleteDevice(this.env.DB, teamId, deviceId);
+  }
+
+  /** The hub's team: every caller names it (hubs are named by team id); kept for alarms. */
+  private adopt(teamId: string): void {
+    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO meta (k, v) VALUES ('team', ?)", teamId);
+  }
+
+  private teamId(): string | null {
+    return (
+      (this.ctx.storage.sql.exec("SELECT v FROM meta WHERE k = 'team'").toArray()[0]?.v as string | undefined) ?? null
+    );
+  }
+}
