@@ -6,7 +6,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { API_KEY_PATTERN, randomToken, sha256Hex } from "./crypto";
 import { createWebSession, deleteWebSession, findAgentKey, findWebSession } from "./db";
-import { apiError, appOrigin } from "./http";
+import { DomainError } from "./errors";
+import { appOrigin } from "./http";
 import { hubFor } from "./hub/api";
 import type { AppEnv, Role, WebIdentity } from "./types";
 
@@ -71,9 +72,9 @@ export const requireWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
     return next();
   }
   if (c.req.header("Authorization")?.startsWith("Bearer ")) {
-    return apiError(c, "agent_key_forbidden", "agent API keys cannot use the human API; sign in instead");
+    throw new DomainError("agent_key_forbidden", "agent API keys cannot use the human API; sign in instead");
   }
-  return apiError(c, "unauthenticated", "sign in first");
+  throw new DomainError("unauthenticated", "sign in first");
 };
 
 /**
@@ -84,7 +85,7 @@ export const requireSameOrigin: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (c.req.method === "GET" || c.req.method === "HEAD") return next();
   const origin = c.req.header("Origin");
   if (origin !== appOrigin(c)) {
-    return apiError(c, "bad_origin", `state-changing requests need the header Origin: ${appOrigin(c)}`);
+    throw new DomainError("bad_origin", `state-changing requests need the header Origin: ${appOrigin(c)}`);
   }
   return next();
 };
@@ -92,16 +93,16 @@ export const requireSameOrigin: MiddlewareHandler<AppEnv> = async (c, next) => {
 export function requireRole(...roles: Role[]): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (roles.includes(c.get("web").role)) return next();
-    return apiError(c, "forbidden", `your role (${c.get("web").role}) may not do this`);
+    throw new DomainError("forbidden", `your role (${c.get("web").role}) may not do this`);
   };
 }
 
 /** Agents: `Authorization: Bearer tg_…`, looked up by SHA-256. */
 export const requireAgentKey: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = c.req.header("Authorization")?.replace(/^Bearer\s+/i, "");
-  if (!key) return apiError(c, "no_api_key", "send Authorization: Bearer <API key>; create one with POST /v1/keys");
+  if (!key) throw new DomainError("no_api_key", "send Authorization: Bearer <API key>; create one with POST /v1/keys");
   const agent = API_KEY_PATTERN.test(key) ? await findAgentKey(c.env.DB, sha256Hex(key)) : null;
-  if (!agent) return apiError(c, "bad_api_key", "the API key is unknown or revoked");
+  if (!agent) throw new DomainError("bad_api_key", "the API key is unknown or revoked");
   c.set("agent", agent);
   return next();
 };

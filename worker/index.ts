@@ -5,6 +5,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
+import { DomainError } from "./errors";
 import { apiError } from "./http";
 import { agentRoutes } from "./routes/agent";
 import { approvalRoutes } from "./routes/approvals";
@@ -54,6 +55,10 @@ const app = new Hono<AppEnv>()
   .get("/v1/health", (c) => c.json({ ok: true }))
   .notFound((c) => apiError(c, "not_found", "no such route"))
   .onError((err, c) => {
+    if (err instanceof DomainError) {
+      for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value);
+      return apiError(c, err.code, err.message || undefined, err.extra);
+    }
     if (err instanceof HTTPException) return apiError(c, "bad_request", err.message);
     console.error("unhandled error", err instanceof Error ? err.name : "unknown");
     return apiError(c, "internal_error", "something went wrong; nothing was decided");

@@ -1,5 +1,5 @@
 /** D1 access: approvals (index and history). */
-import type { Approval, ApprovalState, DecidedBy, SessionInfo } from "../types";
+import type { Approval, ApprovalState, DecidedBy, SessionInfo } from "../../sdk/src/approval";
 
 export interface ApprovalRow {
   id: string;

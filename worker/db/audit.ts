@@ -1,17 +1,8 @@
-/** D1 access: audit log (hash-chained; appended by the team's TeamHub). */
-import { type AuditEntry, type AuditEvent, GENESIS_HASH, type StoredAuditRow } from "../hub/audit-chain";
-import type { Env } from "../types";
-
-export type { AuditEvent };
-
 /**
- * Appends an event to its team's audit log through the team's TeamHub, the chain's one writer.
- * The hub is reached through the binding rather than hub/api.ts, so db/ imports no hub module
- * beyond the pure chain hashing.
+ * D1 access: the audit log's rows (hash-chained). Pure D1: appending an event goes through the
+ * team's TeamHub, the chain's one writer (`team/audit.ts`), which inserts with these statements.
  */
-export async function audit(env: Env, e: AuditEvent): Promise<void> {
-  await env.TEAM_HUB.get(env.TEAM_HUB.idFromName(e.teamId)).appendAudit([e]);
-}
+import { type AuditEntry, GENESIS_HASH, type StoredAuditRow } from "../hub/audit-chain";
 
 /**
  * Inserts a chained entry only if its `prev_hash` is still the team's last hash (compare and

@@ -1,5 +1,5 @@
 /** D1 access: history and stats. */
-import type { Approval, ApprovalState } from "../types";
+import type { Approval, ApprovalState } from "../../sdk/src/approval";
 import { type ApprovalRow, approvalFromRow } from "./approvals";
 
 export interface HistoryFilter {

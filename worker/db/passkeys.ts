@@ -1,6 +1,4 @@
 /** D1 access: passkeys and pairing. */
-import type { Env } from "../types";
-import { audit } from "./audit";
 
 /** Rows past their expiry are swept when new ones are made; used rows are kept until then. */
 export function sweepExpired(
@@ -95,29 +93,20 @@ function passkeyFromRow(row: Omit<PasskeyRow, "transports"> & { transports: stri
   return { ...row, transports: JSON.parse(row.transports) as string[] };
 }
 
-/** Stores a passkey for a user and audits it in their team; false if that credential id exists. */
-export async function addPasskey(
-  env: Env,
-  p: { passkey: NewPasskey; userId: string; teamId: string; now: number },
+/** Stores a passkey for a user; false if that credential id exists. */
+export async function insertPasskey(
+  db: D1Database,
+  p: { passkey: NewPasskey; userId: string; now: number },
 ): Promise<boolean> {
   const { passkey: k } = p;
-  const inserted = await env.DB.prepare(
-    `INSERT INTO passkey_credentials (id, user_id, public_key, counter, transports, device_name, created_at)
+  const inserted = await db
+    .prepare(
+      `INSERT INTO passkey_credentials (id, user_id, public_key, counter, transports, device_name, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id`,
-  )
+    )
     .bind(k.id, p.userId, k.publicKey, k.counter, JSON.stringify(k.transports), k.deviceName, p.now)
     .first();
-  if (!inserted) return false;
-  await audit(env, {
-    eventId: `passkey_added:${k.id}:${p.now}`,
-    teamId: p.teamId,
-    at: p.now,
-    actor: `user:${p.userId}`,
-    action: "passkey.added",
-    subject: p.userId,
-    detail: { credentialId: k.id, deviceName: k.deviceName },
-  });
-  return true;
+  return Boolean(inserted);
 }
 
 export async function findPasskey(db: D1Database, id: string): Promise<PasskeyRow | null> {

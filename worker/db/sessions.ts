@@ -1,6 +1,6 @@
 /** D1 access: agent sessions. */
-import type { AgentSession } from "../../sdk/src/approval";
-import type { AgentIdentity, Approval } from "../types";
+import type { AgentSession, Approval } from "../../sdk/src/approval";
+import type { AgentIdentity } from "../types";
 import { type ApprovalRow, approvalFromRow } from "./approvals";
 
 /**

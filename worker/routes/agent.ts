@@ -8,16 +8,18 @@ import { z } from "zod";
 import { LIMITS, requestPermissionParamsSchema, sessionIdSchema } from "../../sdk/src/protocol";
 import { requireAgentKey } from "../auth";
 import { getAgentProfile, getTeamPolicy, joinAgentSession, touchApiKey } from "../db";
+import { DomainError } from "../errors";
 import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate-http";
 import { depthExceeds } from "../gate-socket";
 import { apiError, validate } from "../http";
 import { gateFor, joinRequest, sessionGate } from "../session-gate";
+import { keyActor } from "../team/audit-events";
+import { revokeKey } from "../team/keys";
 import type { AppEnv } from "../types";
-import { revokeKey } from "./keys";
 
 const requireUpgrade: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (c.req.header("Upgrade")?.toLowerCase() === "websocket") return next();
-  return apiError(c, "upgrade_required", "open this URL as a WebSocket");
+  throw new DomainError("upgrade_required", "open this URL as a WebSocket");
 };
 
 /** The same limit as a socket frame: the body is what a frame would carry. */
@@ -33,8 +35,8 @@ const permissionBody = requestPermissionParamsSchema.refine((p) => !depthExceeds
 const waitQuery = z.object({ wait: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(0) });
 
 /**
- * Registers the key's use of the session (its first key's user owns it); a refusal is the
- * response to send: 403 if another user owns the session, 401 if the key was just revoked.
+ * Registers the key's use of the session (its first key's user owns it). Refused with 403 if
+ * another user owns the session, 401 if the key was just revoked.
  */
 async function joinSession(c: Context<AppEnv>, sessionId: string) {
   const agent = c.get("agent");
@@ -43,8 +45,10 @@ async function joinSession(c: Context<AppEnv>, sessionId: string) {
     joinAgentSession(c.env.DB, { ...agent, sessionId, now }),
     getTeamPolicy(c.env.DB, agent.teamId),
   ]);
-  if (joined === "forbidden") return { refusal: forbidden(c) };
-  if (joined === "revoked") return { refusal: badKey(c) };
+  if (joined === "forbidden") {
+    throw new DomainError("forbidden", "this session belongs to another user; use a new session id");
+  }
+  if (joined === "revoked") throw badKey();
   c.executionCtx.waitUntil(touchApiKey(c.env.DB, agent.keyId, now));
   return {
     gate: sessionGate(c.env, agent.teamId, sessionId),
@@ -52,21 +56,26 @@ async function joinSession(c: Context<AppEnv>, sessionId: string) {
   };
 }
 
-const badKey = (c: Context) => apiError(c, "bad_api_key", "the API key is unknown or revoked");
-const forbidden = (c: Context) =>
-  apiError(c, "forbidden", "this session belongs to another user; use a new session id");
+const badKey = () => new DomainError("bad_api_key", "the API key is unknown or revoked");
 
 /** Unknown ids, another team's and another user's all get this same answer. */
-const notFound = (c: Context) => apiError(c, "not_found", "no such approval");
+const notFound = () => new DomainError("not_found", "no such approval");
 
 function pollReply(c: Context, result: HttpPollResult) {
-  return result.status === 404 ? notFound(c) : c.json(result.body, result.status);
+  if (result.status === 404) throw notFound();
+  return c.json(result.body, result.status);
+}
+
+/** The SessionGate an approval id names (404 for ids that cannot be ours). */
+function gateOf(c: Context<AppEnv>, approvalId: string) {
+  const gate = gateFor(c.env, approvalId);
+  if (!gate) throw notFound();
+  return gate;
 }
 
 export const agentRoutes = new Hono<AppEnv>()
   .get("/v1/agent/sessions/:sessionId", requireUpgrade, validate("param", sessionParam), requireAgentKey, async (c) => {
     const session = await joinSession(c, c.req.valid("param").sessionId);
-    if ("refusal" in session) return session.refusal;
     return session.gate.fetch(joinRequest(c.req.raw, session.join));
   })
   .post(
@@ -80,32 +89,29 @@ export const agentRoutes = new Hono<AppEnv>()
       const params = c.req.valid("json");
       if (params.sessionId !== sessionId) {
         const message = `sessionId in the body (${params.sessionId}) must be the one in the path (${sessionId})`;
-        return apiError(c, "invalid_request", message, {
-          issues: [{ code: "custom", path: ["sessionId"], message }],
+        throw new DomainError("invalid_request", message, {
+          extra: { issues: [{ code: "custom", path: ["sessionId"], message }] },
         });
       }
       const session = await joinSession(c, sessionId);
-      if ("refusal" in session) return session.refusal;
       // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
       const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
       if (result.status === 201) return c.json(result.body, 201);
       const { error, message, issues } = result;
-      return apiError(c, error, message, issues && { issues });
+      throw new DomainError(error, message, { extra: issues && { issues } });
     },
   )
   .use("/v1/agent/approvals/*", requireAgentKey)
   .get("/v1/agent/approvals/:id", validate("query", waitQuery), async (c) => {
     const id = c.req.param("id");
-    const gate = gateFor(c.env, id);
-    if (!gate) return notFound(c);
+    const gate = gateOf(c, id);
     const { teamId, userId, keyId } = c.get("agent");
     const result = await gate.poll({ teamId, userId, keyId }, id, c.req.valid("query").wait * 1000);
     return pollReply(c, result);
   })
   .delete("/v1/agent/approvals/:id", async (c) => {
     const id = c.req.param("id");
-    const gate = gateFor(c.env, id);
-    if (!gate) return notFound(c);
+    const gate = gateOf(c, id);
     const { teamId, userId, keyId } = c.get("agent");
     return pollReply(c, await gate.cancelOverHttp({ teamId, userId, keyId }, id));
   })
@@ -113,11 +119,13 @@ export const agentRoutes = new Hono<AppEnv>()
   .get("/v1/agent/me", async (c) => {
     const { teamId, keyId } = c.get("agent");
     const profile = await getAgentProfile(c.env.DB, teamId, keyId);
-    return profile ? c.json(profile) : badKey(c);
+    if (!profile) throw badKey();
+    return c.json(profile);
   })
   .delete("/v1/agent/me", async (c) => {
     const { teamId, userId, keyId } = c.get("agent");
     // An agent may give up its own key, and nothing else.
-    const revoked = await revokeKey(c.env, { teamId, userId, keyId, actor: `key:${keyId}` });
-    return revoked ? c.json(revoked) : badKey(c);
+    const revoked = await revokeKey(c.env, { teamId, userId, keyId, actor: keyActor(keyId) });
+    if (!revoked) throw badKey();
+    return c.json(revoked);
   });

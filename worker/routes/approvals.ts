@@ -3,7 +3,8 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getApprovalRecord, listApprovals } from "../db";
-import { apiError, cursorParam, nextCursor, validate } from "../http";
+import { DomainError } from "../errors";
+import { cursorParam, nextCursor, validate } from "../http";
 import { hubFor } from "../hub/api";
 import { DECIDER_ROLES } from "../roles";
 import { type DecisionResult, gateFor } from "../session-gate";
@@ -22,7 +23,14 @@ const decisionBody = z.object({
     .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
 });
 
-const notFound = "no such approval";
+const notFound = () => new DomainError("not_found", "no such approval");
+
+/** The SessionGate an approval id names (404 for ids that cannot be ours). */
+function gateOf(env: AppEnv["Bindings"], approvalId: string) {
+  const gate = gateFor(env, approvalId);
+  if (!gate) throw notFound();
+  return gate;
+}
 
 export const approvalRoutes = new Hono<AppEnv>()
   .use("/v1/approvals", requireWeb)
@@ -43,20 +51,19 @@ export const approvalRoutes = new Hono<AppEnv>()
   .get("/v1/approvals/:id", async (c) => {
     const w = c.get("web");
     const id = c.req.param("id");
-    const gate = gateFor(c.env, id);
-    if (!gate) return apiError(c, "not_found", notFound);
+    const gate = gateOf(c.env, id);
     const [held, delivery] = await Promise.all([
       gate.getApproval(w.teamId, id),
       hubFor(c.env, w.teamId).deliveries(id),
     ]);
     const approval = held ?? (await getApprovalRecord(c.env.DB, w.teamId, id));
-    return approval ? c.json({ ...approval, delivery }) : apiError(c, "not_found", notFound);
+    if (!approval) throw notFound();
+    return c.json({ ...approval, delivery });
   })
   .post("/v1/approvals/:id/decision", requireRole(...DECIDER_ROLES), validate("json", decisionBody), async (c) => {
     const w = c.get("web");
     const id = c.req.param("id");
-    const gate = gateFor(c.env, id);
-    if (!gate) return apiError(c, "not_found", notFound);
+    const gate = gateOf(c.env, id);
     const { optionId, requestHash } = c.req.valid("json");
     const device = deviceName(c.req.header("X-Tapgate-Device"));
     // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
@@ -70,28 +77,24 @@ export const approvalRoutes = new Hono<AppEnv>()
       optionId,
       requestHash,
     })) as unknown as DecisionResult;
-    if (result.status === 404) return apiError(c, "not_found", notFound);
-    if (result.status === 400) return apiError(c, result.error, `option ${JSON.stringify(optionId)} was not offered`);
+    if (result.status === 404) throw notFound();
+    if (result.status === 400)
+      throw new DomainError(result.error, `option ${JSON.stringify(optionId)} was not offered`);
     if (result.status === 403) {
       const why =
         result.error === "not_session_owner"
           ? "team policy lets only the session's owner decide"
           : "your role may not decide";
-      return apiError(c, result.error, why);
+      throw new DomainError(result.error, why);
     }
+    const extra = { approval: result.approval };
     if ("error" in result) {
-      return apiError(c, result.error, "the request differs from what you saw; reload it", {
-        approval: result.approval,
-      });
+      throw new DomainError(result.error, "the request differs from what you saw; reload it", { extra });
     }
-    if (result.status === 409) {
-      return apiError(c, "already_decided", "someone already decided this request", {
-        approval: result.approval,
-      });
-    }
+    if (result.status === 409)
+      throw new DomainError("already_decided", "someone already decided this request", { extra });
     if (result.status === 410) {
-      const message = `resolved without a human: ${result.approval.reason}`;
-      return apiError(c, "already_resolved", message, { approval: result.approval });
+      throw new DomainError("already_resolved", `resolved without a human: ${result.approval.reason}`, { extra });
     }
     return c.json(result.approval, 200);
   });

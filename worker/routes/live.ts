@@ -1,17 +1,18 @@
 /** The live feed: a browser's WebSocket to its team's TeamHub, cookie-authenticated, Origin-checked. */
 import { Hono } from "hono";
 import { requireWeb } from "../auth";
-import { apiError, appOrigin } from "../http";
+import { DomainError } from "../errors";
+import { appOrigin } from "../http";
 import { hubFor } from "../hub/api";
 import { hubJoinRequest } from "../hub/live-feed";
 import type { AppEnv } from "../types";
 
 export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireWeb, async (c) => {
   if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
-    return apiError(c, "upgrade_required", "open this URL as a WebSocket");
+    throw new DomainError("upgrade_required", "open this URL as a WebSocket");
   }
   // Browsers send Origin on WebSocket upgrades; another site's page must not ride our cookie.
-  if (c.req.header("Origin") !== appOrigin(c)) return apiError(c, "bad_origin", "WebSocket from another origin");
+  if (c.req.header("Origin") !== appOrigin(c)) throw new DomainError("bad_origin", "WebSocket from another origin");
   const w = c.get("web");
   return hubFor(c.env, w.teamId).fetch(
     hubJoinRequest(c.req.raw, { teamId: w.teamId, userId: w.userId, tokenHash: w.tokenHash }),

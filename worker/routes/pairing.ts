@@ -5,47 +5,24 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireSameOrigin, requireWeb, startWebSession } from "../auth";
-import { newSecret, sha256Hex } from "../crypto";
-import { audit, claimPairingToken, createPairingToken } from "../db";
-import { apiError, appOrigin, validate } from "../http";
+import { sha256Hex } from "../crypto";
+import { appOrigin, validate } from "../http";
+import { claimPairing, createPairing } from "../team/pairing";
 import type { AppEnv } from "../types";
-
-const PAIRING_TTL_MS = 5 * 60 * 1000;
 
 const claimBody = z.object({ token: z.string().regex(/^[A-Za-z0-9_-]{43}$/, "not a pairing token") });
 
 export const pairingRoutes = new Hono<AppEnv>()
   .post("/v1/pairing", requireWeb, requireSameOrigin, validate("json", z.object({})), async (c) => {
     const w = c.get("web");
-    const { token, hash: tokenHash } = newSecret();
-    const now = Date.now();
-    await createPairingToken(c.env.DB, { tokenHash, userId: w.userId, teamId: w.teamId, now, ttlMs: PAIRING_TTL_MS });
-    await audit(c.env, {
-      eventId: `pairing_created:${tokenHash}`,
-      teamId: w.teamId,
-      at: now,
-      actor: `user:${w.userId}`,
-      action: "pairing.created",
-      subject: w.userId,
-    });
-    return c.json({ url: `${appOrigin(c)}/pair?token=${token}`, expiresAt: now + PAIRING_TTL_MS }, 201);
+    const { token, expiresAt } = await createPairing(c.env, { teamId: w.teamId, userId: w.userId });
+    return c.json({ url: `${appOrigin(c)}/pair?token=${token}`, expiresAt }, 201);
   })
   .post("/v1/pairing/claim", requireSameOrigin, validate("json", claimBody), async (c) => {
-    const tokenHash = sha256Hex(c.req.valid("json").token);
-    const now = Date.now();
-    const paired = await claimPairingToken(c.env.DB, tokenHash, now);
-    if (!paired) {
-      return apiError(c, "invalid_pairing", "this pairing link is invalid, used or expired; make a new one");
-    }
-    await startWebSession(c, paired.userId, paired.teamId, "pairing");
-    await audit(c.env, {
-      eventId: `pairing_claimed:${tokenHash}`,
-      teamId: paired.teamId,
-      at: now,
-      actor: `user:${paired.userId}`,
-      action: "pairing.claimed",
-      subject: paired.userId,
-      detail: { userAgent: c.req.header("User-Agent")?.slice(0, 200) ?? null },
+    const paired = await claimPairing(c.env, {
+      tokenHash: sha256Hex(c.req.valid("json").token),
+      userAgent: c.req.header("User-Agent")?.slice(0, 200) ?? null,
     });
+    await startWebSession(c, paired.userId, paired.teamId, "pairing");
     return c.json({ ok: true });
   });

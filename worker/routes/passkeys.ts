@@ -17,12 +17,9 @@ import { z } from "zod";
 import { currentWeb, requireSameOrigin, requireWeb, startWebSession } from "../auth";
 import { newId } from "../crypto";
 import {
-  addPasskey,
-  audit,
   type ChallengeUse,
   consumeChallenge,
   createChallenge,
-  deletePasskey,
   findPasskey,
   firstMembership,
   listPasskeys,
@@ -30,9 +27,11 @@ import {
   type PasskeyRow,
   recordPasskeyUse,
 } from "../db";
-import { apiError, appOrigin, validate } from "../http";
+import { DomainError } from "../errors";
+import { appOrigin, validate } from "../http";
+import { addPasskey, removePasskey } from "../team/passkeys";
+import { signUpWithPasskey, signupSchema } from "../team/signup";
 import type { AppEnv } from "../types";
-import { signUpWithPasskey, signupBody } from "./auth";
 
 const CHALLENGE_TTL_MS = 5 * 60 * 1000;
 
@@ -74,7 +73,7 @@ const authenticationResponse = z.object({
 });
 
 // `{}` adds a passkey to the signed-in user (null here); sign-up details start a passkey sign-up.
-const registerOptionsBody = z.union([signupBody, z.strictObject({}).transform(() => null)]);
+const registerOptionsBody = z.union([signupSchema, z.strictObject({}).transform(() => null)]);
 const challengeId = z.string().regex(/^wch_[0-9A-Za-z]{22}$/, "not a challenge id");
 const registerVerifyBody = z.object({
   challengeId,
@@ -89,8 +88,8 @@ function relyingParty(c: Context<AppEnv>): { rpID: string; origin: string } {
 }
 
 /** One answer for every failure, so a caller learns nothing about which check failed. */
-function passkeyFailed(c: Context<AppEnv>) {
-  return apiError(c, "passkey_failed", "the passkey could not be verified; start again");
+function passkeyFailed(): never {
+  throw new DomainError("passkey_failed", "the passkey could not be verified; start again");
 }
 
 function logRejection(err: unknown): void {
@@ -208,7 +207,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
       return issueChallenge(c, "register", { userId: null, signup }, registrationOptions(c, user));
     }
     const me = await currentWeb(c);
-    if (!me) return apiError(c, "unauthenticated", "sign in first, or send {email, name, team} to sign up");
+    if (!me) throw new DomainError("unauthenticated", "sign in first, or send {email, name, team} to sign up");
     const user = {
       name: me.email,
       displayName: me.name,
@@ -228,12 +227,12 @@ export const passkeyRoutes = new Hono<AppEnv>()
       now,
     });
     const passkey = use && (await verifiedRegistration(c, body, use.challenge));
-    if (!use || !passkey) return passkeyFailed(c);
+    if (!use || !passkey) return passkeyFailed();
     if (use.signup) return signUpWithPasskey(c, use.signup, passkey);
     // consumeChallenge only hands a user's challenge to that user.
-    if (!me) return passkeyFailed(c);
+    if (!me) return passkeyFailed();
     if (!(await addPasskey(c.env, { passkey, userId: me.userId, teamId: me.teamId, now }))) {
-      return passkeyFailed(c);
+      return passkeyFailed();
     }
     return c.json({ id: passkey.id }, 201);
   })
@@ -250,10 +249,10 @@ export const passkeyRoutes = new Hono<AppEnv>()
     const use = await consumeChallenge(c.env.DB, { id: challengeId, purpose: "login", userId: null, now });
     const stored = use && (await findPasskey(c.env.DB, response.id));
     const counter = use && stored && (await verifiedAssertion(c, response, use.challenge, stored));
-    if (!stored || typeof counter !== "number") return passkeyFailed(c);
+    if (!stored || typeof counter !== "number") return passkeyFailed();
     const userId = await recordPasskeyUse(c.env.DB, { id: stored.id, counter, now });
     const member = userId && (await firstMembership(c.env.DB, userId));
-    if (!userId || !member) return passkeyFailed(c);
+    if (!userId || !member) return passkeyFailed();
     await startWebSession(c, userId, member.teamId, "passkey");
     return c.json({ ok: true });
   })
@@ -271,16 +270,6 @@ export const passkeyRoutes = new Hono<AppEnv>()
   .delete("/v1/auth/passkeys/:id", validate("param", z.object({ id: credentialId })), async (c) => {
     const w = c.get("web");
     const id = c.req.valid("param").id;
-    if (!(await deletePasskey(c.env.DB, w.userId, id))) return apiError(c, "not_found", "no such passkey");
-    const now = Date.now();
-    await audit(c.env, {
-      eventId: `passkey_removed:${id}:${now}`,
-      teamId: w.teamId,
-      at: now,
-      actor: `user:${w.userId}`,
-      action: "passkey.removed",
-      subject: w.userId,
-      detail: { credentialId: id },
-    });
+    await removePasskey(c.env, { teamId: w.teamId, userId: w.userId, credentialId: id });
     return c.json({ ok: true, id });
   });

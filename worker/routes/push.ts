@@ -2,13 +2,13 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireSameOrigin, requireWeb } from "../auth";
-import { deleteDevice, listDevices, saveDevice, touchDevice } from "../db";
-import { apiError, validate } from "../http";
+import { listDevices, touchDevice } from "../db";
+import { DomainError } from "../errors";
+import { validate } from "../http";
 import { hubFor } from "../hub/api";
 import { pushSubscriptionSchema } from "../hub/web-push";
+import { addDevice, removeDevice } from "../team/devices";
 import type { AppEnv } from "../types";
-
-const MAX_DEVICES_PER_USER = 20;
 
 const deviceBody = z.object({
   name: z.string().trim().min(1).max(64),
@@ -19,29 +19,19 @@ const seenBody = z.object({ deviceId: z.string().regex(/^dev_[0-9A-Za-z]{22}$/, 
 
 export const pushRoutes = new Hono<AppEnv>()
   .get("/v1/push/key", (c) => {
-    if (!c.env.VAPID_PUBLIC_KEY) return apiError(c, "push_unavailable", "Web Push is not configured on this server");
+    if (!c.env.VAPID_PUBLIC_KEY) throw new DomainError("push_unavailable", "Web Push is not configured on this server");
     return c.json({ publicKey: c.env.VAPID_PUBLIC_KEY });
   })
   .use("/v1/devices", requireWeb, requireSameOrigin)
   .use("/v1/devices/*", requireWeb, requireSameOrigin)
   .post("/v1/devices", validate("json", deviceBody), async (c) => {
     const w = c.get("web");
-    const { name, subscription } = c.req.valid("json");
-    const device = await saveDevice(c.env.DB, {
+    const device = await addDevice(c.env, {
+      ...c.req.valid("json"),
       teamId: w.teamId,
       userId: w.userId,
-      name,
-      endpoint: subscription.endpoint,
-      p256dh: subscription.keys.p256dh,
-      auth: subscription.keys.auth,
       userAgent: c.req.header("User-Agent")?.slice(0, 200) ?? "",
-      now: Date.now(),
-      limit: MAX_DEVICES_PER_USER,
     });
-    if (!device) {
-      return apiError(c, "too_many_devices", `at most ${MAX_DEVICES_PER_USER} devices per person; remove one first`);
-    }
-    await hubFor(c.env, w.teamId).deviceSaved(w.teamId, device);
     return c.json({ id: device.id, name: device.name, createdAt: device.createdAt }, 201);
   })
   .get("/v1/devices", async (c) => {
@@ -53,21 +43,20 @@ export const pushRoutes = new Hono<AppEnv>()
   })
   .delete("/v1/devices/:id", validate("param", deviceParam), async (c) => {
     const w = c.get("web");
-    const { id } = c.req.valid("param");
-    if (!(await deleteDevice(c.env.DB, w.teamId, id, w.userId))) return apiError(c, "not_found", "no such device");
-    await hubFor(c.env, w.teamId).deviceRemoved(id);
+    await removeDevice(c.env, { teamId: w.teamId, userId: w.userId, deviceId: c.req.valid("param").id });
     return c.json({ ok: true });
   })
   .post("/v1/devices/:id/test", validate("param", deviceParam), async (c) => {
     const w = c.get("web");
     const sent = await hubFor(c.env, w.teamId).sendTest(w.teamId, c.req.valid("param").id, w.userId);
-    return sent ? c.json({ ok: true }, 202) : apiError(c, "not_found", "no such device");
+    if (!sent) throw new DomainError("not_found", "no such device");
+    return c.json({ ok: true }, 202);
   })
   .post("/v1/approvals/:id/seen", requireWeb, requireSameOrigin, validate("json", seenBody), async (c) => {
     const w = c.get("web");
     const { deviceId } = c.req.valid("json");
     const seen = await hubFor(c.env, w.teamId).markSeen(c.req.param("id"), deviceId, w.userId);
-    if (!seen) return apiError(c, "not_found", "no push of that approval to that device");
+    if (!seen) throw new DomainError("not_found", "no push of that approval to that device");
     c.executionCtx.waitUntil(touchDevice(c.env.DB, w.teamId, w.userId, deviceId, Date.now()));
     return c.body(null, 204);
   });

@@ -4,7 +4,8 @@ import { z } from "zod";
 import { sessionIdSchema } from "../../sdk/src/protocol";
 import { requireWeb } from "../auth";
 import { getSession, listSessionApprovals, listSessions } from "../db";
-import { apiError, cursorParam, nextCursor, validate } from "../http";
+import { DomainError } from "../errors";
+import { cursorParam, nextCursor, validate } from "../http";
 import type { AppEnv } from "../types";
 
 const listQuery = z.object({
@@ -31,7 +32,7 @@ export const sessionRoutes = new Hono<AppEnv>()
       const teamId = c.get("web").teamId;
       const { sessionId } = c.req.valid("param");
       const session = await getSession(c.env.DB, teamId, sessionId);
-      if (!session) return apiError(c, "not_found", "no such session");
+      if (!session) throw new DomainError("not_found", "no such session");
       const { cursor, limit } = c.req.valid("query");
       const approvals = await listSessionApprovals(c.env.DB, { teamId, sessionId, cursor: cursor ?? null, limit });
       return c.json({ ...session, approvals, cursor: nextCursor(approvals, limit) });

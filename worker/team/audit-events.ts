@@ -1,0 +1,142 @@
+/**
+ * One builder per audited action: the event id (what makes a retry a replay, not a second
+ * entry), the action name, the subject and the detail an auditor reads. Pure.
+ *
+ * Owns: the shape of every audit event the use cases append. Does not own: appending
+ * (`audit.ts`), the chain (the hub), or the team-created genesis entry (`db/people.ts`, which
+ * writes it in the same batch as the team).
+ */
+
+import { randomBase62 } from "../crypto";
+import type { AuditEvent } from "../hub/audit-chain";
+import type { TeamPolicy } from "../policy";
+import type { Role } from "../types";
+
+/** Who did it, in which team, when: `actor` is `user:<id>` or `key:<id>`. */
+export interface AuditContext {
+  teamId: string;
+  actor: string;
+  at: number;
+}
+
+export const userActor = (userId: string) => `user:${userId}`;
+export const keyActor = (keyId: string) => `key:${keyId}`;
+
+export const auditEvents = {
+  keyCreated: (
+    a: AuditContext,
+    k: { keyId: string; label: string; prefix: string; via?: "device_code" },
+  ): AuditEvent => ({
+    ...a,
+    eventId: `key_created:${k.keyId}`,
+    action: "key.created",
+    subject: k.keyId,
+    detail: { label: k.label, prefix: k.prefix, ...(k.via ? { via: k.via } : {}) },
+  }),
+
+  keyRevoked: (a: AuditContext, keyId: string): AuditEvent => ({
+    ...a,
+    eventId: `key_revoked:${keyId}`,
+    action: "key.revoked",
+    subject: keyId,
+  }),
+
+  deviceCodeDecided: (
+    a: AuditContext,
+    d: { codeId: string; decision: "approved" | "denied"; clientName: string },
+  ): AuditEvent => ({
+    ...a,
+    eventId: `device_${d.decision}:${d.codeId}`,
+    action: `device.${d.decision}`,
+    subject: d.codeId,
+    detail: { clientName: d.clientName },
+  }),
+
+  policyChanged: (a: AuditContext, p: { before: TeamPolicy; after: TeamPolicy; version: number }): AuditEvent => ({
+    ...a,
+    eventId: `policy_changed:${a.teamId}:${p.version}`,
+    action: "team.policy_changed",
+    subject: a.teamId,
+    detail: { before: p.before, after: p.after, version: p.version },
+  }),
+
+  memberInvited: (a: AuditContext, i: { inviteId: string; role: Role; email: string | null }): AuditEvent => ({
+    ...a,
+    eventId: `member_invited:${i.inviteId}`,
+    action: "member.invited",
+    subject: i.inviteId,
+    detail: { role: i.role, email: i.email },
+  }),
+
+  inviteRevoked: (a: AuditContext, inviteId: string): AuditEvent => ({
+    ...a,
+    eventId: `invite_revoked:${inviteId}`,
+    action: "member.invite_revoked",
+    subject: inviteId,
+  }),
+
+  memberJoined: (a: AuditContext, j: { userId: string; inviteId: string; role: Role }): AuditEvent => ({
+    ...a,
+    eventId: `member_joined:${j.inviteId}`,
+    action: "member.joined",
+    subject: j.userId,
+    detail: { inviteId: j.inviteId, role: j.role },
+  }),
+
+  memberRoleChanged: (a: AuditContext, m: { userId: string; before: Role; after: Role }): AuditEvent => ({
+    ...a,
+    // A role may change back and forth: each change is its own entry.
+    eventId: `member_role:${a.teamId}:${m.userId}:${a.at}:${randomBase62(8)}`,
+    action: "member.role_changed",
+    subject: m.userId,
+    detail: { before: m.before, after: m.after },
+  }),
+
+  memberRemoved: (
+    a: AuditContext,
+    m: { userId: string; role: Role; left: boolean; revokedKeys: number },
+  ): AuditEvent => ({
+    ...a,
+    eventId: `member_removed:${a.teamId}:${m.userId}:${a.at}`,
+    action: "member.removed",
+    subject: m.userId,
+    detail: { role: m.role, left: m.left, revokedKeys: m.revokedKeys },
+  }),
+
+  passkeyAdded: (
+    a: AuditContext,
+    p: { userId: string; credentialId: string; deviceName: string | null },
+  ): AuditEvent => ({
+    ...a,
+    eventId: `passkey_added:${p.credentialId}:${a.at}`,
+    action: "passkey.added",
+    subject: p.userId,
+    detail: { credentialId: p.credentialId, deviceName: p.deviceName },
+  }),
+
+  passkeyRemoved: (a: AuditContext, p: { userId: string; credentialId: string }): AuditEvent => ({
+    ...a,
+    eventId: `passkey_removed:${p.credentialId}:${a.at}`,
+    action: "passkey.removed",
+    subject: p.userId,
+    detail: { credentialId: p.credentialId },
+  }),
+
+  pairingCreated: (a: AuditContext, p: { userId: string; tokenHash: string }): AuditEvent => ({
+    ...a,
+    eventId: `pairing_created:${p.tokenHash}`,
+    action: "pairing.created",
+    subject: p.userId,
+  }),
+
+  pairingClaimed: (
+    a: AuditContext,
+    p: { userId: string; tokenHash: string; userAgent: string | null },
+  ): AuditEvent => ({
+    ...a,
+    eventId: `pairing_claimed:${p.tokenHash}`,
+    action: "pairing.claimed",
+    subject: p.userId,
+    detail: { userAgent: p.userAgent },
+  }),
+};

@@ -1,0 +1,74 @@
+/**
+ * Agent API keys as use cases: create one (D1 + audit) and revoke one (D1, then every session
+ * the key opened, then audit). The key routes, the agent's self-revocation, member removal and
+ * the device-code grant all come here.
+ *
+ * Owns: the order of those steps and what a revocation answers. Does not own: the SQL
+ * (`db/keys.ts`), denying a session's requests (its SessionGate), who may revoke whose key (the
+ * caller passes `userId` / `spareOwners`).
+ */
+import { newApiKey, newId } from "../crypto";
+import { createApiKey, revokeApiKey } from "../db";
+import { sessionGate } from "../session-gate";
+import type { Env } from "../types";
+import { appendAudit } from "./audit";
+import { auditEvents, userActor } from "./audit-events";
+
+export interface CreatedKey {
+  id: string;
+  /** The key itself: shown once, never stored. */
+  key: string;
+  prefix: string;
+  label: string;
+  createdAt: number;
+}
+
+export async function createKey(env: Env, k: { teamId: string; userId: string; label: string }): Promise<CreatedKey> {
+  const { key, prefix, hash } = newApiKey();
+  const id = newId("key");
+  const now = Date.now();
+  await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now });
+  await appendAudit(
+    env,
+    auditEvents.keyCreated(
+      { teamId: k.teamId, actor: userActor(k.userId), at: now },
+      { keyId: id, label: k.label, prefix },
+    ),
+  );
+  return { id, key, prefix, label: k.label, createdAt: now };
+}
+
+export interface RevokedKey {
+  id: string;
+  revokedAt: number;
+  deniedRequests: number;
+  unreachedSessions?: number;
+}
+
+/**
+ * Revokes a key of the team (with `userId`, only that user's), then denies its pending requests
+ * (`key_revoked`) and closes its sockets in every session it opened, now rather than at their
+ * next reconnect. Revoking again reaches the sessions again (a gate that missed it hears it
+ * then). Null when no such key.
+ */
+export async function revokeKey(
+  env: Env,
+  r: { teamId: string; userId: string | null; spareOwners?: boolean; keyId: string; actor: string },
+): Promise<RevokedKey | null> {
+  const now = Date.now();
+  const revoked = await revokeApiKey(env.DB, { ...r, spareOwners: r.spareOwners ?? false, now });
+  if (!revoked) return null;
+  // One unreachable gate must not keep the others from hearing it; D1 already refuses the key.
+  const told = await Promise.allSettled(
+    revoked.sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
+  );
+  await appendAudit(env, auditEvents.keyRevoked({ teamId: r.teamId, actor: r.actor, at: revoked.revokedAt }, r.keyId));
+  const denied = told.reduce((sum, t) => sum + (t.status === "fulfilled" ? t.value : 0), 0);
+  const unreached = told.filter((t) => t.status === "rejected").length;
+  return {
+    id: r.keyId,
+    revokedAt: revoked.revokedAt,
+    deniedRequests: denied,
+    ...(unreached ? { unreachedSessions: unreached } : {}),
+  };
+}

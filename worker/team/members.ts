@@ -1,0 +1,144 @@
+/**
+ * Members and invites as use cases. Roles: owner > admin > approver > viewer. Nobody grants a
+ * role above their own, only owners touch owners, and a team always keeps an owner (checked in
+ * SQL, so two concurrent changes cannot both pass). Anyone may leave.
+ *
+ * Owns: the rank checks, and what a membership change must also reach: cached identities, the
+ * hub's directory and sockets, the member's keys and devices, the audit log. Does not own: the
+ * SQL (`db/teams.ts`), mail (the route sends the invite), who may call at all (route middleware).
+ */
+import { forgetWebSession } from "../auth";
+import { newId, randomToken, sha256Hex } from "../crypto";
+import {
+  acceptInvite as acceptInviteRow,
+  createInvite,
+  findMember,
+  type MemberRow,
+  removeMember as removeMemberRows,
+  revokeInvite as revokeInviteRow,
+  setMemberRole,
+  webSessionHashes,
+} from "../db";
+import { DomainError } from "../errors";
+import { hubFor } from "../hub/api";
+import { ADMIN_ROLES, mayGrant, mayManage } from "../roles";
+import type { Env, Role, WebIdentity } from "../types";
+import { appendAudit } from "./audit";
+import { type AuditContext, auditEvents, userActor } from "./audit-events";
+import { revokeKey } from "./keys";
+import { switchTeam } from "./teams";
+
+const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+const noMember = () => new DomainError("not_found", "no such member");
+const lastOwner = () => new DomainError("last_owner", "a team always keeps an owner: make someone else owner first");
+const outranked = (w: WebIdentity) =>
+  new DomainError("forbidden", `your role (${w.role}) may not do this to that member or grant that role`);
+const badInvite = () => new DomainError("not_found", "this invite is invalid, used or expired");
+
+const byUser = (w: WebIdentity, at = Date.now()): AuditContext => ({
+  teamId: w.teamId,
+  actor: userActor(w.userId),
+  at,
+});
+
+/** Roles decide who gets pushed and may decide: the team's hub reads them again. */
+async function membersChanged(env: Env, teamId: string): Promise<void> {
+  await hubFor(env, teamId).forgetDirectory();
+}
+
+/** A new invite (its token is shown once, as a link); 403 for a role above the inviter's. */
+export async function inviteMember(env: Env, w: WebIdentity, i: { role: Role; email: string | null }) {
+  if (!mayGrant(w.role, i.role)) throw outranked(w);
+  const token = randomToken();
+  const id = newId("inv");
+  const now = Date.now();
+  await createInvite(env.DB, {
+    id,
+    teamId: w.teamId,
+    tokenHash: sha256Hex(token),
+    role: i.role,
+    email: i.email,
+    createdBy: w.userId,
+    now,
+    ttlMs: INVITE_TTL_MS,
+  });
+  await appendAudit(env, auditEvents.memberInvited(byUser(w, now), { inviteId: id, ...i }));
+  return { id, token, expiresAt: now + INVITE_TTL_MS };
+}
+
+export async function revokeInvite(env: Env, w: WebIdentity, inviteId: string): Promise<void> {
+  const now = Date.now();
+  if (!(await revokeInviteRow(env.DB, w.teamId, inviteId, now))) throw new DomainError("not_found", "no such invite");
+  await appendAudit(env, auditEvents.inviteRevoked(byUser(w, now), inviteId));
+}
+
+/** Joins the invite's team and moves the caller's web session there. */
+export async function acceptInvite(env: Env, w: WebIdentity, token: string) {
+  const now = Date.now();
+  const accepted = await acceptInviteRow(env.DB, { tokenHash: sha256Hex(token), userId: w.userId, now });
+  if (accepted.outcome === "already_member") {
+    throw new DomainError("already_member", "you are already a member of that team");
+  }
+  if (accepted.outcome !== "joined") throw badInvite();
+  const { teamId, inviteId, role } = accepted;
+  await membersChanged(env, teamId);
+  await appendAudit(
+    env,
+    auditEvents.memberJoined({ teamId, actor: userActor(w.userId), at: now }, { userId: w.userId, inviteId, role }),
+  );
+  await switchTeam(env, w, teamId);
+  return { teamId, role };
+}
+
+export async function changeRole(env: Env, w: WebIdentity, userId: string, role: Role): Promise<MemberRow> {
+  const target = await findMember(env.DB, w.teamId, userId);
+  if (!target) throw noMember();
+  if (!mayManage(w.role, target.role) || !mayGrant(w.role, role)) throw outranked(w);
+  if (!(await setMemberRole(env.DB, { teamId: w.teamId, userId: target.userId, role }))) throw lastOwner();
+  // Cached identities carry the old role: in this isolate the new one applies at once.
+  for (const hash of await webSessionHashes(env.DB, w.teamId, target.userId)) forgetWebSession(hash);
+  const now = Date.now();
+  await membersChanged(env, w.teamId);
+  await appendAudit(
+    env,
+    auditEvents.memberRoleChanged(byUser(w, now), { userId: target.userId, before: target.role, after: role }),
+  );
+  return { ...target, role };
+}
+
+/**
+ * Removes a member (or the caller leaves): their web sessions end, their sockets close, their
+ * devices go, and their keys are revoked with their pending requests.
+ */
+export async function removeMember(env: Env, w: WebIdentity, userId: string): Promise<void> {
+  const target = await findMember(env.DB, w.teamId, userId);
+  if (!target) throw noMember();
+  const leaving = target.userId === w.userId;
+  if (!leaving && !mayManage(w.role, target.role)) {
+    throw ADMIN_ROLES.includes(w.role)
+      ? outranked(w)
+      : new DomainError("forbidden", `your role (${w.role}) may not do this`);
+  }
+  const removed = await removeMemberRows(env.DB, { teamId: w.teamId, userId: target.userId });
+  if (!removed) throw lastOwner();
+  const now = Date.now();
+  const actor = userActor(w.userId);
+  for (const tokenHash of removed.tokenHashes) forgetWebSession(tokenHash);
+  const hub = hubFor(env, w.teamId);
+  await Promise.all([
+    hub.closeSocketsOf(target.userId),
+    ...removed.deviceIds.map((id) => hub.deviceRemoved(id)),
+    ...removed.keyIds.map((keyId) => revokeKey(env, { teamId: w.teamId, userId: target.userId, keyId, actor })),
+  ]);
+  await membersChanged(env, w.teamId);
+  await appendAudit(
+    env,
+    auditEvents.memberRemoved(byUser(w, now), {
+      userId: target.userId,
+      role: target.role,
+      left: leaving,
+      revokedKeys: removed.keyIds.length,
+    }),
+  );
+}

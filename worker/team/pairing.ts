@@ -1,0 +1,47 @@
+/**
+ * "Add a phone" as use cases: mint a one-time pairing token (D1 + audit) and claim one (D1 +
+ * audit). The route shows the link and starts the claiming device's web session.
+ *
+ * Owns: the token's lifetime and the audit of both steps. Does not own: the SQL
+ * (`db/passkeys.ts`), the web session (`auth.ts`).
+ */
+import { newSecret } from "../crypto";
+import { claimPairingToken, createPairingToken } from "../db";
+import { DomainError } from "../errors";
+import type { Env } from "../types";
+import { appendAudit } from "./audit";
+import { auditEvents, userActor } from "./audit-events";
+
+const PAIRING_TTL_MS = 5 * 60 * 1000;
+
+/** A fresh one-time token for this person in this team, and when it expires. */
+export async function createPairing(env: Env, p: { teamId: string; userId: string }) {
+  const { token, hash: tokenHash } = newSecret();
+  const now = Date.now();
+  await createPairingToken(env.DB, { tokenHash, ...p, now, ttlMs: PAIRING_TTL_MS });
+  await appendAudit(
+    env,
+    auditEvents.pairingCreated(
+      { teamId: p.teamId, actor: userActor(p.userId), at: now },
+      { userId: p.userId, tokenHash },
+    ),
+  );
+  return { token, expiresAt: now + PAIRING_TTL_MS };
+}
+
+/** Uses a pairing token up: whom the claiming device signs in as (400 `invalid_pairing` otherwise). */
+export async function claimPairing(env: Env, c: { tokenHash: string; userAgent: string | null }) {
+  const now = Date.now();
+  const paired = await claimPairingToken(env.DB, c.tokenHash, now);
+  if (!paired) {
+    throw new DomainError("invalid_pairing", "this pairing link is invalid, used or expired; make a new one");
+  }
+  await appendAudit(
+    env,
+    auditEvents.pairingClaimed(
+      { teamId: paired.teamId, actor: userActor(paired.userId), at: now },
+      { userId: paired.userId, tokenHash: c.tokenHash, userAgent: c.userAgent },
+    ),
+  );
+  return paired;
+}

@@ -1,0 +1,31 @@
+/**
+ * A person's teams as use cases: make another team, and move a web session to another team.
+ *
+ * Owns: what moving a session must also end (the cached identity, the old team's live feed).
+ * Does not own: the SQL (`db/teams.ts`, `db/people.ts`), the identity cache (`auth.ts`).
+ */
+import { forgetWebSession } from "../auth";
+import { createTeam, switchWebSession } from "../db";
+import { hubFor } from "../hub/api";
+import type { Env, WebIdentity } from "../types";
+
+/**
+ * Moves the caller's web session to a team they belong to; false when they do not. The cached
+ * identity names the old team and role, so it is dropped; other isolates catch up within the
+ * cache's lifetime.
+ */
+export async function switchTeam(env: Env, web: WebIdentity, teamId: string): Promise<boolean> {
+  const switched = await switchWebSession(env.DB, { tokenHash: web.tokenHash, userId: web.userId, teamId });
+  if (!switched) return false;
+  forgetWebSession(web.tokenHash);
+  // The old team's feed must stop; the app opens the new team's.
+  await hubFor(env, web.teamId).closeWebSession(web.tokenHash);
+  return true;
+}
+
+/** Another team, owned by the caller, who moves to it. */
+export async function createTeamAndSwitch(env: Env, web: WebIdentity, name: string): Promise<string> {
+  const teamId = await createTeam(env.DB, { userId: web.userId, name, now: Date.now() });
+  await switchTeam(env, web, teamId);
+  return teamId;
+}
