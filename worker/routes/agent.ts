@@ -7,12 +7,14 @@ import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { LIMITS, requestPermissionParamsSchema, sessionIdSchema } from "../../sdk/src/protocol";
 import { requireAgentKey } from "../auth";
-import { getAgentProfile, getTeamPolicy, joinAgentSession, touchApiKey } from "../db";
+import { getAgentProfile } from "../db";
 import { DomainError } from "../errors";
 import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate-http";
 import { depthExceeds } from "../gate-socket";
 import { apiError, validate } from "../http";
-import { gateFor, joinRequest, sessionGate } from "../session-gate";
+import { joinRequest } from "../session-gate";
+import { badKey, joinSession } from "../team/agent-sessions";
+import { approvalGate, noSuchApproval } from "../team/approvals";
 import { keyActor } from "../team/audit-events";
 import { revokeKey } from "../team/keys";
 import type { AppEnv } from "../types";
@@ -34,48 +36,19 @@ const permissionBody = requestPermissionParamsSchema.refine((p) => !depthExceeds
 });
 const waitQuery = z.object({ wait: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(0) });
 
-/**
- * Registers the key's use of the session (its first key's user owns it). Refused with 403 if
- * another user owns the session, 401 if the key was just revoked.
- */
-async function joinSession(c: Context<AppEnv>, sessionId: string) {
-  const agent = c.get("agent");
-  const now = Date.now();
-  const [joined, team] = await Promise.all([
-    joinAgentSession(c.env.DB, { ...agent, sessionId, now }),
-    getTeamPolicy(c.env.DB, agent.teamId),
-  ]);
-  if (joined === "forbidden") {
-    throw new DomainError("forbidden", "this session belongs to another user; use a new session id");
-  }
-  if (joined === "revoked") throw badKey();
-  c.executionCtx.waitUntil(touchApiKey(c.env.DB, agent.keyId, now));
-  return {
-    gate: sessionGate(c.env, agent.teamId, sessionId),
-    join: { ...agent, sessionId, ownerUserId: agent.userId, policy: team.policy, policyVersion: team.version },
-  };
+/** Joins the session as the calling key (see team/agent-sessions.ts). */
+function join(c: Context<AppEnv>, sessionId: string) {
+  return joinSession(c.env, c.get("agent"), sessionId, (work) => c.executionCtx.waitUntil(work));
 }
-
-const badKey = () => new DomainError("bad_api_key", "the API key is unknown or revoked");
-
-/** Unknown ids, another team's and another user's all get this same answer. */
-const notFound = () => new DomainError("not_found", "no such approval");
 
 function pollReply(c: Context, result: HttpPollResult) {
-  if (result.status === 404) throw notFound();
+  if (result.status === 404) throw noSuchApproval();
   return c.json(result.body, result.status);
-}
-
-/** The SessionGate an approval id names (404 for ids that cannot be ours). */
-function gateOf(c: Context<AppEnv>, approvalId: string) {
-  const gate = gateFor(c.env, approvalId);
-  if (!gate) throw notFound();
-  return gate;
 }
 
 export const agentRoutes = new Hono<AppEnv>()
   .get("/v1/agent/sessions/:sessionId", requireUpgrade, validate("param", sessionParam), requireAgentKey, async (c) => {
-    const session = await joinSession(c, c.req.valid("param").sessionId);
+    const session = await join(c, c.req.valid("param").sessionId);
     return session.gate.fetch(joinRequest(c.req.raw, session.join));
   })
   .post(
@@ -93,7 +66,7 @@ export const agentRoutes = new Hono<AppEnv>()
           extra: { issues: [{ code: "custom", path: ["sessionId"], message }] },
         });
       }
-      const session = await joinSession(c, sessionId);
+      const session = await join(c, sessionId);
       // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
       const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
       if (result.status === 201) return c.json(result.body, 201);
@@ -104,14 +77,14 @@ export const agentRoutes = new Hono<AppEnv>()
   .use("/v1/agent/approvals/*", requireAgentKey)
   .get("/v1/agent/approvals/:id", validate("query", waitQuery), async (c) => {
     const id = c.req.param("id");
-    const gate = gateOf(c, id);
+    const gate = approvalGate(c.env, id);
     const { teamId, userId, keyId } = c.get("agent");
     const result = await gate.poll({ teamId, userId, keyId }, id, c.req.valid("query").wait * 1000);
     return pollReply(c, result);
   })
   .delete("/v1/agent/approvals/:id", async (c) => {
     const id = c.req.param("id");
-    const gate = gateOf(c, id);
+    const gate = approvalGate(c.env, id);
     const { teamId, userId, keyId } = c.get("agent");
     return pollReply(c, await gate.cancelOverHttp({ teamId, userId, keyId }, id));
   })

@@ -1,13 +1,11 @@
-/** The human side of approvals: list, read, decide. Decisions go straight to the SessionGate. */
+/** The human side of approvals: list, read, decide (see team/approvals.ts). */
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
-import { getApprovalRecord, listApprovals } from "../db";
-import { DomainError } from "../errors";
+import { listApprovals } from "../db";
 import { cursorParam, nextCursor, validate } from "../http";
-import { hubFor } from "../hub/api";
 import { DECIDER_ROLES } from "../roles";
-import { type DecisionResult, gateFor } from "../session-gate";
+import { decideApproval, readApproval } from "../team/approvals";
 import type { AppEnv } from "../types";
 
 const listQuery = z.object({
@@ -22,15 +20,6 @@ const decisionBody = z.object({
     .string()
     .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
 });
-
-const notFound = () => new DomainError("not_found", "no such approval");
-
-/** The SessionGate an approval id names (404 for ids that cannot be ours). */
-function gateOf(env: AppEnv["Bindings"], approvalId: string) {
-  const gate = gateFor(env, approvalId);
-  if (!gate) throw notFound();
-  return gate;
-}
 
 export const approvalRoutes = new Hono<AppEnv>()
   .use("/v1/approvals", requireWeb)
@@ -48,55 +37,21 @@ export const approvalRoutes = new Hono<AppEnv>()
     });
     return c.json({ approvals, cursor: nextCursor(approvals, q.limit) });
   })
-  .get("/v1/approvals/:id", async (c) => {
-    const w = c.get("web");
-    const id = c.req.param("id");
-    const gate = gateOf(c.env, id);
-    const [held, delivery] = await Promise.all([
-      gate.getApproval(w.teamId, id),
-      hubFor(c.env, w.teamId).deliveries(id),
-    ]);
-    const approval = held ?? (await getApprovalRecord(c.env.DB, w.teamId, id));
-    if (!approval) throw notFound();
-    return c.json({ ...approval, delivery });
-  })
+  .get("/v1/approvals/:id", async (c) => c.json(await readApproval(c.env, c.get("web").teamId, c.req.param("id"))))
   .post("/v1/approvals/:id/decision", requireRole(...DECIDER_ROLES), validate("json", decisionBody), async (c) => {
     const w = c.get("web");
-    const id = c.req.param("id");
-    const gate = gateOf(c.env, id);
     const { optionId, requestHash } = c.req.valid("json");
-    const device = deviceName(c.req.header("X-Tapgate-Device"));
-    // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
-    const result = (await gate.decide({
-      approvalId: id,
+    const approval = await decideApproval(c.env, {
+      approvalId: c.req.param("id"),
       teamId: w.teamId,
       userId: w.userId,
       name: w.name,
       role: w.role,
-      device,
+      device: deviceName(c.req.header("X-Tapgate-Device")),
       optionId,
       requestHash,
-    })) as unknown as DecisionResult;
-    if (result.status === 404) throw notFound();
-    if (result.status === 400)
-      throw new DomainError(result.error, `option ${JSON.stringify(optionId)} was not offered`);
-    if (result.status === 403) {
-      const why =
-        result.error === "not_session_owner"
-          ? "team policy lets only the session's owner decide"
-          : "your role may not decide";
-      throw new DomainError(result.error, why);
-    }
-    const extra = { approval: result.approval };
-    if ("error" in result) {
-      throw new DomainError(result.error, "the request differs from what you saw; reload it", { extra });
-    }
-    if (result.status === 409)
-      throw new DomainError("already_decided", "someone already decided this request", { extra });
-    if (result.status === 410) {
-      throw new DomainError("already_resolved", `resolved without a human: ${result.approval.reason}`, { extra });
-    }
-    return c.json(result.approval, 200);
+    });
+    return c.json(approval, 200);
   });
 
 /**

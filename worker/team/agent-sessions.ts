@@ -1,0 +1,42 @@
+/**
+ * An agent key joining a session, before any socket or HTTP request reaches its SessionGate:
+ * the key's use of the session is recorded in D1 (the first key's user owns the session) and the
+ * join carries the team policy as the team's hub has it, the one path policy takes to sessions.
+ *
+ * Owns: who may join which session, and what a join tells the gate. Does not own: the SQL
+ * (`db/sessions.ts`), holding requests (the gate), the policy's current value (the hub).
+ */
+import { joinAgentSession, touchApiKey } from "../db";
+import { DomainError } from "../errors";
+import { hubFor } from "../hub/api";
+import { sessionGate } from "../session-gate";
+import type { AgentIdentity, Env } from "../types";
+
+export const badKey = () => new DomainError("bad_api_key", "the API key is unknown or revoked");
+
+/**
+ * Registers the key's use of the session and answers its gate and the join to hand it. Refused
+ * with 403 if another user owns the session, 401 if the key was just revoked. `later` runs work
+ * the answer need not wait for (marking the key used).
+ */
+export async function joinSession(
+  env: Env,
+  agent: AgentIdentity,
+  sessionId: string,
+  later: (work: Promise<unknown>) => void,
+) {
+  const now = Date.now();
+  const [joined, team] = await Promise.all([
+    joinAgentSession(env.DB, { ...agent, sessionId, now }),
+    hubFor(env, agent.teamId).policy(agent.teamId),
+  ]);
+  if (joined === "forbidden") {
+    throw new DomainError("forbidden", "this session belongs to another user; use a new session id");
+  }
+  if (joined === "revoked") throw badKey();
+  later(touchApiKey(env.DB, agent.keyId, now));
+  return {
+    gate: sessionGate(env, agent.teamId, sessionId),
+    join: { ...agent, sessionId, ownerUserId: agent.userId, policy: team.policy, policyVersion: team.version },
+  };
+}
