@@ -1,31 +1,32 @@
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { defineConfig, type Plugin } from "vite";
+import { build, defineConfig, type Plugin } from "vite";
 
 const root = import.meta.dirname;
 const outDir = join(root, "dist");
 const publicDir = join(root, "public");
-/** Served, but not part of the shell: the worker itself, and the static-assets header rules. */
-const NOT_PRECACHED = new Set(["sw.js", "_headers"]);
+/** Served, but not part of the shell: the static-assets header rules. */
+const NOT_PRECACHED = new Set(["_headers"]);
+const SERVICE_WORKER = "sw.js";
 
 /**
- * public/sw.js is copied verbatim; after the build we write into it the list of emitted files
- * (so the first visit already precaches the whole shell) and a version derived from them (so a
- * new deploy installs a new service worker, which drops the old caches).
+ * The service worker (src/sw/sw.ts) is built after the app, on its own, into one classic script
+ * at /sw.js. In front of it go the list of the app's emitted files (so the first visit already
+ * precaches the whole shell) and a version derived from them (so a new deploy installs a new
+ * service worker, which drops the old caches).
  */
-function precacheList(): Plugin {
+function serviceWorker(): Plugin {
   let files: string[] = [];
   return {
-    name: "tapgate-precache",
+    name: "tapgate-service-worker",
     apply: "build",
     generateBundle(_options, bundle) {
       files = Object.keys(bundle).filter((f) => !f.endsWith(".map"));
     },
-    closeBundle() {
-      // A failed build closes too: leave sw.js alone so the real error is the one reported.
+    async closeBundle() {
+      // A failed build closes too: build nothing more, so the real error is the one reported.
       if (files.length === 0) return;
-      const swPath = join(outDir, "sw.js");
       const publicFiles = readdirSync(publicDir, { recursive: true, withFileTypes: true })
         .filter((e) => e.isFile())
         .map((e) => relative(publicDir, join(e.parentPath, e.name)).split("\\").join("/"))
@@ -37,12 +38,22 @@ function precacheList(): Plugin {
       // The app is cached as "/": static assets redirect /index.html there, and a service worker
       // may not answer a navigation with a redirected response.
       const urls = shell.map((f) => (f === "index.html" ? "/" : `/${f}`));
-      const sw = readFileSync(swPath, "utf8");
-      const out = sw
-        .replace('"__TAPGATE_VERSION__"', JSON.stringify(version))
-        .replace("/* __TAPGATE_PRECACHE__ */ []", JSON.stringify(urls));
-      if (out === sw) throw new Error("sw.js lost its build placeholders");
-      writeFileSync(swPath, out);
+      await build({
+        configFile: false,
+        root,
+        logLevel: "warn",
+        publicDir: false,
+        build: {
+          outDir,
+          emptyOutDir: false,
+          target: "es2022",
+          lib: { entry: join(root, "src", "sw", "sw.ts"), formats: ["iife"], name: "tapgateServiceWorker" },
+          rolldownOptions: { output: { entryFileNames: SERVICE_WORKER } },
+        },
+      });
+      const swPath = join(outDir, SERVICE_WORKER);
+      const header = `const VERSION = ${JSON.stringify(version)};\nconst PRECACHE = ${JSON.stringify(urls)};\n`;
+      writeFileSync(swPath, header + readFileSync(swPath, "utf8"));
     },
   };
 }
@@ -51,5 +62,5 @@ export default defineConfig({
   root,
   oxc: { jsx: { runtime: "automatic", importSource: "preact" } },
   build: { outDir, emptyOutDir: true, target: "es2022" },
-  plugins: [precacheList()],
+  plugins: [serviceWorker()],
 });

@@ -4,12 +4,13 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import type { Role } from "../sdk/src/human/roles";
 import { API_KEY_PATTERN, randomToken, sha256Hex } from "./crypto";
 import { createWebSession, deleteWebSession, findAgentKey, findWebSession } from "./db";
 import { DomainError } from "./errors";
 import { appOrigin } from "./http";
 import { hubFor } from "./hub/api";
-import type { AppEnv, Role, WebIdentity } from "./types";
+import type { AppEnv, WebIdentity } from "./types";
 
 export const SESSION_COOKIE = "__Host-tapgate";
 

@@ -1,10 +1,12 @@
 /** Small HTTP helpers shared by the routes: precise errors and schema validation at the edge. */
 
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { validator } from "hono/validator";
 import { z } from "zod";
 import { ERRORS, type ErrorCode } from "../sdk/src/errors";
 import { parseJson } from "../sdk/src/protocol";
+import { DomainError } from "./errors";
 import type { AppEnv } from "./types";
 
 /**
@@ -29,6 +31,20 @@ export function validate<T extends z.ZodType, Target extends "json" | "query" | 
     return apiError(c, "invalid_request", z.prettifyError(parsed.error), { issues: parsed.error.issues });
   });
 }
+
+/** Bodies larger than `maxBytes` are refused with 413 `too_large`. */
+export function limitBody(maxBytes: number): MiddlewareHandler {
+  return bodyLimit({
+    maxSize: maxBytes,
+    onError: (c) => apiError(c, "too_large", `the body is larger than ${maxBytes} bytes`),
+  });
+}
+
+/** WebSocket endpoints: anything but an upgrade is refused with 426 `upgrade_required`. */
+export const requireUpgrade: MiddlewareHandler = async (c, next) => {
+  if (c.req.header("Upgrade")?.toLowerCase() === "websocket") return next();
+  throw new DomainError("upgrade_required", "open this URL as a WebSocket");
+};
 
 /** The public origin: configured, or the one the request came to. */
 export function appOrigin(c: Context<AppEnv>): string {

@@ -3,10 +3,9 @@
  * Durable Objects behind them. Routes live in routes/, one file per resource.
  */
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { DomainError } from "./errors";
-import { apiError } from "./http";
+import { apiError, limitBody } from "./http";
 import { agentRoutes } from "./routes/agent";
 import { approvalRoutes } from "./routes/approvals";
 import { auditRoutes } from "./routes/audit";
@@ -24,16 +23,13 @@ import { sessionRoutes } from "./routes/sessions";
 import { teamRoutes } from "./routes/teams";
 import type { AppEnv } from "./types";
 
+export { SessionGate } from "./gate/session-gate";
 export { TeamHub } from "./hub/team-hub";
-export { SessionGate } from "./session-gate";
 
 /** Human API bodies are small; only an agent's permission request may be as large as a frame. */
 const HUMAN_BODY_BYTES = 64 * 1024;
 const AGENT_PERMISSIONS = /^\/v1\/agent\/sessions\/[^/]+\/permissions$/;
-const limitHumanBodies = bodyLimit({
-  maxSize: HUMAN_BODY_BYTES,
-  onError: (c) => apiError(c, "too_large", `the body is larger than ${HUMAN_BODY_BYTES} bytes`),
-});
+const limitHumanBodies = limitBody(HUMAN_BODY_BYTES);
 
 const app = new Hono<AppEnv>()
   .use("/v1/*", (c, next) => (AGENT_PERMISSIONS.test(c.req.path) ? next() : limitHumanBodies(c, next)))

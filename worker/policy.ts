@@ -1,22 +1,8 @@
-import { z } from "zod";
+import { type TeamPolicy, teamPolicySchema } from "../sdk/src/human/policy";
 import type { PermissionOption } from "../sdk/src/protocol";
 
-const MINUTE = 60_000;
-
-/** Team policy (docs/human-api.md, "Policy"); stored as JSON on the team, defaults filled in. */
-export const teamPolicySchema = z.object({
-  lifetimeMs: z
-    .number()
-    .int()
-    .min(MINUTE)
-    .max(24 * 60 * MINUTE)
-    .default(10 * MINUTE),
-  onceOnlyOptions: z.boolean().default(true),
-  notify: z.enum(["session_owner", "all_approvers"]).default("session_owner"),
-  deciders: z.enum(["any_approver", "session_owner"]).default("any_approver"),
-  lockScreen: z.enum(["tool_title", "generic"]).default("tool_title"),
-});
-export type TeamPolicy = z.infer<typeof teamPolicySchema>;
+/** Team policy (the schema lives in sdk/src/human/policy.ts); stored as JSON on the team, defaults filled in. */
+export { type TeamPolicy, teamPolicySchema };
 
 export const DEFAULT_POLICY: TeamPolicy = teamPolicySchema.parse({});
 

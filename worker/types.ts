@@ -1,9 +1,16 @@
+/**
+ * The Worker's environment and who is calling: `Env` (bindings and settings), the signed-in
+ * human (`WebIdentity`) and the agent key (`AgentIdentity`). Nothing else lives here. The object
+ * bindings are typed by the objects' API interfaces, which never import this file, so there is
+ * no import cycle through it.
+ */
+import type { Role } from "../sdk/src/human/roles";
+import type { SessionGateApi } from "./gate/api";
 import type { TeamHubApi } from "./hub/api";
-import type { SessionGate } from "./session-gate";
 
 export interface Env {
   DB: D1Database;
-  SESSION_GATE: DurableObjectNamespace<SessionGate>;
+  SESSION_GATE: DurableObjectNamespace<SessionGateApi>;
   TEAM_HUB: DurableObjectNamespace<TeamHubApi>;
   /** Web Push (VAPID): secrets in production; `npm start` writes local ones into .dev.vars. */
   VAPID_PUBLIC_KEY?: string;
@@ -22,9 +29,6 @@ export interface Env {
   MAIL_API_KEY?: string;
   MAIL_FROM?: string;
 }
-
-export const ROLES = ["owner", "admin", "approver", "viewer"] as const;
-export type Role = (typeof ROLES)[number];
 
 /** A signed-in human, from the session cookie. */
 export interface WebIdentity {
@@ -48,12 +52,3 @@ export type AppEnv = {
   Bindings: Env;
   Variables: { web: WebIdentity; agent: AgentIdentity };
 };
-
-export type {
-  Approval,
-  ApprovalSnapshot,
-  ApprovalState,
-  DecidedBy,
-  ResolutionReason,
-  SessionInfo,
-} from "../sdk/src/approval";

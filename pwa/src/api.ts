@@ -1,165 +1,110 @@
-/** Typed client for the human API. Every state change sends JSON; failures carry the server's message. */
+/**
+ * The human API's client, derived from its contract (`sdk/src/human`): every call names the
+ * schema of its answer, the answer is parsed with it at runtime, and its type is the schema's.
+ * No answer shape is written here; change a schema and the screens that use it stop compiling.
+ * Failures carry the server's error code (an `ErrorCode`) and message.
+ */
 import type {
   AuthenticationResponseJSON,
   PublicKeyCredentialCreationOptionsJSON,
   PublicKeyCredentialRequestOptionsJSON,
   RegistrationResponseJSON,
 } from "@simplewebauthn/browser";
-import type { AgentSession, Approval, Delivery } from "../../sdk/src/approval";
+import { config, type z } from "zod";
+import {
+  type Approval,
+  type ApprovalDetail,
+  type ApprovalListQuery,
+  acceptedInviteSchema,
+  approvalAnswerSchema,
+  approvalPageSchema,
+  auditPageSchema,
+  auditVerdictSchema,
+  challengeAnswerSchema,
+  createdInviteSchema,
+  createdKeySchema,
+  currentTeamSchema,
+  type DeviceBody,
+  decisionAnswerSchema,
+  deviceCodeInfoSchema,
+  deviceListSchema,
+  type ErrorCode,
+  errorBodySchema,
+  type HistoryFilter,
+  historyPageSchema,
+  inviteListSchema,
+  invitePreviewSchema,
+  keyListSchema,
+  mailSentAnswerSchema,
+  memberListSchema,
+  memberRemovedSchema,
+  memberSchema,
+  meSchema,
+  type OwnedApproval,
+  okAnswerSchema,
+  type PolicyBody,
+  pairingAnswerSchema,
+  passkeyRegisteredSchema,
+  pushKeyAnswerSchema,
+  type Role,
+  revokedKeySchema,
+  type SignupBody,
+  savedDeviceSchema,
+  sessionDetailSchema,
+  sessionListSchema,
+  statsSchema,
+  teamListSchema,
+  teamPolicySchema,
+} from "../../sdk/src/human/index";
 
-export type { AgentSession, Approval, ApprovalState, Delivery, ResolutionReason } from "../../sdk/src/approval";
+export type {
+  AgentSession,
+  ApiKey,
+  Approval,
+  ApprovalDetail,
+  ApprovalState,
+  AuditEntry,
+  AuditVerdict,
+  CreatedInvite,
+  Delivery,
+  Device,
+  DeviceCodeInfo as DeviceCode,
+  HistoryItem,
+  Invite,
+  InvitePreview,
+  Me,
+  Member,
+  OwnedApproval,
+  PushSubscriptionBody,
+  ResolutionReason,
+  Role,
+  Stats,
+  Team,
+  TeamPolicy,
+} from "../../sdk/src/human/index";
+export { ROLES, roleRank } from "../../sdk/src/human/index";
 
-/** The approval plus what the card and live feed add to it. */
-export type ApprovalView = Approval & {
-  delivery?: Delivery[];
-  ownerUserId?: string;
-  /** The dashboard routes name the session's owner. */
-  owner?: { userId: string; name: string };
-};
+// The site's CSP has no 'unsafe-eval': zod must not try to compile its parsers (nor log that it cannot).
+config({ jitless: true });
 
-/** Whose session asked: the feed says `ownerUserId`, the dashboard routes `owner`. */
-export function ownerId(a: ApprovalView): string | undefined {
-  return a.ownerUserId ?? a.owner?.userId;
-}
-
-export interface Me {
-  user: { id: string; email: string; name: string };
-  team: { id: string; name: string };
-  role: string;
-}
-
-export interface Device {
-  id: string;
-  name: string;
-  createdAt: number;
-  lastSeenAt: number | null;
-  current?: boolean;
-}
-
-export interface DeviceCode {
-  userCode: string;
-  clientName: string;
-  createdAt: number;
-  expiresAt: number;
-  status: "pending" | "approved" | "denied" | "consumed";
-}
-
-export interface Page<T> {
-  approvals: T[];
-  cursor: string | null;
-}
+/** Any approval a screen shows: owner and delivery are there when the answer carried them. */
+export type ApprovalView = Approval & Partial<Pick<ApprovalDetail, "owner" | "delivery">>;
+/** A row of the pending list: from the list (owner) or the live feed (owner and delivery). */
+export type PendingApproval = OwnedApproval & Partial<Pick<ApprovalDetail, "delivery">>;
+export type HistoryFilters = HistoryFilter;
 
 export const APPROVAL_STATES_RESOLVED = ["allowed", "denied", "cancelled", "expired"] as const;
 
-export type Role = "owner" | "admin" | "approver" | "viewer";
-export const ROLES: Role[] = ["owner", "admin", "approver", "viewer"];
-/** owner > admin > approver > viewer. */
-export function roleRank(role: string): number {
-  const i = ROLES.indexOf(role as Role);
-  return i < 0 ? 0 : ROLES.length - i;
-}
-export const isAdmin = (role: string | undefined) => role === "owner" || role === "admin";
-export const canDecide = (role: string | undefined) => role !== "viewer";
+export { isAdminRole as isAdmin } from "../../sdk/src/human/index";
+export const canDecide = (role: Role | undefined) => role !== "viewer";
 
-export interface Team {
-  id: string;
-  name: string;
-  role: Role;
-}
-
-export interface Member {
-  userId: string;
-  name: string;
-  email: string;
-  role: Role;
-  joinedAt: number;
-}
-
-export interface Invite {
-  id: string;
-  role: Role;
-  email: string | null;
-  createdAt: number;
-  expiresAt: number;
-  createdBy: string | { userId: string; name: string } | null;
-}
-
-export interface CreatedInvite {
-  id: string;
-  url: string;
-  role: Role;
-  expiresAt: number;
-}
-
-export interface InvitePreview {
-  team: { name: string };
-  role: Role;
-  invitedBy: { name: string };
-  expiresAt: number;
-}
-
-export interface ApiKey {
-  id: string;
-  label: string;
-  prefix: string;
-  userId?: string;
-  owner?: { userId: string; name: string };
-  createdAt: number;
-  lastUsedAt: number | null;
-  revokedAt: number | null;
-}
-
-export interface TeamPolicy {
-  lifetimeMs: number;
-  onceOnlyOptions: boolean;
-  notify: "session_owner" | "all_approvers";
-  deciders: "any_approver" | "session_owner";
-  lockScreen: "tool_title" | "generic";
-}
-
-/** A resolved request as the team history lists it. */
-export type HistoryItem = ApprovalView & { latencyMs?: number | null };
-
-export interface HistoryFilters {
-  state?: string;
-  reason?: string;
-  member?: string;
-  session?: string;
-  kind?: string;
-  from?: number;
-  to?: number;
-}
-
-export interface AuditEntry {
-  seq?: number;
-  eventId: string;
-  at: number;
-  actor: string;
-  action: string;
-  subject: string | null;
-  detail?: unknown;
-  hash?: string;
-  prevHash?: string;
-}
-
-export type AuditVerdict =
-  | { ok: true; entries: number }
-  | { ok: false; entries: number; brokenAt: { seq: number; eventId: string; reason: string } };
-
-export interface Stats {
-  days: Array<{ date: string; allowed: number; denied: number; cancelled: number; expired: number }>;
-  latency: { p50: number | null; p90: number | null; count: number };
-}
-
-export interface PushSubscriptionBody {
-  endpoint: string;
-  keys: { p256dh: string; auth: string };
-}
+/** The server's error codes, and the client's own: not sent, or an answer that is not the contract's. */
+export type ApiErrorCode = ErrorCode | "offline" | "bad_answer" | `http_${number}`;
 
 export class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ApiErrorCode,
     message: string,
     readonly body: Record<string, unknown> = {},
   ) {
@@ -184,7 +129,15 @@ export function setDecisionDeviceName(name: string | null): void {
   deviceName = name ?? "web";
 }
 
-async function request<T>(method: string, path: string, body?: unknown, quiet401 = false): Promise<T> {
+type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+async function request<S extends z.ZodType>(
+  answer: S,
+  method: Method,
+  path: string,
+  body?: unknown,
+  quiet401 = false,
+): Promise<z.output<S>> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method === "POST" && path.endsWith("/decision")) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
@@ -199,12 +152,17 @@ async function request<T>(method: string, path: string, body?: unknown, quiet401
   } catch {
     throw new ApiError(0, "offline", "You're offline. Nothing was sent.");
   }
-  const text = await res.text();
-  const parsed = parseJson(text);
-  if (res.ok) return parsed as T;
+  const parsed = parseJson(await res.text());
+  if (res.ok) {
+    const read = answer.safeParse(parsed);
+    if (read.success) return read.data;
+    console.error(`${method} ${path}: the answer does not match the contract`, read.error.issues);
+    throw new ApiError(res.status, "bad_answer", "The server's answer could not be read; reload the app.");
+  }
   const fields = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : {};
-  const code = typeof fields.error === "string" ? fields.error : `http_${res.status}`;
-  const message = typeof fields.message === "string" ? fields.message : `The server answered ${res.status}.`;
+  const error = errorBodySchema.safeParse(parsed);
+  const code = error.success ? error.data.error : (`http_${res.status}` as const);
+  const message = error.success ? error.data.message : `The server answered ${res.status}.`;
   if (res.status === 401 && !quiet401) onUnauthenticated();
   throw new ApiError(res.status, code, message, fields);
 }
@@ -219,11 +177,9 @@ function parseJson(text: string): unknown {
 }
 
 const enc = encodeURIComponent;
-const get = <T>(path: string) => request<T>("GET", path);
-const post = <T>(path: string, body: unknown = {}) => request<T>("POST", path, body);
-const del = <T>(path: string) => request<T>("DELETE", path);
-const patch = <T>(path: string, body: unknown) => request<T>("PATCH", path, body);
-const put = <T>(path: string, body: unknown) => request<T>("PUT", path, body);
+const get = <S extends z.ZodType>(answer: S, path: string) => request(answer, "GET", path);
+const post = <S extends z.ZodType>(answer: S, path: string, body: unknown = {}) => request(answer, "POST", path, body);
+const del = <S extends z.ZodType>(answer: S, path: string) => request(answer, "DELETE", path);
 
 /** Filters as query parameters, empty ones left out (the export links use the same). */
 export function historyQuery(f: HistoryFilters, extra: Record<string, string | null | undefined> = {}): string {
@@ -234,89 +190,86 @@ export function historyQuery(f: HistoryFilters, extra: Record<string, string | n
   return params.toString();
 }
 
-interface ChallengeOf<O> {
-  challengeId: string;
-  options: O;
-}
+/** A challenge answer whose WebAuthn options are typed by the WebAuthn library. */
+const challenge = <O>(path: string, body: unknown) =>
+  post(challengeAnswerSchema, path, body) as Promise<{ challengeId: string; options: O }>;
 
 export const api = {
   /** Null when signed out: callers decide whether that is an error. */
-  async me(): Promise<Me | null> {
+  async me() {
     try {
-      return await request<Me>("GET", "/v1/me", undefined, true);
+      return await request(meSchema, "GET", "/v1/me", undefined, true);
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) return null;
       throw e;
     }
   },
-  signIn: (email: string) => post<{ message: string }>("/v1/auth/signin", { email }),
-  signUp: (b: { email: string; name: string; team: string }) => post<{ message: string }>("/v1/auth/signup", b),
-  confirmLink: (token: string) => post<{ ok: true }>("/v1/auth/link", { token }),
-  signOut: () => post<{ ok: true }>("/v1/auth/signout"),
+  signIn: (email: string) => post(mailSentAnswerSchema, "/v1/auth/signin", { email }),
+  signUp: (b: SignupBody) => post(mailSentAnswerSchema, "/v1/auth/signup", b),
+  confirmLink: (token: string) => post(okAnswerSchema, "/v1/auth/link", { token }),
+  signOut: () => post(okAnswerSchema, "/v1/auth/signout"),
 
-  passkeyLoginOptions: () => post<ChallengeOf<PublicKeyCredentialRequestOptionsJSON>>("/v1/auth/passkey/login/options"),
+  passkeyLoginOptions: () => challenge<PublicKeyCredentialRequestOptionsJSON>("/v1/auth/passkey/login/options", {}),
   passkeyLoginVerify: (challengeId: string, response: AuthenticationResponseJSON) =>
-    post<unknown>("/v1/auth/passkey/login/verify", { challengeId, response }),
+    post(okAnswerSchema, "/v1/auth/passkey/login/verify", { challengeId, response }),
   /** Signed in: adds a passkey to me (body `{}`); signed out: passkey sign-up. */
-  passkeyRegisterOptions: (signup?: { email: string; name: string; team: string }) =>
-    post<ChallengeOf<PublicKeyCredentialCreationOptionsJSON>>("/v1/auth/passkey/register/options", signup ?? {}),
+  passkeyRegisterOptions: (signup?: SignupBody) =>
+    challenge<PublicKeyCredentialCreationOptionsJSON>("/v1/auth/passkey/register/options", signup ?? {}),
   passkeyRegisterVerify: (challengeId: string, response: RegistrationResponseJSON, deviceName: string) =>
-    post<unknown>("/v1/auth/passkey/register/verify", { challengeId, response, deviceName }),
+    post(passkeyRegisteredSchema, "/v1/auth/passkey/register/verify", { challengeId, response, deviceName }),
 
-  approvals: (q: { state: "pending" | "resolved"; scope: "mine" | "team"; cursor?: string | null; limit?: number }) => {
-    const params = new URLSearchParams({ state: q.state, scope: q.scope, limit: String(q.limit ?? 50) });
+  approvals: (q: Omit<ApprovalListQuery, "cursor"> & { cursor?: string | null }) => {
+    const params = new URLSearchParams({ state: q.state ?? "pending", scope: q.scope ?? "team" });
+    params.set("limit", String(q.limit ?? 50));
     if (q.cursor) params.set("cursor", q.cursor);
-    return get<Page<ApprovalView>>(`/v1/approvals?${params}`);
+    return get(approvalPageSchema, `/v1/approvals?${params}`);
   },
-  approval: (id: string) => get<ApprovalView>(`/v1/approvals/${enc(id)}`),
+  approval: (id: string) => get(approvalAnswerSchema, `/v1/approvals/${enc(id)}`),
   decide: (id: string, optionId: string, requestHash: string) =>
-    post<ApprovalView>(`/v1/approvals/${enc(id)}/decision`, { optionId, requestHash }),
+    post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash }),
 
-  pushKey: () => get<{ publicKey: string }>("/v1/push/key"),
-  devices: () => get<{ devices: Device[] }>("/v1/devices"),
-  addDevice: (name: string, subscription: PushSubscriptionBody) =>
-    post<{ id: string; name: string; createdAt: number }>("/v1/devices", { name, subscription }),
-  removeDevice: (id: string) => del<unknown>(`/v1/devices/${enc(id)}`),
-  testDevice: (id: string) => post<unknown>(`/v1/devices/${enc(id)}/test`),
+  pushKey: () => get(pushKeyAnswerSchema, "/v1/push/key"),
+  devices: () => get(deviceListSchema, "/v1/devices"),
+  addDevice: (body: DeviceBody) => post(savedDeviceSchema, "/v1/devices", body),
+  removeDevice: (id: string) => del(okAnswerSchema, `/v1/devices/${enc(id)}`),
+  testDevice: (id: string) => post(okAnswerSchema, `/v1/devices/${enc(id)}/test`),
 
-  createPairing: () => post<{ url: string; expiresAt: number }>("/v1/pairing"),
-  claimPairing: (token: string) => post<unknown>("/v1/pairing/claim", { token }),
+  createPairing: () => post(pairingAnswerSchema, "/v1/pairing"),
+  claimPairing: (token: string) => post(okAnswerSchema, "/v1/pairing/claim", { token }),
 
-  teams: () => get<{ teams: Team[] }>("/v1/teams"),
-  switchTeam: (teamId: string) => post<unknown>("/v1/teams/switch", { teamId }),
-  createTeam: (name: string) => post<Team>("/v1/teams", { name }),
+  teams: () => get(teamListSchema, "/v1/teams"),
+  switchTeam: (teamId: string) => post(currentTeamSchema, "/v1/teams/switch", { teamId }),
+  createTeam: (name: string) => post(currentTeamSchema, "/v1/teams", { name }),
 
-  members: () => get<{ members: Member[] }>("/v1/members"),
-  changeRole: (userId: string, role: Role) => patch<unknown>(`/v1/members/${enc(userId)}`, { role }),
-  removeMember: (userId: string) => del<unknown>(`/v1/members/${enc(userId)}`),
-  invites: () => get<{ invites: Invite[] }>("/v1/invites"),
-  createInvite: (role: Role, email?: string) => post<CreatedInvite>("/v1/invites", email ? { role, email } : { role }),
-  revokeInvite: (id: string) => del<unknown>(`/v1/invites/${enc(id)}`),
+  members: () => get(memberListSchema, "/v1/members"),
+  changeRole: (userId: string, role: Role) => request(memberSchema, "PATCH", `/v1/members/${enc(userId)}`, { role }),
+  removeMember: (userId: string) => del(memberRemovedSchema, `/v1/members/${enc(userId)}`),
+  invites: () => get(inviteListSchema, "/v1/invites"),
+  createInvite: (role: Role, email?: string) =>
+    post(createdInviteSchema, "/v1/invites", email ? { role, email } : { role }),
+  revokeInvite: (id: string) => del(okAnswerSchema, `/v1/invites/${enc(id)}`),
   previewInvite: (token: string) =>
-    request<InvitePreview>("GET", `/v1/invites/preview?token=${enc(token)}`, undefined, true),
-  acceptInvite: (token: string) => post<unknown>("/v1/invites/accept", { token }),
+    request(invitePreviewSchema, "GET", `/v1/invites/preview?token=${enc(token)}`, undefined, true),
+  acceptInvite: (token: string) => post(acceptedInviteSchema, "/v1/invites/accept", { token }),
 
-  keys: (scope: "mine" | "team") => get<{ keys: ApiKey[] }>(`/v1/keys?scope=${scope}`),
-  createKey: (label: string) =>
-    post<{ id: string; key: string; prefix: string; label: string; createdAt: number }>("/v1/keys", { label }),
-  revokeKey: (id: string) => del<unknown>(`/v1/keys/${enc(id)}`),
+  keys: (scope: "mine" | "team") => get(keyListSchema, `/v1/keys?scope=${scope}`),
+  createKey: (label: string) => post(createdKeySchema, "/v1/keys", { label }),
+  revokeKey: (id: string) => del(revokedKeySchema, `/v1/keys/${enc(id)}`),
 
-  policy: () => get<TeamPolicy>("/v1/policy"),
-  setPolicy: (p: TeamPolicy) => put<TeamPolicy>("/v1/policy", p),
+  policy: () => get(teamPolicySchema, "/v1/policy"),
+  setPolicy: (p: PolicyBody) => request(teamPolicySchema, "PUT", "/v1/policy", p),
 
-  sessions: (state: "connected" | "recent") => get<{ sessions: AgentSession[] }>(`/v1/sessions?state=${state}`),
-  session: (id: string) => get<AgentSession & { approvals: ApprovalView[] }>(`/v1/sessions/${enc(id)}`),
+  sessions: (state: "connected" | "recent") => get(sessionListSchema, `/v1/sessions?state=${state}`),
+  session: (id: string) => get(sessionDetailSchema, `/v1/sessions/${enc(id)}`),
 
   history: (f: HistoryFilters, cursor: string | null, limit = 50) =>
-    get<Page<HistoryItem>>(`/v1/history?${historyQuery(f, { cursor, limit: String(limit) })}`),
+    get(historyPageSchema, `/v1/history?${historyQuery(f, { cursor, limit: String(limit) })}`),
   audit: (cursor: string | null, limit = 50) =>
-    get<{ entries: AuditEntry[]; cursor: string | null }>(
-      `/v1/audit?${historyQuery({}, { cursor, limit: String(limit) })}`,
-    ),
-  verifyAudit: () => get<AuditVerdict>("/v1/audit/verify"),
-  stats: (days: 7 | 30) => get<Stats>(`/v1/stats?days=${days}`),
+    get(auditPageSchema, `/v1/audit?${historyQuery({}, { cursor, limit: String(limit) })}`),
+  verifyAudit: () => get(auditVerdictSchema, "/v1/audit/verify"),
+  stats: (days: 7 | 30) => get(statsSchema, `/v1/stats?days=${days}`),
 
-  deviceCode: (userCode: string) => get<DeviceCode>(`/v1/device/${enc(userCode)}`),
+  deviceCode: (userCode: string) => get(deviceCodeInfoSchema, `/v1/device/${enc(userCode)}`),
   decideDeviceCode: (userCode: string, decision: "approve" | "deny") =>
-    post<DeviceCode>(`/v1/device/${enc(userCode)}/${decision}`),
+    post(deviceCodeInfoSchema, `/v1/device/${enc(userCode)}/${decision}`),
 };

@@ -4,16 +4,11 @@
  * mark, for decision attribution, and for the service worker's `seen` reports.
  */
 import { api, setDecisionDeviceName } from "./api";
+import { META_CACHE, META_KEY, type ThisDevice } from "./sw/shared";
+
+export type { ThisDevice };
 
 const STORAGE_KEY = "tapgate.device";
-// Shared with public/sw.js, which cannot read localStorage.
-const META_CACHE = "tapgate-meta";
-const META_KEY = "/__tapgate/device";
-
-export interface ThisDevice {
-  id: string;
-  name: string;
-}
 
 export function thisDevice(): ThisDevice | null {
   try {
@@ -93,9 +88,9 @@ export async function enableNotifications(publicKey: string, name: string): Prom
   const json = subscription.toJSON();
   const keys = json.keys ?? {};
   if (!json.endpoint || !keys.p256dh || !keys.auth) throw new Error("The browser returned an incomplete subscription.");
-  const created = await api.addDevice(name, {
-    endpoint: json.endpoint,
-    keys: { p256dh: keys.p256dh, auth: keys.auth },
+  const created = await api.addDevice({
+    name,
+    subscription: { endpoint: json.endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } },
   });
   const device = { id: created.id, name: created.name };
   await remember(device);

@@ -4,12 +4,10 @@
  * events sent while the socket was down are gone.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { AgentSession, ApprovalView } from "./api";
+import { type LiveEvent as FeedEvent, liveEventSchema } from "../../sdk/src/human/live";
 
-export type LiveEvent =
-  | { type: "approval" | "resolved"; approval: ApprovalView }
-  | { type: "session"; session: AgentSession }
-  | { type: "resync" };
+/** What the feed sends (the contract's events), and "resync" after every (re)connect. */
+export type LiveEvent = FeedEvent | { type: "resync" };
 export type LiveStatus = "connecting" | "live" | "offline";
 
 const PING_EVERY_MS = 25_000;
@@ -88,13 +86,16 @@ class LiveFeed {
       return;
     }
     if (typeof data !== "string") return;
+    let frame: unknown;
     try {
-      const event = JSON.parse(data) as LiveEvent;
-      if ((event.type === "approval" || event.type === "resolved") && event.approval?.id) this.emit(event);
-      else if (event.type === "session" && event.session?.sessionId) this.emit(event);
+      frame = JSON.parse(data);
     } catch {
-      // A frame we cannot read changes nothing; the next resync corrects the list.
+      return;
     }
+    // A frame that is not the contract's changes nothing; the next resync corrects the list.
+    const event = liveEventSchema.safeParse(frame);
+    if (event.success) this.emit(event.data);
+    else console.error("live feed: an event does not match the contract", event.error.issues);
   }
 
   /** A socket a phone silently lost answers no ping: close it and reconnect. */

@@ -4,12 +4,12 @@
  * in flight are replayed over its answer, so a slow reload cannot resurrect a resolved card.
  */
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, type ApprovalView, api } from "./api";
+import { type ApiError, api, type PendingApproval } from "./api";
 import { type LiveEvent, live } from "./live";
 
 export interface PendingState {
-  mine: ApprovalView[];
-  team: ApprovalView[];
+  mine: PendingApproval[];
+  team: PendingApproval[];
   loaded: boolean;
   error: ApiError | null;
 }
@@ -18,7 +18,7 @@ const LIMIT = 200;
 
 class PendingStore {
   state: PendingState = { mine: [], team: [], loaded: false, error: null };
-  private byId = new Map<string, ApprovalView>();
+  private byId = new Map<string, PendingApproval>();
   private mineIds = new Set<string>();
   private userId: string | null = null;
   private unsubscribe: (() => void) | null = null;
@@ -84,7 +84,7 @@ class PendingStore {
     const a = e.approval;
     if (e.type === "approval" && a.state === "pending") {
       this.byId.set(a.id, a);
-      if (a.ownerUserId === this.userId) this.mineIds.add(a.id);
+      if (a.owner.userId === this.userId) this.mineIds.add(a.id);
     } else {
       this.byId.delete(a.id);
     }

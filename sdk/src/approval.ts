@@ -1,7 +1,13 @@
-/** The approval as the human API returns it (docs/state-machine.md, docs/human-api.md "Approval"). */
+/**
+ * The approval as the human API returns it (docs/state-machine.md, docs/human-api.md "Approval"),
+ * as zod schemas with their types inferred. The Worker answers with these shapes, the PWA parses
+ * answers with them, the SDK reads them. Environment-neutral: no Node and no Workers APIs here.
+ */
+import { z } from "zod";
 
 export const APPROVAL_STATES = ["pending", "allowed", "denied", "cancelled", "expired"] as const;
-export type ApprovalState = (typeof APPROVAL_STATES)[number];
+export const approvalStateSchema = z.enum(APPROVAL_STATES);
+export type ApprovalState = z.infer<typeof approvalStateSchema>;
 
 export const RESOLUTION_REASONS = [
   "decided",
@@ -13,66 +19,91 @@ export const RESOLUTION_REASONS = [
   "service_restart",
   "invalid",
 ] as const;
-export type ResolutionReason = (typeof RESOLUTION_REASONS)[number];
+export const resolutionReasonSchema = z.enum(RESOLUTION_REASONS);
+export type ResolutionReason = z.infer<typeof resolutionReasonSchema>;
 
-export interface DecidedBy {
-  userId: string;
-  name: string;
+/** A person named in an answer: who owns a session (and so its requests), a key, an invite. */
+export const ownerSchema = z.object({ userId: z.string(), name: z.string() });
+export type Owner = z.infer<typeof ownerSchema>;
+
+export const decidedBySchema = z.object({
+  userId: z.string(),
+  name: z.string(),
   /** The device or surface the decision came from, e.g. "web" or a device name. */
-  device: string;
-}
+  device: z.string(),
+});
+export type DecidedBy = z.infer<typeof decidedBySchema>;
 
 /** Per-device push delivery of an approval, as `GET /v1/approvals/:id` and the live feed report it. */
-export interface Delivery {
-  deviceId: string;
-  deviceName: string;
-  userId: string;
-  sentAt: number | null;
-  deliveredAt: number | null;
-  seenAt: number | null;
-  failedAt: number | null;
-}
+export const deliverySchema = z.object({
+  deviceId: z.string(),
+  deviceName: z.string(),
+  userId: z.string(),
+  sentAt: z.number().nullable(),
+  deliveredAt: z.number().nullable(),
+  seenAt: z.number().nullable(),
+  failedAt: z.number().nullable(),
+});
+export type Delivery = z.infer<typeof deliverySchema>;
 
-/** The approval as the human API returns it (docs/human-api.md, "Approval"). */
-export interface Approval {
-  id: string;
-  sessionId: string;
-  state: ApprovalState;
-  reason: ResolutionReason | null;
-  snapshot: ApprovalSnapshot;
-  options: Array<{ optionId: string; name: string; kind: string }>;
-  requestHash: string;
-  createdAt: number;
-  expiresAt: number;
-  resolvedAt: number | null;
-  optionId: string | null;
-  decidedBy: DecidedBy | null;
-}
+/** What the agent said about its session (hello and `session/update`). */
+export const sessionInfoSchema = z.object({
+  title: z.string().nullable(),
+  agent: z.object({ name: z.string(), version: z.string().optional() }).nullable(),
+  host: z.string().nullable(),
+  cwd: z.string().nullable(),
+});
+export type SessionInfo = z.infer<typeof sessionInfoSchema>;
 
-export interface SessionInfo {
-  title: string | null;
-  agent: { name: string; version?: string } | null;
-  host: string | null;
-  cwd: string | null;
-}
-
-export interface ApprovalSnapshot {
-  toolCall: Record<string, unknown> & { toolCallId: string };
-  session: SessionInfo;
+export const approvalSnapshotSchema = z.object({
+  /** The agent's ACP tool call, as it sent it: unknown fields pass through. */
+  toolCall: z.looseObject({ toolCallId: z.string() }),
+  session: sessionInfoSchema,
   /** The request's `_meta` (policy metadata), when the agent sent one. */
-  meta?: Record<string, unknown>;
-}
+  meta: z.record(z.string(), z.unknown()).optional(),
+});
+export type ApprovalSnapshot = z.infer<typeof approvalSnapshotSchema>;
+
+/** An option as offered to humans. */
+export const offeredOptionSchema = z.object({ optionId: z.string(), name: z.string(), kind: z.string() });
+export type OfferedOption = z.infer<typeof offeredOptionSchema>;
+
+/** The approval itself, as the SessionGate holds it and D1 records it. */
+export const approvalSchema = z.object({
+  id: z.string(),
+  sessionId: z.string(),
+  state: approvalStateSchema,
+  reason: resolutionReasonSchema.nullable(),
+  snapshot: approvalSnapshotSchema,
+  options: z.array(offeredOptionSchema),
+  requestHash: z.string(),
+  createdAt: z.number(),
+  expiresAt: z.number(),
+  resolvedAt: z.number().nullable(),
+  optionId: z.string().nullable(),
+  decidedBy: decidedBySchema.nullable(),
+});
+export type Approval = z.infer<typeof approvalSchema>;
+
+/** An approval with whose session asked: every list of approvals and the live feed carry `owner`. */
+export const ownedApprovalSchema = approvalSchema.extend({ owner: ownerSchema });
+export type OwnedApproval = z.infer<typeof ownedApprovalSchema>;
+
+/** One approval in full (`GET /v1/approvals/:id`, the live feed): its owner and its push deliveries. */
+export const approvalDetailSchema = ownedApprovalSchema.extend({ delivery: z.array(deliverySchema) });
+export type ApprovalDetail = z.infer<typeof approvalDetailSchema>;
 
 /** An agent session as the dashboard shows it (`GET /v1/sessions` and the live feed). */
-export interface AgentSession {
-  sessionId: string;
-  owner: { userId: string; name: string };
-  title: string | null;
-  agent: SessionInfo["agent"];
-  host: string | null;
-  cwd: string | null;
-  connectedAt: number | null;
-  disconnectedAt: number | null;
-  lastSeenAt: number;
-  pending: number;
-}
+export const agentSessionSchema = z.object({
+  sessionId: z.string(),
+  owner: ownerSchema,
+  title: z.string().nullable(),
+  agent: sessionInfoSchema.shape.agent,
+  host: z.string().nullable(),
+  cwd: z.string().nullable(),
+  connectedAt: z.number().nullable(),
+  disconnectedAt: z.number().nullable(),
+  lastSeenAt: z.number(),
+  pending: z.number(),
+});
+export type AgentSession = z.infer<typeof agentSessionSchema>;

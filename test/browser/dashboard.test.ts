@@ -320,6 +320,8 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     await viewer.getByTestId("viewer-hint").waitFor();
     await row(viewer, shellApproval.id).waitFor();
     expect(await row(viewer, editApproval.id).count()).toBe(0);
+    // A row loaded with the page names its member too, as one that arrived live does.
+    await poll(() => row(viewer, shellApproval.id).getByTestId("board-member").textContent()).toBe("Ada");
     await viewer.getByTestId(`board-open-${shellApproval.id}`).click();
     const panel = viewer.getByTestId("board-panel");
     await panel.getByTestId("viewer-note").waitFor();

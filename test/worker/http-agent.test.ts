@@ -1,10 +1,10 @@
 /** Agents over HTTP: hold a request by long-polling it instead of by a WebSocket. */
 import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
+import type { Approval } from "../../sdk/src/approval";
 import { RPC_ERROR } from "../../sdk/src/protocol";
 import { newApiKey } from "../../worker/crypto";
-import { SCHEMA_VERSION } from "../../worker/gate-storage";
-import type { Approval } from "../../worker/types";
+import { SCHEMA_VERSION } from "../../worker/gate/migrations";
 import {
   api,
   connectAgent,

@@ -1,7 +1,7 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { Approval } from "../../sdk/src/approval";
 import { newApiKey } from "../../worker/crypto";
-import type { Approval } from "../../worker/types";
 import { api, askOnce, connectAgent, createKey, decide, json, ORIGIN, pendingApprovals, signUp } from "./helpers";
 
 describe("tenant isolation", () => {

@@ -1,6 +1,6 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Approval } from "../../worker/types";
+import type { Approval } from "../../sdk/src/approval";
 import {
   api,
   askOnce,

@@ -1,6 +1,6 @@
 /** The role matrix: every dashboard route, called by a member of every role of one team. */
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Role } from "../../worker/types";
+import type { Role } from "../../sdk/src/human/roles";
 import { api, askOnce, createKey, decide, type Member, signUp } from "./helpers";
 import { addMember } from "./team-helpers";
 

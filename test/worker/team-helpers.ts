@@ -1,7 +1,7 @@
 /** Helpers for the dashboard tests: members of any role, seeded history rows, the live feed. */
 import { env, SELF } from "cloudflare:test";
+import type { Role } from "../../sdk/src/human/roles";
 import { randomToken, sha256Hex } from "../../worker/crypto";
-import type { Role } from "../../worker/types";
 import { type Member, ORIGIN, unique } from "./helpers";
 
 /** A member of `team` with `role`, made in D1 directly, signed in with their own web session. */

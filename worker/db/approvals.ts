@@ -1,5 +1,5 @@
 /** D1 access: approvals (index and history). */
-import type { Approval, ApprovalState, DecidedBy, SessionInfo } from "../../sdk/src/approval";
+import type { Approval, ApprovalState, DecidedBy, OwnedApproval, SessionInfo } from "../../sdk/src/approval";
 
 export interface ApprovalRow {
   id: string;
@@ -42,19 +42,26 @@ export interface ApprovalQuery {
   limit: number;
 }
 
-/** Newest first; `cursor` is the last row of the previous page. */
-export async function listApprovals(db: D1Database, q: ApprovalQuery): Promise<Approval[]> {
-  const where = ["team_id = ?1", q.state === "pending" ? "state = 'pending'" : "state <> 'pending'"];
-  if (q.scope === "mine") where.push("owner_user_id = ?2");
-  if (q.cursor) where.push("(created_at < ?3 OR (created_at = ?3 AND id < ?4))");
+/** The row of an approval joined with its owner's name (`owner_name`). */
+export type OwnedApprovalRow = ApprovalRow & { owner_user_id: string; owner_name: string | null };
+
+export function ownedApprovalFromRow(r: OwnedApprovalRow): OwnedApproval {
+  return { ...approvalFromRow(r), owner: { userId: r.owner_user_id, name: r.owner_name ?? "" } };
+}
+
+/** Newest first, with whose session asked; `cursor` is the last row of the previous page. */
+export async function listApprovals(db: D1Database, q: ApprovalQuery): Promise<OwnedApproval[]> {
+  const where = ["a.team_id = ?1", q.state === "pending" ? "a.state = 'pending'" : "a.state <> 'pending'"];
+  if (q.scope === "mine") where.push("a.owner_user_id = ?2");
+  if (q.cursor) where.push("(a.created_at < ?3 OR (a.created_at = ?3 AND a.id < ?4))");
   const { results } = await db
     .prepare(
-      `SELECT * FROM approvals WHERE ${where.join(" AND ")}
-        ORDER BY created_at DESC, id DESC LIMIT ?5`,
+      `SELECT a.*, u.name AS owner_name FROM approvals a LEFT JOIN users u ON u.id = a.owner_user_id
+        WHERE ${where.join(" AND ")} ORDER BY a.created_at DESC, a.id DESC LIMIT ?5`,
     )
     .bind(q.teamId, q.userId, q.cursor?.createdAt ?? 0, q.cursor?.id ?? "", q.limit)
-    .all<ApprovalRow>();
-  return results.map(approvalFromRow);
+    .all<OwnedApprovalRow>();
+  return results.map(ownedApprovalFromRow);
 }
 
 export async function getApprovalRecord(db: D1Database, teamId: string, id: string): Promise<Approval | null> {

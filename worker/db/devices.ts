@@ -1,6 +1,7 @@
 /** D1 access: push devices (the TeamHub keeps a copy; D1 is the record). */
+
+import type { Role } from "../../sdk/src/human/roles";
 import { newId } from "../crypto";
-import type { Role } from "../types";
 
 export interface DeviceRow {
   id: string;

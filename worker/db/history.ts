@@ -1,6 +1,7 @@
 /** D1 access: history and stats. */
-import type { Approval, ApprovalState } from "../../sdk/src/approval";
-import { type ApprovalRow, approvalFromRow } from "./approvals";
+import type { ApprovalState } from "../../sdk/src/approval";
+import type { HistoryItem } from "../../sdk/src/human/history";
+import { type OwnedApprovalRow, ownedApprovalFromRow } from "./approvals";
 
 export interface HistoryFilter {
   teamId: string;
@@ -32,7 +33,7 @@ function historyWhere(f: HistoryFilter): { where: string; binds: Array<string | 
   return { where: where.join(" AND "), binds };
 }
 
-export type HistoryApproval = Approval & { owner: { userId: string; name: string }; latencyMs: number | null };
+export type HistoryApproval = HistoryItem;
 
 /** Newest first; `cursor` is the last row of the previous page. */
 export async function listHistory(
@@ -49,14 +50,10 @@ export async function listHistory(
         WHERE ${where}${after} ORDER BY a.created_at DESC, a.id DESC LIMIT ?`,
     )
     .bind(...binds, ...cursorBinds, page.limit)
-    .all<ApprovalRow & { owner_user_id: string; owner_name: string | null }>();
+    .all<OwnedApprovalRow>();
   return results.map((r) => {
-    const approval = approvalFromRow(r);
-    return {
-      ...approval,
-      owner: { userId: r.owner_user_id, name: r.owner_name ?? "" },
-      latencyMs: approval.resolvedAt === null ? null : approval.resolvedAt - approval.createdAt,
-    };
+    const approval = ownedApprovalFromRow(r);
+    return { ...approval, latencyMs: approval.resolvedAt === null ? null : approval.resolvedAt - approval.createdAt };
   });
 }
 

@@ -1,4 +1,5 @@
 /** D1 access: passkeys and pairing. */
+import type { Signup as SignupDetails } from "../../sdk/src/human/auth";
 
 /** Rows past their expiry are swept when new ones are made; used rows are kept until then. */
 export function sweepExpired(
@@ -9,11 +10,7 @@ export function sweepExpired(
   return db.prepare(`DELETE FROM ${table} WHERE expires_at < ?`).bind(now);
 }
 
-export interface SignupDetails {
-  email: string;
-  name: string;
-  team: string;
-}
+export type { SignupDetails };
 
 export interface ChallengeUse {
   challenge: string;

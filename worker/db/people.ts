@@ -1,9 +1,10 @@
 /** D1 access: people, teams, web sessions. */
 
+import type { Role } from "../../sdk/src/human/roles";
 import { newId } from "../crypto";
 import { type AuditEntry, chainEvents, GENESIS_HASH } from "../hub/audit-chain";
 import { parsePolicy, type TeamPolicy, type VersionedPolicy } from "../policy";
-import type { Role, WebIdentity } from "../types";
+import type { WebIdentity } from "../types";
 import { auditEntryStatement } from "./audit";
 import { type NewPasskey, sweepExpired } from "./passkeys";
 

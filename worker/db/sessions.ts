@@ -1,5 +1,5 @@
 /** D1 access: agent sessions. */
-import type { AgentSession, Approval } from "../../sdk/src/approval";
+import type { AgentSession, Approval, Owner } from "../../sdk/src/approval";
 import type { AgentIdentity } from "../types";
 import { type ApprovalRow, approvalFromRow } from "./approvals";
 
@@ -90,4 +90,23 @@ export async function listSessionApprovals(
     .bind(q.teamId, q.sessionId, q.cursor?.createdAt ?? null, q.cursor?.id ?? "", q.limit)
     .all<ApprovalRow>();
   return results.map(approvalFromRow);
+}
+
+/**
+ * Whose session asked: the approval's recorded owner, or (for a request the gate holds and D1
+ * has not indexed yet) its session's, which is recorded before the session's first request.
+ */
+export async function getApprovalOwner(
+  db: D1Database,
+  teamId: string,
+  a: { id: string; sessionId: string },
+): Promise<Owner | null> {
+  return db
+    .prepare(
+      `SELECT u.id AS userId, u.name FROM users u WHERE u.id = COALESCE(
+         (SELECT owner_user_id FROM approvals WHERE id = ?2 AND team_id = ?1),
+         (SELECT owner_user_id FROM agent_sessions WHERE team_id = ?1 AND session_id = ?3))`,
+    )
+    .bind(teamId, a.id, a.sessionId)
+    .first<Owner>();
 }

@@ -1,5 +1,5 @@
 /** D1 access: teams and members (the dashboard). */
-import type { Role } from "../types";
+import type { Role } from "../../sdk/src/human/roles";
 
 export interface TeamOfMine {
   id: string;

@@ -50,11 +50,8 @@ export interface SessionNews {
   policyVersion: number;
 }
 
-export type LiveApproval = Approval & { ownerUserId: string; delivery: Delivery[] };
-
-export type LiveEvent =
-  | { type: "approval" | "resolved"; approval: LiveApproval }
-  | { type: "session"; session: AgentSession };
+/** The live feed's events (sdk/src/human/live.ts): approvals carry `owner` and `delivery`. */
+export type { LiveApproval, LiveEvent } from "../../sdk/src/human/live";
 
 /**
  * The TeamHub's RPC surface. Methods that may be a hub's first call name the team (hubs are

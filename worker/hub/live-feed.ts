@@ -9,7 +9,7 @@
  * cookie and Origin), deliveries (`push-queue.ts`), or sessions (`sessions.ts`).
  */
 import type { Approval, Delivery } from "../../sdk/src/approval";
-import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "../object-sockets";
+import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "../gate/sockets";
 import type { HubJoin, LiveApproval, LiveEvent } from "./api";
 import type { HubHost } from "./host";
 
@@ -73,10 +73,17 @@ export class LiveFeed {
   }
 
   private liveApproval(approvalId: string): LiveApproval | null {
-    const row = this.host.sql.exec("SELECT owner_user_id, record FROM approvals WHERE id = ?", approvalId).toArray()[0];
+    const row = this.host.sql
+      .exec(
+        `SELECT a.owner_user_id, a.record, p.name FROM approvals a LEFT JOIN people p ON p.user_id = a.owner_user_id
+          WHERE a.id = ?`,
+        approvalId,
+      )
+      .toArray()[0];
     if (!row) return null;
     const approval = JSON.parse(row.record as string) as Approval;
-    return { ...approval, ownerUserId: row.owner_user_id as string, delivery: this.deliveries(approvalId) };
+    const owner = { userId: row.owner_user_id as string, name: (row.name as string | null) ?? "" };
+    return { ...approval, owner, delivery: this.deliveries(approvalId) };
   }
 
   /** Records the latest state; a resolved approval never goes back to pending. Returns whether it changed. */

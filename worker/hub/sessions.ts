@@ -9,8 +9,8 @@
  */
 import type { AgentSession, SessionInfo } from "../../sdk/src/approval";
 import { getTeamPolicy } from "../db";
+import { sessionGate } from "../gate/api";
 import type { VersionedPolicy } from "../policy";
-import { sessionGate } from "../session-gate";
 import type { SessionNews } from "./api";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";

@@ -80,8 +80,9 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     const now = Date.now();
     // News can overtake each other: a request already resolved here is not pushed any more.
     if (!this.feed.remember(news.approval, news.ownerUserId, now)) return;
-    this.feed.broadcast("approval", news.approval.id);
+    // The directory first: the feed names the request's owner.
     await this.directory.load();
+    this.feed.broadcast("approval", news.approval.id);
     this.push.queueNews(news, this.directory.recipients(news), now);
     await this.push.drain();
   }
@@ -90,6 +91,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.adopt(teamId);
     const now = Date.now();
     if (!this.feed.remember(approval, ownerUserId, now)) return;
+    await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
     this.push.queueResolved(approval, now);
     this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);

@@ -12,6 +12,7 @@
 import webpush from "web-push";
 import { z } from "zod";
 import type { Approval } from "../../sdk/src/approval";
+import type { PushPayload } from "../../sdk/src/human/push";
 import { sha256Hex } from "../crypto";
 import type { ApprovalNews } from "./api";
 
@@ -78,12 +79,8 @@ export interface VapidKeys {
   subject: string;
 }
 
-/** Payloads carry ids and short text only, never tool arguments. */
-export type PushPayload =
-  | { v: 1; type: "approval"; approvalId: string; title: string; expiresAt: number }
-  | { v: 1; type: "resolved"; approvalId: string; state: string }
-  | { v: 1; type: "summary"; count: number }
-  | { v: 1; type: "test" };
+/** Payloads carry ids and short text only, never tool arguments (sdk/src/human/push.ts). */
+export type { PushPayload } from "../../sdk/src/human/push";
 
 /** The lock screen shows the tool title or a generic line; never arguments. */
 export function lockScreenTitle(approval: Approval, policy: ApprovalNews["lockScreen"]): string {

@@ -2,33 +2,24 @@
  * The agent API (API keys only): the session WebSocket, HTTP long-poll for agents that cannot
  * hold a socket, and the key's own profile and self-revocation.
  */
-import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { LIMITS, requestPermissionParamsSchema, sessionIdSchema } from "../../sdk/src/protocol";
 import { requireAgentKey } from "../auth";
 import { getAgentProfile } from "../db";
 import { DomainError } from "../errors";
-import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate-http";
-import { depthExceeds } from "../gate-socket";
-import { apiError, validate } from "../http";
-import { joinRequest } from "../session-gate";
+import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate/api";
+import { depthExceeds } from "../gate/frames";
+import { joinRequest } from "../gate/sockets";
+import { limitBody, requireUpgrade, validate } from "../http";
 import { badKey, joinSession } from "../team/agent-sessions";
 import { approvalGate, noSuchApproval } from "../team/approvals";
 import { keyActor } from "../team/audit-events";
 import { revokeKey } from "../team/keys";
 import type { AppEnv } from "../types";
 
-const requireUpgrade: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.req.header("Upgrade")?.toLowerCase() === "websocket") return next();
-  throw new DomainError("upgrade_required", "open this URL as a WebSocket");
-};
-
 /** The same limit as a socket frame: the body is what a frame would carry. */
-const limitBody = bodyLimit({
-  maxSize: LIMITS.frameBytes,
-  onError: (c) => apiError(c, "too_large", `the body is larger than ${LIMITS.frameBytes} bytes`),
-});
+const limitFrameBody = limitBody(LIMITS.frameBytes);
 
 const sessionParam = z.object({ sessionId: sessionIdSchema });
 const permissionBody = requestPermissionParamsSchema.refine((p) => !depthExceeds(p, LIMITS.jsonDepth), {
@@ -41,9 +32,10 @@ function join(c: Context<AppEnv>, sessionId: string) {
   return joinSession(c.env, c.get("agent"), sessionId, (work) => c.executionCtx.waitUntil(work));
 }
 
+/** 202 while the request is pending, 200 with the final answer. */
 function pollReply(c: Context, result: HttpPollResult) {
-  if (result.status === 404) throw noSuchApproval();
-  return c.json(result.body, result.status);
+  if (!result.ok) throw noSuchApproval();
+  return c.json(result.body, result.body.state === "pending" ? 202 : 200);
 }
 
 export const agentRoutes = new Hono<AppEnv>()
@@ -55,7 +47,7 @@ export const agentRoutes = new Hono<AppEnv>()
     "/v1/agent/sessions/:sessionId/permissions",
     requireAgentKey,
     validate("param", sessionParam),
-    limitBody,
+    limitFrameBody,
     validate("json", permissionBody),
     async (c) => {
       const { sessionId } = c.req.valid("param");
@@ -69,7 +61,7 @@ export const agentRoutes = new Hono<AppEnv>()
       const session = await join(c, sessionId);
       // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
       const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
-      if (result.status === 201) return c.json(result.body, 201);
+      if (result.ok) return c.json({ approvalId: result.approvalId, expiresAt: result.expiresAt }, 201);
       const { error, message, issues } = result;
       throw new DomainError(error, message, { extra: issues && { issues } });
     },
@@ -80,13 +72,13 @@ export const agentRoutes = new Hono<AppEnv>()
     const gate = approvalGate(c.env, id);
     const { teamId, userId, keyId } = c.get("agent");
     const result = await gate.poll({ teamId, userId, keyId }, id, c.req.valid("query").wait * 1000);
-    return pollReply(c, result);
+    return pollReply(c, result as HttpPollResult);
   })
   .delete("/v1/agent/approvals/:id", async (c) => {
     const id = c.req.param("id");
     const gate = approvalGate(c.env, id);
     const { teamId, userId, keyId } = c.get("agent");
-    return pollReply(c, await gate.cancelOverHttp({ teamId, userId, keyId }, id));
+    return pollReply(c, (await gate.cancelOverHttp({ teamId, userId, keyId }, id)) as HttpPollResult);
   })
   .use("/v1/agent/me", requireAgentKey)
   .get("/v1/agent/me", async (c) => {

@@ -1,6 +1,6 @@
 /** The human side of approvals: list, read, decide (see team/approvals.ts). */
 import { Hono } from "hono";
-import { z } from "zod";
+import { approvalListQuerySchema, decisionBodySchema } from "../../sdk/src/human/approvals";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
 import { cursorParam, nextCursor, validate } from "../http";
@@ -8,18 +8,7 @@ import { DECIDER_ROLES } from "../roles";
 import { decideApproval, readApproval } from "../team/approvals";
 import type { AppEnv } from "../types";
 
-const listQuery = z.object({
-  state: z.enum(["pending", "resolved"]).default("pending"),
-  scope: z.enum(["mine", "team"]).default("team"),
-  cursor: cursorParam.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-});
-const decisionBody = z.object({
-  optionId: z.string().min(1).max(128),
-  requestHash: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
-});
+const listQuery = approvalListQuerySchema.extend({ cursor: cursorParam.optional() });
 
 export const approvalRoutes = new Hono<AppEnv>()
   .use("/v1/approvals", requireWeb)
@@ -38,21 +27,26 @@ export const approvalRoutes = new Hono<AppEnv>()
     return c.json({ approvals, cursor: nextCursor(approvals, q.limit) });
   })
   .get("/v1/approvals/:id", async (c) => c.json(await readApproval(c.env, c.get("web").teamId, c.req.param("id"))))
-  .post("/v1/approvals/:id/decision", requireRole(...DECIDER_ROLES), validate("json", decisionBody), async (c) => {
-    const w = c.get("web");
-    const { optionId, requestHash } = c.req.valid("json");
-    const approval = await decideApproval(c.env, {
-      approvalId: c.req.param("id"),
-      teamId: w.teamId,
-      userId: w.userId,
-      name: w.name,
-      role: w.role,
-      device: deviceName(c.req.header("X-Tapgate-Device")),
-      optionId,
-      requestHash,
-    });
-    return c.json(approval, 200);
-  });
+  .post(
+    "/v1/approvals/:id/decision",
+    requireRole(...DECIDER_ROLES),
+    validate("json", decisionBodySchema),
+    async (c) => {
+      const w = c.get("web");
+      const { optionId, requestHash } = c.req.valid("json");
+      const approval = await decideApproval(c.env, {
+        approvalId: c.req.param("id"),
+        teamId: w.teamId,
+        userId: w.userId,
+        name: w.name,
+        role: w.role,
+        device: deviceName(c.req.header("X-Tapgate-Device")),
+        optionId,
+        requestHash,
+      });
+      return c.json(approval, 200);
+    },
+  );
 
 /**
  * The device or surface a decision came from. Browsers only send Latin-1 header values, so the

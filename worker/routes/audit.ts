@@ -1,6 +1,6 @@
 /** The team's audit log (owners and admins): newest first, and a full check of its hash chain. */
 import { Hono } from "hono";
-import { z } from "zod";
+import { type AuditVerdict, auditQuerySchema } from "../../sdk/src/human/audit";
 import { requireRole, requireWeb } from "../auth";
 import { auditPage, listAudit } from "../db";
 import { validate } from "../http";
@@ -10,15 +10,10 @@ import type { AppEnv } from "../types";
 
 const VERIFY_PAGE = 500;
 
-const listQuery = z.object({
-  cursor: z.coerce.number().int().positive().optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-});
-
 export const auditRoutes = new Hono<AppEnv>()
   .use("/v1/audit", requireWeb, requireRole(...ADMIN_ROLES))
   .use("/v1/audit/*", requireWeb, requireRole(...ADMIN_ROLES))
-  .get("/v1/audit", validate("query", listQuery), async (c) => {
+  .get("/v1/audit", validate("query", auditQuerySchema), async (c) => {
     const { cursor, limit } = c.req.valid("query");
     const rows = await listAudit(c.env.DB, { teamId: c.get("web").teamId, beforeSeq: cursor ?? null, limit });
     const last = rows.length === limit ? rows[rows.length - 1] : undefined;
@@ -34,7 +29,8 @@ export const auditRoutes = new Hono<AppEnv>()
       afterSeq = (rows.at(-1) as StoredAuditRow).seq;
     }
     const { entries, broken } = verifier;
-    return c.json(broken ? { ok: false, entries, brokenAt: broken } : { ok: true, entries });
+    const verdict: AuditVerdict = broken ? { ok: false, entries, brokenAt: broken } : { ok: true, entries };
+    return c.json(verdict);
   });
 
 function entryOf(row: StoredAuditRow) {

@@ -1,24 +1,27 @@
 /** Sign-up, sign-in by one-time email link, sign-out, and who am I. */
 import { Hono } from "hono";
-import { z } from "zod";
+import {
+  devOutboxQuerySchema,
+  linkBodySchema,
+  type Me,
+  signinBodySchema,
+  signupBodySchema,
+} from "../../sdk/src/human/auth";
 import { endWebSession, requireSameOrigin, requireWeb } from "../auth";
 import { listDevMessages } from "../db";
 import { DomainError } from "../errors";
 import { validate } from "../http";
-import { confirmLink, emailSchema, signInByMail, signUpByMail, signupSchema } from "../team/signup";
+import { confirmLink, signInByMail, signUpByMail } from "../team/signup";
 import type { AppEnv } from "../types";
 
-const signinBody = z.object({ email: emailSchema });
-const linkBody = z.object({ token: z.string().min(20).max(100) });
-
 export const authRoutes = new Hono<AppEnv>()
-  .post("/v1/auth/signup", requireSameOrigin, validate("json", signupSchema), async (c) =>
+  .post("/v1/auth/signup", requireSameOrigin, validate("json", signupBodySchema), async (c) =>
     signUpByMail(c, c.req.valid("json"), null),
   )
-  .post("/v1/auth/signin", requireSameOrigin, validate("json", signinBody), async (c) =>
+  .post("/v1/auth/signin", requireSameOrigin, validate("json", signinBodySchema), async (c) =>
     signInByMail(c, c.req.valid("json").email),
   )
-  .post("/v1/auth/link", requireSameOrigin, validate("json", linkBody), async (c) => {
+  .post("/v1/auth/link", requireSameOrigin, validate("json", linkBodySchema), async (c) => {
     await confirmLink(c, c.req.valid("json").token);
     return c.json({ ok: true });
   })
@@ -32,9 +35,9 @@ export const authRoutes = new Hono<AppEnv>()
       user: { id: w.userId, email: w.email, name: w.name },
       team: { id: w.teamId, name: w.teamName },
       role: w.role,
-    });
+    } satisfies Me);
   })
-  .get("/v1/dev/outbox", validate("query", z.object({ to: emailSchema.optional() })), async (c) => {
+  .get("/v1/dev/outbox", validate("query", devOutboxQuerySchema), async (c) => {
     if (!c.env.DEV_OUTBOX) throw new DomainError("not_found", "no such route");
     return c.json({ messages: await listDevMessages(c.env.DB, c.req.valid("query").to) });
   });

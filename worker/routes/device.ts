@@ -3,7 +3,13 @@
  * team/device-login.ts; this file reads the input and shapes the answers.
  */
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import {
+  type DeviceCodeAnswer,
+  type DeviceCodeInfo,
+  deviceCodeBodySchema,
+  deviceTokenBodySchema,
+  userCodeParamSchema,
+} from "../../sdk/src/human/device-code";
 import { requireSameOrigin, requireWeb } from "../auth";
 import type { DeviceCode } from "../db";
 import { appOrigin, validate } from "../http";
@@ -14,49 +20,32 @@ import {
   findCode,
   POLL_INTERVAL_S,
   startDeviceLogin,
-  USER_CODE_ALPHABET,
-  USER_CODE_LENGTH,
 } from "../team/device-login";
 import type { AppEnv } from "../types";
 
-/** Typed codes arrive in any case, with or without the dash or spaces. */
-const userCode = z
-  .string()
-  .max(20)
-  .transform((s) => s.replace(/[\s-]/g, "").toUpperCase())
-  .pipe(z.string().regex(new RegExp(`^[${USER_CODE_ALPHABET}]{${USER_CODE_LENGTH}}$`), "not a device code"));
-const userCodeParam = z.object({ userCode });
-const codeBody = z.object({
-  // It becomes the key's label and is shown to approvers: no control characters.
-  clientName: z
-    .string()
-    .trim()
-    .min(1)
-    .max(100)
-    .regex(/^[^\p{Cc}]*$/u, "no control characters")
-    .optional(),
-});
-const tokenBody = z.object({ deviceCode: z.string().min(20).max(100) });
-
 export const deviceRoutes = new Hono<AppEnv>()
-  .post("/v1/device/code", validate("json", codeBody), async (c) => {
+  .post("/v1/device/code", validate("json", deviceCodeBodySchema), async (c) => {
     const started = await startDeviceLogin(c.env, {
       clientName: c.req.valid("json").clientName ?? "tapgate login",
       ip: c.req.header("CF-Connecting-IP"),
     });
     return c.json(codeAnswer(c, started.deviceCode, started.userCode));
   })
-  .post("/v1/device/token", validate("json", tokenBody), async (c) => {
+  .post("/v1/device/token", validate("json", deviceTokenBodySchema), async (c) => {
     c.header("Cache-Control", "no-store");
     return c.json(await exchangeCode(c.env, c.req.valid("json").deviceCode));
   })
-  .get("/v1/device/:userCode", requireWeb, validate("param", userCodeParam), async (c) =>
+  .get("/v1/device/:userCode", requireWeb, validate("param", userCodeParamSchema), async (c) =>
     c.json(describeCode(await findCode(c.env, c.get("web"), c.req.valid("param").userCode))),
   )
-  .post("/v1/device/:userCode/approve", requireWeb, requireSameOrigin, validate("param", userCodeParam), async (c) =>
-    c.json(describeCode(await decideCode(c.env, c.get("web"), c.req.valid("param").userCode, "approved"))),
+  .post(
+    "/v1/device/:userCode/approve",
+    requireWeb,
+    requireSameOrigin,
+    validate("param", userCodeParamSchema),
+    async (c) => c.json(describeCode(await decideCode(c.env, c.get("web"), c.req.valid("param").userCode, "approved"))),
   )
-  .post("/v1/device/:userCode/deny", requireWeb, requireSameOrigin, validate("param", userCodeParam), async (c) =>
+  .post("/v1/device/:userCode/deny", requireWeb, requireSameOrigin, validate("param", userCodeParamSchema), async (c) =>
     c.json(describeCode(await decideCode(c.env, c.get("web"), c.req.valid("param").userCode, "denied"))),
   );
 

@@ -3,9 +3,12 @@
  * team from the session cookie; filters only narrow it.
  */
 import { Hono } from "hono";
-import { z } from "zod";
-import { APPROVAL_STATES, RESOLUTION_REASONS } from "../../sdk/src/approval";
-import { sessionIdSchema } from "../../sdk/src/protocol";
+import {
+  historyExportQuerySchema,
+  historyQuerySchema,
+  type Stats,
+  statsQuerySchema,
+} from "../../sdk/src/human/history";
 import { requireWeb } from "../auth";
 import { exportHistory, type HistoryExportRow, type HistoryFilter, listHistory, teamStats } from "../db";
 import { cursorParam, nextCursor, validate } from "../http";
@@ -14,21 +17,7 @@ import type { AppEnv } from "../types";
 const EXPORT_CAP = 10_000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-const filterQuery = z.object({
-  state: z.enum(APPROVAL_STATES).exclude(["pending"]).optional(),
-  reason: z.enum(RESOLUTION_REASONS).optional(),
-  member: z.string().min(1).max(100).optional(),
-  session: sessionIdSchema.optional(),
-  kind: z.string().min(1).max(64).optional(),
-  from: z.coerce.number().int().min(0).optional(),
-  to: z.coerce.number().int().min(0).optional(),
-});
-const pageQuery = filterQuery.extend({
-  cursor: cursorParam.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-});
-const exportQuery = filterQuery.extend({ format: z.enum(["csv", "json"]).default("csv") });
-const statsQuery = z.object({ days: z.enum(["7", "30"]).default("7").transform(Number) });
+const pageQuery = historyQuerySchema.extend({ cursor: cursorParam.optional() });
 
 /** The columns of an export, in order. */
 const EXPORT_COLUMNS: Array<keyof HistoryExportRow> = [
@@ -62,7 +51,7 @@ export const historyRoutes = new Hono<AppEnv>()
     );
     return c.json({ approvals, cursor: nextCursor(approvals, limit) });
   })
-  .get("/v1/history/export", validate("query", exportQuery), async (c) => {
+  .get("/v1/history/export", validate("query", historyExportQuerySchema), async (c) => {
     const { format, ...filter } = c.req.valid("query");
     const f: HistoryFilter = { ...filter, teamId: c.get("web").teamId };
     const rows = await exportHistory(c.env.DB, f, EXPORT_CAP);
@@ -73,7 +62,7 @@ export const historyRoutes = new Hono<AppEnv>()
     c.header("Content-Type", "text/csv; charset=utf-8");
     return c.body(toCsv(rows));
   })
-  .get("/v1/stats", validate("query", statsQuery), async (c) => {
+  .get("/v1/stats", validate("query", statsQuerySchema), async (c) => {
     const days = c.req.valid("query").days;
     const today = Date.UTC(...utcDate(new Date()));
     const since = today - (days - 1) * DAY_MS;
@@ -84,7 +73,7 @@ export const historyRoutes = new Hono<AppEnv>()
       const date = new Date(since + i * DAY_MS).toISOString().slice(0, 10);
       return byDate.get(date) ?? { date, allowed: 0, denied: 0, cancelled: 0, expired: 0 };
     });
-    return c.json({ days: series, latency: stats.latency });
+    return c.json({ days: series, latency: stats.latency } satisfies Stats);
   });
 
 function utcDate(d: Date): [number, number, number] {

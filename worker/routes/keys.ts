@@ -3,7 +3,7 @@
  * Owners and admins see and revoke every key of the team; others only their own.
  */
 import { Hono } from "hono";
-import { z } from "zod";
+import { createKeyBodySchema, keyListQuerySchema, keyParamSchema } from "../../sdk/src/human/team";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { listApiKeys } from "../db";
 import { DomainError } from "../errors";
@@ -12,21 +12,17 @@ import { ADMIN_ROLES } from "../roles";
 import { createKey, revokeKey } from "../team/keys";
 import type { AppEnv } from "../types";
 
-const createBody = z.object({ label: z.string().trim().min(1).max(100) });
-const keyParam = z.object({ id: z.string().regex(/^key_[0-9A-Za-z]{22}$/, "not a key id") });
-const listQuery = z.object({ scope: z.enum(["mine", "team"]).default("mine") });
-
 export const keyRoutes = new Hono<AppEnv>()
   .use("/v1/keys", requireWeb, requireSameOrigin)
   .use("/v1/keys/*", requireWeb, requireSameOrigin)
-  .post("/v1/keys", validate("json", createBody), async (c) => {
+  .post("/v1/keys", validate("json", createKeyBodySchema), async (c) => {
     const w = c.get("web");
     return c.json(
       await createKey(c.env, { teamId: w.teamId, userId: w.userId, label: c.req.valid("json").label }),
       201,
     );
   })
-  .get("/v1/keys", validate("query", listQuery), async (c) => {
+  .get("/v1/keys", validate("query", keyListQuerySchema), async (c) => {
     const w = c.get("web");
     const team = c.req.valid("query").scope === "team";
     if (team && !ADMIN_ROLES.includes(w.role)) {
@@ -34,7 +30,7 @@ export const keyRoutes = new Hono<AppEnv>()
     }
     return c.json({ keys: await listApiKeys(c.env.DB, w.teamId, team ? null : w.userId) });
   })
-  .delete("/v1/keys/:id", validate("param", keyParam), async (c) => {
+  .delete("/v1/keys/:id", validate("param", keyParamSchema), async (c) => {
     const w = c.get("web");
     const admin = ADMIN_ROLES.includes(w.role);
     const revoked = await revokeKey(c.env, {

@@ -2,15 +2,12 @@
 import { Hono } from "hono";
 import { requireWeb } from "../auth";
 import { DomainError } from "../errors";
-import { appOrigin } from "../http";
+import { appOrigin, requireUpgrade } from "../http";
 import { hubFor } from "../hub/api";
 import { hubJoinRequest } from "../hub/live-feed";
 import type { AppEnv } from "../types";
 
-export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireWeb, async (c) => {
-  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
-    throw new DomainError("upgrade_required", "open this URL as a WebSocket");
-  }
+export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireWeb, requireUpgrade, async (c) => {
   // Browsers send Origin on WebSocket upgrades; another site's page must not ride our cookie.
   if (c.req.header("Origin") !== appOrigin(c)) throw new DomainError("bad_origin", "WebSocket from another origin");
   const w = c.get("web");

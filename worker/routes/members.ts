@@ -3,7 +3,14 @@
  * remove members; anyone may list members and leave.
  */
 import { Hono } from "hono";
-import { z } from "zod";
+import {
+  acceptInviteBodySchema,
+  inviteBodySchema,
+  inviteParamSchema,
+  invitePreviewQuerySchema,
+  memberParamSchema,
+  roleBodySchema,
+} from "../../sdk/src/human/team";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { sha256Hex } from "../crypto";
 import { listInvites, listMembers, previewInvite } from "../db";
@@ -12,41 +19,22 @@ import { appOrigin, validate } from "../http";
 import { deliverMail } from "../mail";
 import { ADMIN_ROLES } from "../roles";
 import { acceptInvite, changeRole, inviteMember, removeMember, revokeInvite } from "../team/members";
-import { type AppEnv, ROLES } from "../types";
-
-const role = z.enum(ROLES);
-const inviteBody = z.object({
-  role,
-  email: z
-    .email()
-    .max(254)
-    .transform((e) => e.toLowerCase())
-    .optional(),
-});
-const tokenField = z.string().regex(/^[A-Za-z0-9_-]{43}$/, "not an invite token");
-const inviteParam = z.object({ id: z.string().regex(/^inv_[0-9A-Za-z]{22}$/, "not an invite id") });
-const memberParam = z.object({ userId: z.string().min(1).max(100) });
+import type { AppEnv } from "../types";
 
 export const memberRoutes = new Hono<AppEnv>()
   // Signed out on purpose: the invite page shows whom it is from before the invitee signs in.
-  .get("/v1/invites/preview", validate("query", z.object({ token: tokenField })), async (c) => {
+  .get("/v1/invites/preview", validate("query", invitePreviewQuerySchema), async (c) => {
     const preview = await previewInvite(c.env.DB, sha256Hex(c.req.valid("query").token), Date.now());
     if (!preview) throw new DomainError("not_found", "this invite is invalid, used or expired");
     return c.json(preview);
   })
-  .post(
-    "/v1/invites/accept",
-    requireWeb,
-    requireSameOrigin,
-    validate("json", z.object({ token: tokenField })),
-    async (c) => {
-      const { teamId, role } = await acceptInvite(c.env, c.get("web"), c.req.valid("json").token);
-      return c.json({ team: { id: teamId }, role });
-    },
-  )
+  .post("/v1/invites/accept", requireWeb, requireSameOrigin, validate("json", acceptInviteBodySchema), async (c) => {
+    const { teamId, role } = await acceptInvite(c.env, c.get("web"), c.req.valid("json").token);
+    return c.json({ team: { id: teamId }, role });
+  })
   .use("/v1/invites", requireWeb, requireSameOrigin, requireRole(...ADMIN_ROLES))
   .use("/v1/invites/:id", requireWeb, requireSameOrigin, requireRole(...ADMIN_ROLES))
-  .post("/v1/invites", validate("json", inviteBody), async (c) => {
+  .post("/v1/invites", validate("json", inviteBodySchema), async (c) => {
     const w = c.get("web");
     const { role, email } = c.req.valid("json");
     const { id, token, expiresAt } = await inviteMember(c.env, w, { role, email: email ?? null });
@@ -62,7 +50,7 @@ export const memberRoutes = new Hono<AppEnv>()
     return c.json({ id, url, role, expiresAt }, 201);
   })
   .get("/v1/invites", async (c) => c.json({ invites: await listInvites(c.env.DB, c.get("web").teamId, Date.now()) }))
-  .delete("/v1/invites/:id", validate("param", inviteParam), async (c) => {
+  .delete("/v1/invites/:id", validate("param", inviteParamSchema), async (c) => {
     const { id } = c.req.valid("param");
     await revokeInvite(c.env, c.get("web"), id);
     return c.json({ ok: true, id });
@@ -73,14 +61,14 @@ export const memberRoutes = new Hono<AppEnv>()
   .patch(
     "/v1/members/:userId",
     requireRole(...ADMIN_ROLES),
-    validate("param", memberParam),
-    validate("json", z.object({ role })),
+    validate("param", memberParamSchema),
+    validate("json", roleBodySchema),
     async (c) => {
       const { userId } = c.req.valid("param");
       return c.json(await changeRole(c.env, c.get("web"), userId, c.req.valid("json").role));
     },
   )
-  .delete("/v1/members/:userId", validate("param", memberParam), async (c) => {
+  .delete("/v1/members/:userId", validate("param", memberParamSchema), async (c) => {
     const { userId } = c.req.valid("param");
     await removeMember(c.env, c.get("web"), userId);
     return c.json({ ok: true, userId });

@@ -13,7 +13,15 @@ import {
 } from "@simplewebauthn/server";
 import { isoBase64URL, isoUint8Array } from "@simplewebauthn/server/helpers";
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import type { z } from "zod";
+import {
+  type authenticationResponseSchema,
+  loginVerifyBodySchema,
+  passkeyParamSchema,
+  registerOptionsBodySchema,
+  registerVerifyBodySchema,
+} from "../../sdk/src/human/auth";
+import { emptyBodySchema } from "../../sdk/src/human/common";
 import { currentWeb, requireSameOrigin, requireWeb, startWebSession } from "../auth";
 import { newId } from "../crypto";
 import {
@@ -30,57 +38,10 @@ import {
 import { DomainError } from "../errors";
 import { appOrigin, validate } from "../http";
 import { addPasskey, removePasskey } from "../team/passkeys";
-import { signUpWithPasskey, signupSchema } from "../team/signup";
+import { signUpWithPasskey } from "../team/signup";
 import type { AppEnv } from "../types";
 
 const CHALLENGE_TTL_MS = 5 * 60 * 1000;
-
-const base64url = (max: number) =>
-  z
-    .string()
-    .max(max)
-    .regex(/^[A-Za-z0-9_-]*$/, "not base64url");
-/** WebAuthn caps credential ids at 1023 bytes. */
-const credentialId = base64url(1364).min(1);
-
-// The library checks every field it reads; these bound sizes and shapes before it does.
-const credentialFields = {
-  id: credentialId,
-  rawId: credentialId,
-  type: z.literal("public-key"),
-  clientExtensionResults: z.record(z.string(), z.unknown()),
-  authenticatorAttachment: z.enum(["platform", "cross-platform"]).optional(),
-};
-const registrationResponse = z.object({
-  ...credentialFields,
-  response: z.object({
-    clientDataJSON: base64url(8192),
-    attestationObject: base64url(65536),
-    authenticatorData: base64url(65536).optional(),
-    publicKey: base64url(8192).optional(),
-    publicKeyAlgorithm: z.number().int().optional(),
-    transports: z.array(z.string().max(32)).max(16).optional(),
-  }),
-});
-const authenticationResponse = z.object({
-  ...credentialFields,
-  response: z.object({
-    clientDataJSON: base64url(8192),
-    authenticatorData: base64url(65536),
-    signature: base64url(8192),
-    userHandle: base64url(128).optional(),
-  }),
-});
-
-// `{}` adds a passkey to the signed-in user (null here); sign-up details start a passkey sign-up.
-const registerOptionsBody = z.union([signupSchema, z.strictObject({}).transform(() => null)]);
-const challengeId = z.string().regex(/^wch_[0-9A-Za-z]{22}$/, "not a challenge id");
-const registerVerifyBody = z.object({
-  challengeId,
-  response: registrationResponse,
-  deviceName: z.string().trim().min(1).max(100).optional(),
-});
-const loginVerifyBody = z.object({ challengeId, response: authenticationResponse });
 
 function relyingParty(c: Context<AppEnv>): { rpID: string; origin: string } {
   const origin = appOrigin(c);
@@ -138,7 +99,7 @@ function registrationOptions(
 
 async function verifiedRegistration(
   c: Context<AppEnv>,
-  body: z.infer<typeof registerVerifyBody>,
+  body: z.infer<typeof registerVerifyBodySchema>,
   expectedChallenge: string,
 ): Promise<NewPasskey | null> {
   const { rpID, origin } = relyingParty(c);
@@ -168,7 +129,7 @@ async function verifiedRegistration(
 /** The authenticator's new signature counter, or null when the assertion does not verify. */
 async function verifiedAssertion(
   c: Context<AppEnv>,
-  response: z.infer<typeof authenticationResponse>,
+  response: z.infer<typeof authenticationResponseSchema>,
   expectedChallenge: string,
   stored: PasskeyRow,
 ): Promise<number | null> {
@@ -198,7 +159,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
   .use("/v1/auth/passkey/*", requireSameOrigin)
   .use("/v1/auth/passkeys", requireWeb)
   .use("/v1/auth/passkeys/*", requireWeb, requireSameOrigin)
-  .post("/v1/auth/passkey/register/options", validate("json", registerOptionsBody), async (c) => {
+  .post("/v1/auth/passkey/register/options", validate("json", registerOptionsBodySchema), async (c) => {
     const signup = c.req.valid("json");
     if (signup) {
       // No exclude list: it would tell a stranger whether the address has passkeys.
@@ -216,7 +177,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
     };
     return issueChallenge(c, "register", { userId: me.userId, signup: null }, registrationOptions(c, user));
   })
-  .post("/v1/auth/passkey/register/verify", validate("json", registerVerifyBody), async (c) => {
+  .post("/v1/auth/passkey/register/verify", validate("json", registerVerifyBodySchema), async (c) => {
     const body = c.req.valid("json");
     const me = await currentWeb(c);
     const now = Date.now();
@@ -236,13 +197,13 @@ export const passkeyRoutes = new Hono<AppEnv>()
     }
     return c.json({ id: passkey.id }, 201);
   })
-  .post("/v1/auth/passkey/login/options", validate("json", z.object({})), (c) => {
+  .post("/v1/auth/passkey/login/options", validate("json", emptyBodySchema), (c) => {
     const { rpID } = relyingParty(c);
     return issueChallenge(c, "login", { userId: null, signup: null }, (challenge) =>
       generateAuthenticationOptions({ rpID, challenge, timeout: CHALLENGE_TTL_MS, userVerification: "required" }),
     );
   })
-  .post("/v1/auth/passkey/login/verify", validate("json", loginVerifyBody), async (c) => {
+  .post("/v1/auth/passkey/login/verify", validate("json", loginVerifyBodySchema), async (c) => {
     const { challengeId, response } = c.req.valid("json");
     const now = Date.now();
     // The challenge is spent first, so a failed attempt cannot be retried with it.
@@ -267,7 +228,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
       })),
     });
   })
-  .delete("/v1/auth/passkeys/:id", validate("param", z.object({ id: credentialId })), async (c) => {
+  .delete("/v1/auth/passkeys/:id", validate("param", passkeyParamSchema), async (c) => {
     const w = c.get("web");
     const id = c.req.valid("param").id;
     await removePasskey(c.env, { teamId: w.teamId, userId: w.userId, credentialId: id });

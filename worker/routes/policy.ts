@@ -3,10 +3,10 @@
  * to requests opened from then on, in open sessions too (see team/policy.ts).
  */
 import { Hono } from "hono";
+import { policyBodySchema } from "../../sdk/src/human/policy";
 import { requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getTeamPolicy } from "../db";
 import { validate } from "../http";
-import { teamPolicySchema } from "../policy";
 import { ADMIN_ROLES } from "../roles";
 import { changePolicy } from "../team/policy";
 import type { AppEnv } from "../types";
@@ -14,7 +14,7 @@ import type { AppEnv } from "../types";
 export const policyRoutes = new Hono<AppEnv>()
   .use("/v1/policy", requireWeb, requireSameOrigin)
   .get("/v1/policy", async (c) => c.json((await getTeamPolicy(c.env.DB, c.get("web").teamId)).policy))
-  .put("/v1/policy", requireRole(...ADMIN_ROLES), validate("json", teamPolicySchema.strict()), async (c) => {
+  .put("/v1/policy", requireRole(...ADMIN_ROLES), validate("json", policyBodySchema), async (c) => {
     const w = c.get("web");
     const policy = c.req.valid("json");
     await changePolicy(c.env, { teamId: w.teamId, userId: w.userId, policy });

@@ -1,6 +1,7 @@
 /** Web Push: the VAPID key, this user's devices, test pushes, and the service worker's "seen". */
 import { Hono } from "hono";
-import { z } from "zod";
+import { seenBodySchema } from "../../sdk/src/human/approvals";
+import { deviceBodySchema, deviceParamSchema } from "../../sdk/src/human/push";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { listDevices, touchDevice } from "../db";
 import { DomainError } from "../errors";
@@ -10,12 +11,8 @@ import { pushSubscriptionSchema } from "../hub/web-push";
 import { addDevice, removeDevice } from "../team/devices";
 import type { AppEnv } from "../types";
 
-const deviceBody = z.object({
-  name: z.string().trim().min(1).max(64),
-  subscription: pushSubscriptionSchema,
-});
-const deviceParam = z.object({ id: z.string().regex(/^dev_[0-9A-Za-z]{22}$/, "not a device id") });
-const seenBody = z.object({ deviceId: z.string().regex(/^dev_[0-9A-Za-z]{22}$/, "not a device id") });
+/** The contract's body, with the Worker's own checks of the subscription (push host, key points). */
+const deviceBody = deviceBodySchema.extend({ subscription: pushSubscriptionSchema });
 
 export const pushRoutes = new Hono<AppEnv>()
   .get("/v1/push/key", (c) => {
@@ -41,18 +38,18 @@ export const pushRoutes = new Hono<AppEnv>()
       devices: devices.map(({ id, name, createdAt, lastSeenAt }) => ({ id, name, createdAt, lastSeenAt })),
     });
   })
-  .delete("/v1/devices/:id", validate("param", deviceParam), async (c) => {
+  .delete("/v1/devices/:id", validate("param", deviceParamSchema), async (c) => {
     const w = c.get("web");
     await removeDevice(c.env, { teamId: w.teamId, userId: w.userId, deviceId: c.req.valid("param").id });
     return c.json({ ok: true });
   })
-  .post("/v1/devices/:id/test", validate("param", deviceParam), async (c) => {
+  .post("/v1/devices/:id/test", validate("param", deviceParamSchema), async (c) => {
     const w = c.get("web");
     const sent = await hubFor(c.env, w.teamId).sendTest(w.teamId, c.req.valid("param").id, w.userId);
     if (!sent) throw new DomainError("not_found", "no such device");
     return c.json({ ok: true }, 202);
   })
-  .post("/v1/approvals/:id/seen", requireWeb, requireSameOrigin, validate("json", seenBody), async (c) => {
+  .post("/v1/approvals/:id/seen", requireWeb, requireSameOrigin, validate("json", seenBodySchema), async (c) => {
     const w = c.get("web");
     const { deviceId } = c.req.valid("json");
     const seen = await hubFor(c.env, w.teamId).markSeen(c.req.param("id"), deviceId, w.userId);

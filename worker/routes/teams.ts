@@ -1,6 +1,6 @@
 /** A person's teams: list, create another, switch the current one (the web session's team). */
 import { Hono } from "hono";
-import { z } from "zod";
+import { createTeamBodySchema, switchTeamBodySchema } from "../../sdk/src/human/team";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { listMyTeams } from "../db";
 import { DomainError } from "../errors";
@@ -8,19 +8,16 @@ import { validate } from "../http";
 import { createTeamAndSwitch, switchTeam } from "../team/teams";
 import type { AppEnv } from "../types";
 
-const createBody = z.object({ name: z.string().trim().min(1).max(100) });
-const switchBody = z.object({ teamId: z.string().min(1).max(100) });
-
 export const teamRoutes = new Hono<AppEnv>()
   .use("/v1/teams", requireWeb, requireSameOrigin)
   .use("/v1/teams/*", requireWeb, requireSameOrigin)
   .get("/v1/teams", async (c) => c.json({ teams: await listMyTeams(c.env.DB, c.get("web").userId) }))
-  .post("/v1/teams", validate("json", createBody), async (c) => {
+  .post("/v1/teams", validate("json", createTeamBodySchema), async (c) => {
     const name = c.req.valid("json").name;
     const teamId = await createTeamAndSwitch(c.env, c.get("web"), name);
     return c.json({ team: { id: teamId, name }, role: "owner" }, 201);
   })
-  .post("/v1/teams/switch", validate("json", switchBody), async (c) => {
+  .post("/v1/teams/switch", validate("json", switchTeamBodySchema), async (c) => {
     const teamId = c.req.valid("json").teamId;
     const switched = await switchTeam(c.env, c.get("web"), teamId);
     const team = switched && (await listMyTeams(c.env.DB, c.get("web").userId)).find((t) => t.id === teamId);

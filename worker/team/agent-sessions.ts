@@ -8,8 +8,8 @@
  */
 import { joinAgentSession, touchApiKey } from "../db";
 import { DomainError } from "../errors";
+import { sessionGate } from "../gate/api";
 import { hubFor } from "../hub/api";
-import { sessionGate } from "../session-gate";
 import type { AgentIdentity, Env } from "../types";
 
 export const badKey = () => new DomainError("bad_api_key", "the API key is unknown or revoked");

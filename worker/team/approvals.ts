@@ -7,10 +7,11 @@
  * get it) and the words for a refused decision. Does not own: the decision itself (the gate's
  * state machine), who may decide (the gate checks role and policy), the SQL (`db/approvals.ts`).
  */
-import { getApprovalRecord } from "../db";
+import type { ApprovalDetail } from "../../sdk/src/approval";
+import { getApprovalOwner, getApprovalRecord } from "../db";
 import { DomainError } from "../errors";
+import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
 import { hubFor } from "../hub/api";
-import { type DecisionInput, type DecisionResult, gateFor } from "../session-gate";
 import type { Env } from "../types";
 
 export const noSuchApproval = () => new DomainError("not_found", "no such approval");
@@ -22,41 +23,41 @@ export function approvalGate(env: Env, approvalId: string) {
   return gate;
 }
 
-/** One approval of the team, with where its pushes went. */
-export async function readApproval(env: Env, teamId: string, approvalId: string) {
+/** One approval of the team, with whose session asked and where its pushes went. */
+export async function readApproval(env: Env, teamId: string, approvalId: string): Promise<ApprovalDetail> {
   const gate = approvalGate(env, approvalId);
   const [held, delivery] = await Promise.all([
     gate.getApproval(teamId, approvalId),
     hubFor(env, teamId).deliveries(approvalId),
   ]);
   const approval = held ?? (await getApprovalRecord(env.DB, teamId, approvalId));
-  if (!approval) throw noSuchApproval();
-  return { ...approval, delivery };
+  const owner = approval && (await getApprovalOwner(env.DB, teamId, approval));
+  if (!approval || !owner) throw noSuchApproval();
+  return { ...approval, owner, delivery };
 }
 
 /** A human's decision: the approval as decided, or why not (with the approval where that helps). */
 export async function decideApproval(env: Env, d: DecisionInput) {
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
   const result = (await approvalGate(env, d.approvalId).decide(d)) as unknown as DecisionResult;
-  if (result.status === 404) throw noSuchApproval();
-  if (result.status === 400) {
-    throw new DomainError(result.error, `option ${JSON.stringify(d.optionId)} was not offered`);
+  if (result.ok) return result.approval;
+  switch (result.error) {
+    case "not_found":
+      throw noSuchApproval();
+    case "option_not_offered":
+      throw new DomainError(result.error, `option ${JSON.stringify(d.optionId)} was not offered`);
+    case "not_session_owner":
+    case "role_may_not_decide":
+      throw new DomainError(result.error); // the table's words
+    case "request_changed":
+      throw new DomainError(result.error, undefined, { extra: { approval: result.approval } });
+    case "already_decided":
+      throw new DomainError(result.error, "someone already decided this request", {
+        extra: { approval: result.approval },
+      });
+    case "already_resolved":
+      throw new DomainError(result.error, `resolved without a human: ${result.approval.reason}`, {
+        extra: { approval: result.approval },
+      });
   }
-  if (result.status === 403) {
-    const why =
-      result.error === "not_session_owner"
-        ? "team policy lets only the session's owner decide"
-        : "your role may not decide";
-    throw new DomainError(result.error, why);
-  }
-  const extra = { approval: result.approval };
-  if ("error" in result) {
-    throw new DomainError(result.error, "the request differs from what you saw; reload it", { extra });
-  }
-  if (result.status === 409)
-    throw new DomainError("already_decided", "someone already decided this request", { extra });
-  if (result.status === 410) {
-    throw new DomainError("already_resolved", `resolved without a human: ${result.approval.reason}`, { extra });
-  }
-  return result.approval;
 }

@@ -7,10 +7,10 @@
  * writes it in the same batch as the team).
  */
 
+import type { Role } from "../../sdk/src/human/roles";
 import { randomBase62 } from "../crypto";
 import type { AuditEvent } from "../hub/audit-chain";
 import type { TeamPolicy } from "../policy";
-import type { Role } from "../types";
 
 /** Who did it, in which team, when: `actor` is `user:<id>` or `key:<id>`. */
 export interface AuditContext {

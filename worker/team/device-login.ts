@@ -7,6 +7,7 @@
  * codes), and auditing decisions and the key made. Does not own: the SQL
  * (`db/device-codes.ts`), the answers' wording for humans (`routes/device.ts`).
  */
+import { USER_CODE_ALPHABET, USER_CODE_LENGTH } from "../../sdk/src/human/device-code";
 import { hmacSha256Hex, newApiKey, newId, newSecret, randomString, sha256Hex } from "../crypto";
 import {
   createDeviceCode,
@@ -31,9 +32,6 @@ const CODES_WINDOW_MS = 10 * 60 * 1000;
 /** Wrong codes a signed-in person may type (or script) per window before lookups answer 429. */
 const MISSES_PER_USER = 10;
 const MISSES_WINDOW_MS = 10 * 60 * 1000;
-/** Consonants only (RFC 8628 §6.1): nothing to misread (0/O, 1/I) and no words spelled by chance. */
-export const USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ";
-export const USER_CODE_LENGTH = 8;
 
 const TOKEN_MESSAGES: Record<Exclude<DeviceExchange["outcome"], "issued">, string> = {
   authorization_pending: "waiting for someone to approve the code",

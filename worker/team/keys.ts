@@ -9,7 +9,7 @@
  */
 import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
-import { sessionGate } from "../session-gate";
+import { sessionGate } from "../gate/api";
 import type { Env } from "../types";
 import { appendAudit } from "./audit";
 import { auditEvents, userActor } from "./audit-events";

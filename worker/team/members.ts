@@ -7,6 +7,8 @@
  * hub's directory and sockets, the member's keys and devices, the audit log. Does not own: the
  * SQL (`db/teams.ts`), mail (the route sends the invite), who may call at all (route middleware).
  */
+
+import type { Role } from "../../sdk/src/human/roles";
 import { forgetWebSession } from "../auth";
 import { newId, randomToken, sha256Hex } from "../crypto";
 import {
@@ -22,7 +24,7 @@ import {
 import { DomainError } from "../errors";
 import { hubFor } from "../hub/api";
 import { ADMIN_ROLES, mayGrant, mayManage } from "../roles";
-import type { Env, Role, WebIdentity } from "../types";
+import type { Env, WebIdentity } from "../types";
 import { appendAudit } from "./audit";
 import { type AuditContext, auditEvents, userActor } from "./audit-events";
 import { revokeKey } from "./keys";

@@ -10,7 +10,6 @@
  */
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { z } from "zod";
 import { startWebSession } from "../auth";
 import { newSecret, sha256Hex } from "../crypto";
 import {
@@ -37,17 +36,6 @@ const LINK_TTL_MS = 15 * 60 * 1000;
  * makes the account without it, so a stranger cannot plant a passkey with someone else's address.
  */
 const SIGNUP_BROWSER_COOKIE = "__Host-tapgate-signup";
-
-export const emailSchema = z
-  .email()
-  .max(254)
-  .transform((e) => e.toLowerCase());
-/** What a sign-up names: by email alone (`POST /v1/auth/signup`) or with a passkey. */
-export const signupSchema = z.object({
-  email: emailSchema,
-  name: z.string().trim().min(1).max(100),
-  team: z.string().trim().min(1).max(100),
-});
 
 /**
  * Sign-up, by email alone or with a parked passkey. An existing address gets a sign-in link

@@ -105,7 +105,7 @@ export function Audit() {
                   <span class="muted">—</span>
                 )}
               </td>
-              <td class="mono small muted" title={e.hash}>
+              <td class="mono small muted" title={e.hash ?? undefined}>
                 {e.hash ? `${e.hash.slice(0, 10)}…` : "—"}
               </td>
             </tr>

@@ -4,7 +4,7 @@
  * card as on the phone, in a side panel.
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { type ApprovalView, api, canDecide, type Delivery, type Member, ownerId } from "../api";
+import { api, canDecide, type Delivery, type Member, type PendingApproval } from "../api";
 import { useNow } from "../clock";
 import { ConnectionBanner } from "../components/ConnectionBanner";
 import { Countdown } from "../components/Countdown";
@@ -29,7 +29,7 @@ export function Board({ open }: { open: string | null }) {
   const all = useMemo(() => [...mine, ...team].sort((a, b) => a.expiresAt - b.expiresAt), [mine, team]);
   const shown = all.filter(
     (a) =>
-      (!filter.member || ownerId(a) === filter.member) &&
+      (!filter.member || a.owner.userId === filter.member) &&
       (!filter.kind || describeApproval(a).kind === filter.kind) &&
       (!filter.session || a.sessionId === filter.session),
   );
@@ -39,9 +39,10 @@ export function Board({ open }: { open: string | null }) {
     g.rows[0] ? [{ value: g.sessionId, label: describeApproval(g.rows[0]).sessionTitle }] : [],
   );
   const kinds = [...new Set(all.map((a) => describeApproval(a).kind))].sort();
-  const memberName = (a: ApprovalView | undefined) => {
-    const id = a && ownerId(a);
-    return !id ? "—" : id === me?.user.id ? "You" : (members.get(id)?.name ?? a?.owner?.name ?? "—");
+  const memberName = (a: PendingApproval | undefined) => {
+    if (!a) return "—";
+    const id = a.owner.userId;
+    return id === me?.user.id ? "You" : members.get(id)?.name || a.owner.name || "—";
   };
   const filtered = filter.member || filter.kind || filter.session;
 
@@ -164,7 +165,7 @@ export function Board({ open }: { open: string | null }) {
   );
 }
 
-function SessionHeader({ rows, owner }: { rows: ApprovalView[]; owner: string }) {
+function SessionHeader({ rows, owner }: { rows: PendingApproval[]; owner: string }) {
   const first = rows[0];
   if (!first) return null;
   const d = describeApproval(first);
@@ -210,7 +211,7 @@ function BoardRow({
   selected,
   onOpen,
 }: {
-  approval: ApprovalView;
+  approval: PendingApproval;
   member: string;
   delivery: Delivery[] | undefined;
   selected: boolean;
@@ -297,8 +298,8 @@ export function DeliveryChips({ delivery }: { delivery: Delivery[] | undefined }
   );
 }
 
-function groupBySession(rows: ApprovalView[]): Array<{ sessionId: string; rows: ApprovalView[] }> {
-  const groups = new Map<string, ApprovalView[]>();
+function groupBySession(rows: PendingApproval[]): Array<{ sessionId: string; rows: PendingApproval[] }> {
+  const groups = new Map<string, PendingApproval[]>();
   for (const a of rows) {
     const g = groups.get(a.sessionId);
     if (g) g.push(a);
@@ -323,7 +324,7 @@ export function useMembers(): Map<string, Member> {
  * Delivery per request. The list endpoint leaves it out, so each new row's card is read once;
  * live events that carry delivery keep it current.
  */
-function useDelivery(rows: ApprovalView[]): Map<string, Delivery[]> {
+function useDelivery(rows: PendingApproval[]): Map<string, Delivery[]> {
   const [byId, setById] = useState<Map<string, Delivery[]>>(new Map());
   const asked = useRef(new Set<string>());
   useEffect(() => {

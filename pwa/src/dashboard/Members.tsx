@@ -272,10 +272,7 @@ function MemberRow({ member, onChanged, onRemoved }: { member: Member; onChanged
 function InviteRow({ invite, members, onRevoked }: { invite: Invite; members: Member[]; onRevoked: () => void }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const by =
-    typeof invite.createdBy === "string"
-      ? (members.find((m) => m.userId === invite.createdBy)?.name ?? "—")
-      : (invite.createdBy?.name ?? "—");
+  const by = members.find((m) => m.userId === invite.createdBy.userId)?.name ?? (invite.createdBy.name || "—");
   const revoke = async () => {
     setBusy(true);
     try {

@@ -1,6 +1,6 @@
 /** The team's resolved requests: who allowed what, when, and how fast. Filters, pages, export. */
 import { useEffect, useState } from "preact/hooks";
-import { APPROVAL_STATES_RESOLVED, api, type HistoryFilters, type HistoryItem, historyQuery, ownerId } from "../api";
+import { APPROVAL_STATES_RESOLVED, api, type HistoryFilters, type HistoryItem, historyQuery } from "../api";
 import { Field } from "../components/Field";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { SafeText } from "../components/SafeText";
@@ -54,8 +54,8 @@ function toFilters(f: Form): HistoryFilters {
     return new Date(y ?? 1970, (m ?? 1) - 1, d ?? 1).getTime();
   };
   return {
-    state: f.state || undefined,
-    reason: f.reason || undefined,
+    state: (f.state || undefined) as HistoryFilters["state"],
+    reason: (f.reason || undefined) as HistoryFilters["reason"],
     member: f.member || undefined,
     session: f.session || undefined,
     kind: f.kind || undefined,
@@ -99,7 +99,7 @@ export function TeamHistory() {
 
   const set = (k: keyof Form) => (v: string) => setForm({ ...form, [k]: v });
   const who = (a: HistoryItem) => {
-    const id = ownerId(a);
+    const id = a.owner.userId;
     return !id ? "—" : id === me?.user.id ? "You" : (members.get(id)?.name ?? a.owner?.name ?? "—");
   };
   const exportHref = (format: "csv" | "json") => `/v1/history/export?${historyQuery(filters, { format })}`;

@@ -57,7 +57,7 @@ function DeviceRow({ device, onRemoved }: { device: Device; onRemoved: () => voi
   const now = useNow();
   const [status, setStatus] = useState<{ tone: "ok" | "error"; text: string } | null>(null);
   const [busy, setBusy] = useState(false);
-  const mine = device.current || thisDevice()?.id === device.id;
+  const mine = thisDevice()?.id === device.id;
 
   const act = async (what: "test" | "remove") => {
     setBusy(true);

@@ -25,7 +25,7 @@ export function History() {
 
   // A request of mine resolved elsewhere goes on top without a reload.
   useLiveEvents((e) => {
-    if (e.type !== "resolved" || e.approval.ownerUserId !== me?.user.id) return;
+    if (e.type !== "resolved" || e.approval.owner.userId !== me?.user.id) return;
     setItems((prev) => [e.approval, ...prev.filter((a) => a.id !== e.approval.id)]);
   });
 

@@ -1,15 +1,28 @@
 /**
- * Tapgate's service worker: an offline app shell, and Web Push notifications.
- * Plain JS served as is; the build writes the precache list and version into the two placeholders.
+ * Tapgate's service worker: an offline app shell, and Web Push notifications. Built by
+ * pwa/vite.config.ts into /sw.js (one classic script); the build puts the precache list and
+ * the version in front of it as `PRECACHE` and `VERSION`. Pushes and answers are read with the
+ * human-API contract's schemas (sdk/src/human).
  */
-const VERSION = "__TAPGATE_VERSION__";
-const PRECACHE = /* __TAPGATE_PRECACHE__ */ [];
+/// <reference lib="webworker" />
+import { config } from "zod";
+import { approvalSchema } from "../../../sdk/src/approval";
+import { errorBodySchema } from "../../../sdk/src/errors";
+import { type PushPayload, pushPayloadSchema } from "../../../sdk/src/human/push";
+import { META_CACHE, META_KEY, type ThisDevice } from "./shared";
+
+declare const self: ServiceWorkerGlobalScope;
+/** Written by the build in front of this script. */
+declare const VERSION: string;
+declare const PRECACHE: string[];
+
+// The site's CSP has no 'unsafe-eval': zod must not try to compile its parsers.
+config({ jitless: true });
+
 const SHELL = `tapgate-shell-${VERSION}`;
-// The page stores this device's id here: a service worker cannot read localStorage.
-const META = "tapgate-meta";
-const DEVICE_KEY = "/__tapgate/device";
 const RESOLVED_NOTICE_MS = 4000;
 const APP = "/";
+const ICON = "/icons/icon-192.png";
 
 self.addEventListener("install", (event) => {
   event.waitUntil(
@@ -24,7 +37,7 @@ self.addEventListener("activate", (event) => {
   event.waitUntil(
     caches
       .keys()
-      .then((keys) => Promise.all(keys.filter((k) => k !== SHELL && k !== META).map((k) => caches.delete(k))))
+      .then((keys) => Promise.all(keys.filter((k) => k !== SHELL && k !== META_CACHE).map((k) => caches.delete(k))))
       .then(() => self.clients.claim()),
   );
 });
@@ -38,7 +51,7 @@ self.addEventListener("fetch", (event) => {
 });
 
 /** Every route is the SPA: the fresh page when online, the cached one offline. */
-async function networkFirstShell(request) {
+async function networkFirstShell(request: Request): Promise<Response> {
   const cache = await caches.open(SHELL);
   try {
     const response = await fetch(request);
@@ -50,7 +63,7 @@ async function networkFirstShell(request) {
   }
 }
 
-async function cacheFirst(request) {
+async function cacheFirst(request: Request): Promise<Response> {
   const cache = await caches.open(SHELL);
   const cached = await cache.match(request);
   if (cached) return cached;
@@ -62,56 +75,60 @@ async function cacheFirst(request) {
 // ── push ────────────────────────────────────────────────────────────────────
 
 self.addEventListener("push", (event) => {
-  let message = null;
+  let data: unknown = null;
   try {
-    message = event.data ? event.data.json() : null;
+    data = event.data ? event.data.json() : null;
   } catch {
     // fall through: every push must show something (iOS revokes silent pushes)
   }
-  event.waitUntil(onPush(message));
+  const message = pushPayloadSchema.safeParse(data);
+  event.waitUntil(onPush(message.success ? message.data : null));
 });
 
-async function onPush(message) {
-  const type = message && message.v === 1 ? message.type : null;
-  if (type === "approval" && typeof message.approvalId === "string") return showApproval(message);
-  if (type === "resolved" && typeof message.approvalId === "string") return closeResolved(message);
-  if (type === "summary") {
-    const count = Number(message.count) || 0;
-    return self.registration.showNotification(`${count} request${count === 1 ? "" : "s"} waiting`, {
-      tag: "tapgate-summary",
-      body: "Open Tapgate to review them.",
-      icon: "/icons/icon-192.png",
-      data: { url: "/" },
-    });
+async function onPush(message: PushPayload | null): Promise<void> {
+  switch (message?.type) {
+    case "approval":
+      return showApproval(message);
+    case "resolved":
+      return closeResolved(message);
+    case "summary":
+      return self.registration.showNotification(`${message.count} request${message.count === 1 ? "" : "s"} waiting`, {
+        tag: "tapgate-summary",
+        body: "Open Tapgate to review them.",
+        icon: ICON,
+        data: { url: "/" },
+      });
+    case "test":
+      return self.registration.showNotification("Tapgate test", {
+        tag: "tapgate-test",
+        body: "Notifications work on this device.",
+        icon: ICON,
+        data: { url: "/devices" },
+      });
+    default:
+      return self.registration.showNotification("Tapgate", {
+        body: "Open Tapgate to see what changed.",
+        data: { url: "/" },
+      });
   }
-  if (type === "test") {
-    return self.registration.showNotification("Tapgate test", {
-      tag: "tapgate-test",
-      body: "Notifications work on this device.",
-      icon: "/icons/icon-192.png",
-      data: { url: "/devices" },
-    });
-  }
-  return self.registration.showNotification("Tapgate", {
-    body: "Open Tapgate to see what changed.",
-    data: { url: "/" },
-  });
 }
 
-async function showApproval(message) {
+async function showApproval(message: Extract<PushPayload, { type: "approval" }>): Promise<void> {
   const id = message.approvalId;
-  const expiresAt = Number(message.expiresAt) || 0;
-  await self.registration.showNotification(visible(String(message.title || "An agent is asking for permission")), {
+  const expiresAt = message.expiresAt;
+  // `actions`, `requireInteraction` and `timestamp` are not in every lib's NotificationOptions.
+  const options: NotificationOptions & Record<string, unknown> = {
     tag: id,
     body: expiresAt ? `Expires at ${new Date(expiresAt).toLocaleTimeString([], { timeStyle: "short" })}` : "",
-    icon: "/icons/icon-192.png",
-    badge: "/icons/icon-192.png",
+    icon: ICON,
+    badge: ICON,
     requireInteraction: true,
     timestamp: Date.now(),
     // Deny only: allowing needs the full card in front of the person, never the lock screen.
     actions: [{ action: "deny", title: "Deny" }],
     data: { approvalId: id, url: `/approvals/${encodeURIComponent(id)}` },
-  });
+  };
+  await self.registration.showNotification(visible(message.title || "An agent is asking for permission"), options);
   const device = await thisDevice();
   if (device) {
     await fetch(`/v1/approvals/${encodeURIComponent(id)}/seen`, {
@@ -122,15 +139,15 @@ async function showApproval(message) {
   }
 }
 
-async function closeResolved(message) {
+async function closeResolved(message: Extract<PushPayload, { type: "resolved" }>): Promise<void> {
   const open = await self.registration.getNotifications({ tag: message.approvalId });
   for (const n of open) n.close();
   if (open.length > 0) return;
   // iOS shows every push and may have dropped ours already: a brief notice instead.
   await self.registration.showNotification("Resolved", {
     tag: message.approvalId,
-    body: message.state ? `The request was ${message.state}.` : "The request was resolved.",
-    icon: "/icons/icon-192.png",
+    body: `The request was ${message.state}.`,
+    icon: ICON,
     silent: true,
     data: { url: "/history" },
   });
@@ -141,20 +158,21 @@ async function closeResolved(message) {
 self.addEventListener("notificationclick", (event) => {
   const n = event.notification;
   n.close();
-  const data = n.data || {};
+  const data = (n.data ?? {}) as { approvalId?: string; url?: string };
   if (event.action === "deny" && data.approvalId) event.waitUntil(denyFromNotification(data.approvalId, data.url));
   else event.waitUntil(openApp(data.url || "/"));
 });
 
 /** Picks the request's reject_once option (never reject_always); anything unexpected opens the card. */
-async function denyFromNotification(id, url) {
+async function denyFromNotification(id: string, url = "/"): Promise<unknown> {
   const path = `/v1/approvals/${encodeURIComponent(id)}`;
   try {
     const got = await fetch(path);
     if (!got.ok) return openApp(url);
-    const approval = await got.json();
-    const reject = (approval.options || []).find((o) => o.kind === "reject_once");
-    if (approval.state !== "pending" || !reject) return openApp(url);
+    const approval = approvalSchema.safeParse(await got.json());
+    if (!approval.success) return openApp(url);
+    const reject = approval.data.options.find((o) => o.kind === "reject_once");
+    if (approval.data.state !== "pending" || !reject) return openApp(url);
     const device = await thisDevice();
     const res = await fetch(`${path}/decision`, {
       method: "POST",
@@ -162,14 +180,14 @@ async function denyFromNotification(id, url) {
         "Content-Type": "application/json",
         "X-Tapgate-Device": encodeURIComponent(device ? device.name : "notification"),
       },
-      body: JSON.stringify({ optionId: reject.optionId, requestHash: approval.requestHash }),
+      body: JSON.stringify({ optionId: reject.optionId, requestHash: approval.data.requestHash }),
     });
     if (res.ok) return;
-    const body = await res.json().catch(() => ({}));
+    const refusal = errorBodySchema.safeParse(await res.json().catch(() => null));
     await self.registration.showNotification("Not denied", {
       tag: id,
-      body: visible(body.message || `The server answered ${res.status}.`),
-      icon: "/icons/icon-192.png",
+      body: visible(refusal.success ? refusal.data.message : `The server answered ${res.status}.`),
+      icon: ICON,
       data: { url },
     });
   } catch {
@@ -177,7 +195,7 @@ async function denyFromNotification(id, url) {
   }
 }
 
-async function openApp(url) {
+async function openApp(url: string): Promise<unknown> {
   const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
   const client = windows.find((w) => new URL(w.url).origin === self.location.origin);
   if (!client) return self.clients.openWindow(url);
@@ -186,17 +204,17 @@ async function openApp(url) {
   return client.focus();
 }
 
-async function thisDevice() {
-  const cache = await caches.open(META);
-  const stored = await cache.match(DEVICE_KEY);
-  return stored ? stored.json().catch(() => null) : null;
+async function thisDevice(): Promise<ThisDevice | null> {
+  const cache = await caches.open(META_CACHE);
+  const stored = await cache.match(META_KEY);
+  return stored ? (stored.json() as Promise<ThisDevice>).catch(() => null) : null;
 }
 
 /** Lock screens render text raw: make direction overrides and invisible characters visible. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
 const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
 
-function visible(text) {
+function visible(text: string): string {
   return text
     .replace(UNSAFE, (c) => `⟨U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`)
     .slice(0, 200);

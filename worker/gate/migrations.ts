@@ -1,42 +1,16 @@
 /**
- * A SessionGate's own SQLite storage: the schema, its versioned migrations, and the row shapes.
- * Objects keep their storage across deploys, so the schema only ever moves forward, one step
- * per version.
+ * A SessionGate's SQLite schema and its versioned migrations. Objects keep their storage across
+ * deploys, so the schema only ever moves forward, one step per version.
+ *
+ * Owns: the tables and the steps between versions. Does not own: the statements that read and
+ * write them (store.ts).
  */
-import type { TeamPolicy } from "./policy";
-import type { SessionInfo } from "./types";
 
-/** The session the object serves, kept under `meta('session')`. */
-export interface SessionMeta {
-  teamId: string;
-  sessionId: string;
-  ownerUserId: string;
-  policy: TeamPolicy;
-  /** The team's policy_version of `policy`; absent (0) in objects from before versions. */
-  policyVersion?: number;
-  info: SessionInfo;
-}
-
-export interface PendingRow {
-  id: string;
-  rpc_id: string;
-  /** Empty for a request held over HTTP, by `lease_until` instead. */
-  socket_id: string;
-  key_id: string;
-  lease_until: number | null;
-  agent_options: string;
-  record: string;
-  /** The agent's answer (RequestPermissionResponse JSON), once resolved. */
-  answer: string | null;
-  [key: string]: SqlStorageValue;
-}
-
-export interface StoredRow extends PendingRow {
-  state: string;
-}
+/** A step: SQL, or a function for what SQL cannot say conditionally (add a column if missing). */
+type Step = string | ((sql: SqlStorage) => void);
 
 /** Step n brings an object from version n to n + 1; objects from before versioning are at 0. */
-const MIGRATIONS = [
+const MIGRATIONS: Step[] = [
   // IF NOT EXISTS: objects at version 0 may already have these tables.
   `CREATE TABLE IF NOT EXISTS approvals (
      id TEXT PRIMARY KEY, rpc_id TEXT NOT NULL, socket_id TEXT NOT NULL, key_id TEXT NOT NULL,
@@ -50,6 +24,16 @@ const MIGRATIONS = [
    ALTER TABLE approvals ADD COLUMN answer TEXT;`,
   // Push fatigue: when this session last pushed, for at most 10 pushes per 10 minutes.
   "CREATE TABLE IF NOT EXISTS push_log (at INTEGER NOT NULL);",
+  // The outbox's dead letters: each row counts the consecutive flushes it failed, and a row that
+  // failed too often moves aside (kept, for inspection and a manual replay) instead of blocking
+  // the rows behind it and waking the object forever.
+  (sql) => {
+    if (!hasColumn(sql, "outbox", "attempts")) {
+      sql.exec("ALTER TABLE outbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0");
+    }
+    sql.exec(`CREATE TABLE IF NOT EXISTS outbox_dead (seq INTEGER PRIMARY KEY, op TEXT NOT NULL,
+      attempts INTEGER NOT NULL, dead_at INTEGER NOT NULL, error TEXT)`);
+  },
 ];
 
 /** The version every object reaches on its next start. */
@@ -62,8 +46,13 @@ export function migrate(storage: DurableObjectStorage): void {
   const version = row ? Number(row.v) : 0;
   MIGRATIONS.slice(version).forEach((step, i) => {
     storage.transactionSync(() => {
-      sql.exec(step);
+      if (typeof step === "string") sql.exec(step);
+      else step(sql);
       sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)", String(version + i + 1));
     });
   });
+}
+
+function hasColumn(sql: SqlStorage, table: string, column: string): boolean {
+  return sql.exec("SELECT 1 FROM pragma_table_info(?) WHERE name = ?", table, column).toArray().length > 0;
 }

@@ -1,20 +1,12 @@
 /**
- * The agent side of a SessionGate: JSON-RPC framing, limits and per-socket identity.
- * Pure functions; the Durable Object decides what a message means.
+ * JSON-RPC framing for agent sockets: parsing a text frame into messages, the frame-size and
+ * depth limits, id keys and the reply builders.
+ *
+ * Owns: pure framing, no state. Does not own: what a message means (agent-rpc.ts) or sockets
+ * (sockets.ts). Runs under plain Node (frames.test.ts). To be replaced by `sdk/src/jsonrpc.ts`
+ * once that lands, so the Worker and the SDK share one framing module.
  */
-import { LIMITS, RPC_ERROR, type RpcError, type RpcId, rpcIdSchema } from "../sdk/src/protocol";
-
-/** Per-socket identity, kept in the socket's attachment so it survives hibernation. */
-export interface SocketIdentity {
-  socketId: string;
-  keyId: string;
-  userId: string;
-  connectedAt: number;
-  lastMessageAt: number;
-}
-
-export const socketTag = (socketId: string) => `socket:${socketId}`;
-export const keyTag = (keyId: string) => `key:${keyId}`;
+import { LIMITS, RPC_ERROR, type RpcError, type RpcId, rpcIdSchema } from "../../sdk/src/protocol";
 
 export type RpcMessage =
   | { kind: "request"; id: RpcId; method: string; params: unknown }
@@ -35,7 +27,7 @@ export const rpcError = (id: RpcId | null, code: number, message: string, data?:
 
 /** Parses one text frame into JSON-RPC messages, or the error response the frame deserves. */
 export function parseFrame(text: string): Parsed {
-  if (utf8Length(text) > LIMITS.frameBytes) {
+  if (exceedsBytes(text, LIMITS.frameBytes)) {
     return fail(RPC_ERROR.invalidRequest, `frame larger than ${LIMITS.frameBytes} bytes`);
   }
   let value: unknown;
@@ -59,7 +51,7 @@ function fail(code: number, message: string): Parsed {
   return { ok: false, response: rpcError(null, code, message) };
 }
 
-function classify(value: unknown): RpcMessage | { kind: "invalid"; response: object } {
+export function classify(value: unknown): RpcMessage | { kind: "invalid"; response: object } {
   const invalid = (message: string) => ({
     kind: "invalid" as const,
     response: rpcError(idOf(value), RPC_ERROR.invalidRequest, message),
@@ -98,10 +90,14 @@ export function depthExceeds(root: unknown, max: number): boolean {
   return false;
 }
 
-function utf8Length(text: string): number {
+export function exceedsBytes(text: string, max: number): boolean {
+  return utf8Length(text, max) > max;
+}
+
+function utf8Length(text: string, max: number): number {
   // Cheap bounds first: every UTF-16 unit is 1-3 bytes.
-  if (text.length * 3 <= LIMITS.frameBytes) return text.length;
-  if (text.length > LIMITS.frameBytes) return text.length;
+  if (text.length * 3 <= max) return text.length;
+  if (text.length > max) return text.length;
   return new TextEncoder().encode(text).length;
 }
 

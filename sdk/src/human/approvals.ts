@@ -1,0 +1,38 @@
+/** `/v1/approvals`: the team's requests (list, read, decide) and the service worker's "seen". */
+import { z } from "zod";
+import { approvalDetailSchema, approvalSchema, ownedApprovalSchema } from "../approval.js";
+import { cursorQuerySchema, pageOf } from "./common.js";
+
+export const deviceIdSchema = z.string().regex(/^dev_[0-9A-Za-z]{22}$/, "not a device id");
+
+/** `GET /v1/approvals?state&scope&cursor&limit`. */
+export const approvalListQuerySchema = z.object({
+  state: z.enum(["pending", "resolved"]).default("pending"),
+  scope: z.enum(["mine", "team"]).default("team"),
+  cursor: cursorQuerySchema.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+export type ApprovalListQuery = z.input<typeof approvalListQuerySchema>;
+
+/** Its answer: newest first, each with its owner. */
+export const approvalPageSchema = pageOf(ownedApprovalSchema);
+export type ApprovalPage = z.infer<typeof approvalPageSchema>;
+
+/** `GET /v1/approvals/:id`. */
+export const approvalAnswerSchema = approvalDetailSchema;
+
+/** `POST /v1/approvals/:id/decision` (header `X-Tapgate-Device`: the percent-encoded device name). */
+export const decisionBodySchema = z.object({
+  optionId: z.string().min(1).max(128),
+  requestHash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
+});
+export type DecisionBody = z.infer<typeof decisionBodySchema>;
+
+/** Its answer: the approval as decided. Refusals (409/410) carry it too, as `approval`. */
+export const decisionAnswerSchema = approvalSchema;
+
+/** `POST /v1/approvals/:id/seen` (the service worker; answers 204). */
+export const seenBodySchema = z.object({ deviceId: deviceIdSchema });
+export type SeenBody = z.infer<typeof seenBodySchema>;

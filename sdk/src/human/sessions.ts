@@ -1,0 +1,22 @@
+/** `/v1/sessions`: the team's agent sessions, and one session with its requests in order. */
+import { z } from "zod";
+import { agentSessionSchema, approvalSchema } from "../approval.js";
+import { sessionIdSchema } from "../protocol.js";
+import { cursorQuerySchema } from "./common.js";
+
+export const sessionListQuerySchema = z.object({
+  state: z.enum(["connected", "recent"]).default("recent"),
+  limit: z.coerce.number().int().min(1).max(200).default(100),
+});
+export const sessionListSchema = z.object({ sessions: z.array(agentSessionSchema) });
+export const sessionParamSchema = z.object({ sessionId: sessionIdSchema });
+export const sessionPageQuerySchema = z.object({
+  cursor: cursorQuerySchema.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(200),
+});
+/** `GET /v1/sessions/:sessionId`: the session (it names the owner) and its requests, oldest first. */
+export const sessionDetailSchema = agentSessionSchema.extend({
+  approvals: z.array(approvalSchema),
+  cursor: z.string().nullable(),
+});
+export type SessionDetail = z.infer<typeof sessionDetailSchema>;

@@ -1,0 +1,104 @@
+/**
+ * The gate's outbox to D1 when D1 (or the hub's audit chain) keeps failing: retries back off,
+ * failures are counted per row across restarts, and after DEAD_AFTER failed flushes in a row a
+ * row becomes a dead letter instead of being retried forever.
+ */
+import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it, vi } from "vitest";
+import type { OutboxOp } from "../../worker/db";
+import { DEAD_AFTER } from "../../worker/gate/outbox";
+import { askOnce, decide, flush, gateStub, pendingApprovals, permissionParams } from "./helpers";
+
+type Stub = ReturnType<typeof gateStub>;
+
+const outboxRows = (stub: Stub) =>
+  runInDurableObject(stub, (_, state) =>
+    state.storage.sql.exec<{ op: string; attempts: number }>("SELECT op, attempts FROM outbox ORDER BY seq").toArray(),
+  );
+
+const deadLetters = (stub: Stub) =>
+  runInDurableObject(stub, (_, state) =>
+    state.storage.sql
+      .exec<{ op: string; attempts: number }>("SELECT op, attempts FROM outbox_dead ORDER BY seq")
+      .toArray()
+      .map((r) => ({ op: JSON.parse(r.op) as OutboxOp, attempts: r.attempts })),
+  );
+
+const d1State = async (approvalId: string) =>
+  (await env.DB.prepare("SELECT state FROM approvals WHERE id = ?").bind(approvalId).first<{ state: string }>())?.state;
+
+/** From now on every flush of this gate fails, as if D1 were down. */
+function breakOutbox(stub: Stub) {
+  return runInDurableObject(stub, (gate) => {
+    const deliver = vi.spyOn(gate.outbox, "deliver").mockRejectedValue(new Error("D1_ERROR: unavailable"));
+    return () => deliver.mock.calls.length;
+  });
+}
+
+describe("the gate's outbox when D1 fails", () => {
+  it(`dead-letters rows after ${DEAD_AFTER} failed flushes in a row; later rows flow again`, async () => {
+    const { owner, agent, sessionId, approval } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const attempts = await breakOutbox(stub);
+
+    // The human decides and the agent has its answer: D1 is not on that path.
+    expect((await decide(owner, approval, "allow")).status).toBe(200);
+    expect(await agent.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "allow" } },
+    });
+
+    // The decision's flush failed once; retries wait for the alarm instead of hammering D1.
+    await vi.waitFor(async () => expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]));
+    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).not.toBeNull();
+    for (let i = 2; i < DEAD_AFTER; i++) {
+      await runInDurableObject(stub, (gate) => gate.flushOutbox().catch(() => undefined));
+    }
+    expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([DEAD_AFTER - 1, DEAD_AFTER - 1]);
+    expect(await deadLetters(stub)).toEqual([]);
+
+    // The tenth failure in a row: the rows move aside, kept, and the outbox is empty.
+    await runInDurableObject(stub, (gate) => gate.flushOutbox().catch(() => undefined));
+    expect(attempts()).toBe(DEAD_AFTER);
+    expect(await outboxRows(stub)).toEqual([]);
+    const dead = await deadLetters(stub);
+    expect(dead.map((d) => d.attempts)).toEqual([DEAD_AFTER, DEAD_AFTER]);
+    expect(dead.map((d) => d.op)).toEqual([
+      expect.objectContaining({
+        op: "approval",
+        approval: expect.objectContaining({ id: approval.id, state: "allowed" }),
+      }),
+      expect.objectContaining({ op: "audit", action: "approval.allowed", subject: approval.id }),
+    ]);
+    // Nothing retries a dead letter: D1 keeps the last state it was told.
+    await runInDurableObject(stub, (gate) => gate.flushOutbox());
+    expect(attempts()).toBe(DEAD_AFTER);
+    expect(await d1State(approval.id)).toBe("pending");
+
+    // D1 is back: new rows are not stuck behind the dead ones.
+    await runInDurableObject(stub, (gate) => vi.mocked(gate.outbox.deliver).mockRestore());
+    await agent.ask(2, permissionParams(sessionId));
+    const [next] = await pendingApprovals(owner, sessionId);
+    expect(next?.id).not.toBe(approval.id);
+    expect(await outboxRows(stub)).toEqual([]);
+    expect(await deadLetters(stub)).toHaveLength(2);
+  });
+
+  it("counts failures across restarts, and the alarm's retry delivers once D1 is back", async () => {
+    const { owner, sessionId, approval } = await askOnce();
+    let stub = gateStub(owner.teamId, sessionId);
+    await breakOutbox(stub);
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
+    await vi.waitFor(async () => expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]));
+
+    // A new instance (no broken D1 this time) keeps the count and waits for the alarm to retry.
+    await abortAllDurableObjects();
+    stub = gateStub(owner.teamId, sessionId);
+    expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]);
+    expect(await d1State(approval.id)).toBe("pending");
+    await flush(owner.teamId, sessionId); // what the alarm's retry does
+    expect(await outboxRows(stub)).toEqual([]);
+    expect(await d1State(approval.id)).toBe("denied");
+    expect(await deadLetters(stub)).toEqual([]);
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * What the rest of the Worker may ask of a SessionGate, and how to reach one.
+ *
+ * Owns: the `SessionGateApi` interface (the gate's RPC surface), its input and result types, and
+ * the stub getters `sessionGate` / `gateFor`. Results carry an `ErrorCode` from
+ * `sdk/src/errors.ts`, never an HTTP status: the routes map codes to statuses with `apiError`.
+ * Does not own: any behaviour (see `session-gate.ts` and its subsystems). Imports only from
+ * `sdk/src` and `worker/policy.ts`, so `types.ts` can type `Env.SESSION_GATE` through it
+ * without an import cycle.
+ */
+import type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/approval";
+import type { ErrorCode } from "../../sdk/src/errors";
+import type { Role } from "../../sdk/src/human/roles";
+import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type { TeamPolicy, VersionedPolicy } from "../policy";
+
+/** The longest an HTTP agent's poll may wait: under the 60 s idle timeout of common proxies. */
+export const MAX_WAIT_SECONDS = 50;
+
+/** Who joins a session (socket or HTTP): set by the Worker after it checked the API key. */
+export interface GateJoin {
+  teamId: string;
+  sessionId: string;
+  ownerUserId: string;
+  keyId: string;
+  userId: string;
+  policy: TeamPolicy;
+  policyVersion: number;
+}
+
+/** The agent calling over HTTP, from its API key. */
+export interface AgentCaller {
+  teamId: string;
+  userId: string;
+  keyId: string;
+}
+
+/** A human's decision, from the signed-in web identity. */
+export interface DecisionInput {
+  approvalId: string;
+  teamId: string;
+  userId: string;
+  name: string;
+  /** The decider's team role; the gate checks it against `DECIDER_ROLES`. */
+  role: Role;
+  device: string;
+  optionId: string;
+  requestHash: string;
+}
+
+/** `ok`: decided now. Otherwise why not, with the approval as it stands where that helps. */
+export type DecisionResult =
+  | { ok: true; approval: Approval }
+  | {
+      ok: false;
+      error: Extract<ErrorCode, "already_decided" | "already_resolved" | "request_changed">;
+      approval: Approval;
+    }
+  | {
+      ok: false;
+      error: Extract<ErrorCode, "option_not_offered" | "not_session_owner" | "role_may_not_decide" | "not_found">;
+    };
+
+export type HttpOpenResult =
+  | { ok: true; approvalId: string; expiresAt: number }
+  | {
+      ok: false;
+      error: Extract<ErrorCode, "invalid_request" | "key_revoked" | "too_many_pending">;
+      message: string;
+      issues?: unknown[];
+    };
+
+/** Where an HTTP-held request stands: still pending, or its final answer. */
+export type HttpPollBody =
+  | { approvalId: string; state: "pending"; expiresAt: number }
+  /** A final body is itself an ACP RequestPermissionResponse: its `outcome` is what the agent acts on. */
+  | ({ approvalId: string; state: Exclude<ApprovalState, "pending">; reason: ResolutionReason | null } & Pick<
+      RequestPermissionResponse,
+      "outcome" | "_meta"
+    >);
+
+/** Unknown ids, another team's and another user's all get the same `not_found`. */
+export type HttpPollResult = { ok: true; body: HttpPollBody } | { ok: false; error: Extract<ErrorCode, "not_found"> };
+
+/** The SessionGate's RPC surface: what routes and the team's hub may call. */
+export interface SessionGateApi extends Rpc.DurableObjectBranded {
+  /** The agent's socket: a WebSocket upgrade built by `joinRequest` (sockets.ts). */
+  fetch(request: Request): Promise<Response>;
+
+  /** An approval of this session as the gate holds it; null for another team's or unknown ids. */
+  getApproval(teamId: string, approvalId: string): Promise<Approval | null>;
+  /** A human decides a pending approval. */
+  decide(d: DecisionInput): Promise<DecisionResult>;
+
+  /** A revoked key: its pending requests are denied and its sockets closed; how many were denied. */
+  revokeKey(teamId: string, keyId: string): Promise<number>;
+  /** The team's policy changed: requests opened from now on use it. False if it was not newer. */
+  applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean>;
+
+  /** Holds a request for an agent that polls instead of holding a socket. */
+  openOverHttp(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult>;
+  /** Answers once the approval is resolved or `waitMs` has passed; every poll renews the lease. */
+  poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult>;
+  /** The agent gives a request up: `cancelled` while pending, else its final answer again. */
+  cancelOverHttp(caller: AgentCaller, approvalId: string): Promise<HttpPollResult>;
+}
+
+type GateNamespace = { SESSION_GATE: DurableObjectNamespace<SessionGateApi> };
+
+/** The SessionGate of an agent session. */
+export function sessionGate(env: GateNamespace, teamId: string, sessionId: string) {
+  return env.SESSION_GATE.get(env.SESSION_GATE.idFromName(`${teamId}/${sessionId}`));
+}
+
+/** Approval ids name their Durable Object, so a decision is routed without a D1 lookup. */
+const APPROVAL_ID_PATTERN = /^apr_([0-9a-f]{64})_[0-9A-Za-z]{22}$/;
+
+/** The SessionGate an approval id names, or null for ids that cannot be ours. */
+export function gateFor(env: GateNamespace, approvalId: string) {
+  const hex = APPROVAL_ID_PATTERN.exec(approvalId)?.[1];
+  if (!hex) return null;
+  try {
+    return env.SESSION_GATE.get(env.SESSION_GATE.idFromString(hex));
+  } catch {
+    return null;
+  }
+}

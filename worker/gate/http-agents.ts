@@ -1,0 +1,124 @@
+/**
+ * The HTTP side of a SessionGate, for agents that cannot hold a WebSocket. A request is held by
+ * a lease that every poll renews instead of by a socket, and long polls wait in memory for the
+ * state machine's one `resolve()` to end it.
+ *
+ * Owns: leases, long polls and the HTTP results. Does not own: opening and resolving (the state
+ * machine), joining (presence.ts) or the post-change step (the shell).
+ */
+import type { Approval } from "../../sdk/src/approval";
+import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type { AgentCaller, GateJoin, HttpOpenResult, HttpPollResult } from "./api";
+import { LEASE_MS } from "./rules";
+import type { StateMachine } from "./state-machine";
+import type { GateStore, SessionMeta, StoredRow } from "./store";
+
+/** What the HTTP side uses of its gate: the same join, open and resolve paths sockets use. */
+export interface HttpHost {
+  store: GateStore;
+  machine: StateMachine;
+  join(join: GateJoin): SessionMeta | null;
+}
+
+export class HttpAgents {
+  readonly polls = new LongPolls();
+
+  constructor(private readonly gate: HttpHost) {}
+
+  open(join: GateJoin, params: RequestPermissionParams): HttpOpenResult {
+    const meta = this.gate.join(join);
+    if (!meta) return { ok: false, error: "key_revoked", message: "this API key was revoked" };
+    const now = Date.now();
+    // No socket and no JSON-RPC id: the lease alone keeps it open.
+    const holder = { socketId: "", rpcKey: "null", keyId: join.keyId, leaseUntil: now + LEASE_MS };
+    const opened = this.gate.machine.open(meta, holder, params, now);
+    if (!("refused" in opened)) return { ok: true, approvalId: opened.id, expiresAt: opened.expiresAt };
+    if (opened.refused === "too_many_pending") {
+      return { ok: false, error: "too_many_pending", message: opened.message };
+    }
+    return { ok: false, error: "invalid_request", message: opened.message, issues: opened.issues };
+  }
+
+  async poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult> {
+    const row = this.row(caller, approvalId);
+    if (!row) return { ok: false, error: "not_found" };
+    this.gate.store.renewLease(approvalId, Date.now() + LEASE_MS);
+    if (row.state === "pending" && waitMs > 0) {
+      await this.polls.wait(approvalId, waitMs);
+      // The agent was there all along: its lease runs from the end of the wait.
+      this.gate.store.renewLease(approvalId, Date.now() + LEASE_MS);
+    }
+    return this.result(approvalId);
+  }
+
+  cancel(caller: AgentCaller, approvalId: string): HttpPollResult {
+    const row = this.row(caller, approvalId);
+    if (!row) return { ok: false, error: "not_found" };
+    if (row.state === "pending") {
+      this.gate.machine.resolve(row, { state: "cancelled", reason: "agent_cancelled" }, Date.now());
+    }
+    return this.result(approvalId);
+  }
+
+  /** Only the session owner's keys see its approvals; to anyone else an id looks unknown. */
+  private row(caller: AgentCaller, approvalId: string): StoredRow | null {
+    const meta = this.gate.store.meta();
+    if (meta?.teamId !== caller.teamId || meta.ownerUserId !== caller.userId) return null;
+    return this.gate.store.row(approvalId);
+  }
+
+  private result(approvalId: string): HttpPollResult {
+    const row = this.gate.store.row(approvalId) as StoredRow;
+    const approval = JSON.parse(row.record) as Approval;
+    if (approval.state === "pending") {
+      return { ok: true, body: { approvalId, state: "pending", expiresAt: approval.expiresAt } };
+    }
+    // Rows resolved by builds that did not store answers get theirs recomputed.
+    const answer = row.answer
+      ? (JSON.parse(row.answer) as RequestPermissionResponse)
+      : this.gate.machine.answerFor(row, approval);
+    return {
+      ok: true,
+      body: {
+        approvalId,
+        state: approval.state,
+        reason: approval.reason,
+        outcome: answer.outcome,
+        _meta: answer._meta,
+      },
+    };
+  }
+}
+
+/**
+ * Long polls waiting for an approval to resolve. Each waiter leaves the map exactly once,
+ * woken or timed out, so none outlives its poll.
+ */
+export class LongPolls {
+  private readonly byId = new Map<string, Set<() => void>>();
+
+  /** Resolves when `wake(approvalId)` is called or after `ms`, whichever comes first. */
+  wait(approvalId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const waiters = this.byId.get(approvalId) ?? new Set();
+      this.byId.set(approvalId, waiters);
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0) this.byId.delete(approvalId);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      waiters.add(done);
+    });
+  }
+
+  wake(approvalId: string): void {
+    for (const done of [...(this.byId.get(approvalId) ?? [])]) done();
+  }
+
+  /** How many approvals have polls waiting. */
+  get size(): number {
+    return this.byId.size;
+  }
+}

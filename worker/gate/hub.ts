@@ -1,0 +1,42 @@
+/**
+ * What a SessionGate needs from its team's TeamHub, and the one way it tells it.
+ *
+ * Owns: the narrow `GateHub` interface and `tellHub`. This is the only gate file that imports
+ * the hub's module; the rest of the gate sees only `GateHub`. Does not own: what the hub does
+ * with the news (live feed, pushes, the audit chain).
+ */
+import type { Approval } from "../../sdk/src/approval";
+import { type ApprovalNews, type AuditEvent, hubFor, type SessionNews } from "../hub/api";
+import type { VersionedPolicy } from "../policy";
+import type { Env } from "../types";
+
+export type { ApprovalNews, AuditEvent, SessionNews };
+
+/** The part of a TeamHub a SessionGate calls. */
+export interface GateHub {
+  /** A request was opened: shown live, pushed to phones. */
+  approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
+  /** A request left `pending`. */
+  approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
+  /** Connection state or metadata changed; answers a newer team policy when the hub knows one. */
+  sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null>;
+  /** Appends to the team's audit chain; resolves once D1 has every event. */
+  appendAudit(events: AuditEvent[]): Promise<void>;
+}
+
+export function gateHub(env: Env, teamId: string): GateHub {
+  return hubFor(env, teamId);
+}
+
+/**
+ * News for the team's hub, in the background. Never awaited on the agent's path: a slow or
+ * failing push must not delay or fail a request.
+ */
+export function tellHub(
+  ctx: DurableObjectState,
+  env: Env,
+  teamId: string,
+  news: (hub: GateHub) => Promise<unknown>,
+): void {
+  ctx.waitUntil(news(gateHub(env, teamId)).catch(() => undefined));
+}

@@ -1,0 +1,107 @@
+/**
+ * The outbox to D1: what a SessionGate must tell D1 (index rows) and its team's audit chain
+ * (through the hub), written after the agent has its answer. Rows leave in order, once both
+ * acknowledged; a retry replays both, and both are idempotent.
+ *
+ * A failed flush backs off (5 s doubling to 5 min). A row that failed DEAD_AFTER flushes in a
+ * row is a dead letter: it moves to `outbox_dead` (kept for inspection and a manual replay)
+ * instead of blocking the rows behind it and waking the object forever.
+ *
+ * Owns: enqueueing, flushing, backoff, dead letters and the outbox's share of the alarm. Does
+ * not own: the alarm itself (the shell) or the SQL (store.ts).
+ */
+import { type D1OutboxOp, type OutboxOp, outboxStatement } from "../db";
+import type { AuditEvent, GateHub } from "./hub";
+import { DEAD_AFTER, retryDelayMs } from "./rules";
+import type { GateStore } from "./store";
+
+export { DEAD_AFTER };
+
+const BATCH = 50;
+
+/** Where the outbox writes: D1 for the index, the team's hub for the audit chain. */
+export interface OutboxSinks {
+  db: D1Database;
+  hub(teamId: string): GateHub;
+}
+
+export class Outbox {
+  private flushing: Promise<void> | null = null;
+  private flushAgain = false;
+
+  constructor(
+    private readonly store: GateStore,
+    private readonly sinks: OutboxSinks,
+  ) {}
+
+  enqueue(op: OutboxOp): void {
+    this.store.enqueue(op);
+  }
+
+  size(): number {
+    return this.store.outboxSize();
+  }
+
+  /** When the alarm must come back for the outbox, or null when it holds nothing. */
+  dueAt(now: number): number | null {
+    return this.size() > 0 ? now + retryDelayMs(this.store.outboxHeadAttempts()) : null;
+  }
+
+  /**
+   * Whether a change should flush now. Not while a failure streak backs off: the alarm retries
+   * on the backoff's schedule, so a busy session cannot turn a D1 outage into dead letters.
+   */
+  flushDue(): boolean {
+    return this.size() > 0 && this.store.outboxHeadAttempts() === 0;
+  }
+
+  /** Writes the outbox in order, one flush at a time; rejects when a write failed. */
+  flush(): Promise<void> {
+    if (this.flushing) {
+      this.flushAgain = true;
+      return this.flushing;
+    }
+    this.flushing = (async () => {
+      do {
+        this.flushAgain = false;
+        const rows = this.store.outboxBatch(BATCH);
+        const last = rows[rows.length - 1];
+        if (!last) break;
+        try {
+          await this.deliver(rows.map((r) => r.op));
+        } catch (error) {
+          this.failed(last.seq, error);
+          throw error;
+        }
+        this.store.outboxDelivered(last.seq);
+        if (rows.length === BATCH) this.flushAgain = true;
+      } while (this.flushAgain);
+    })().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  /** Hands ops to their sinks: index rows to D1, audit events to the team's hub. */
+  async deliver(ops: OutboxOp[]): Promise<void> {
+    await Promise.all([this.writeIndex(ops), this.writeAudit(ops)]);
+  }
+
+  /** Counts the failure against the rows tried; those that failed DEAD_AFTER times move aside. */
+  private failed(lastSeq: number, error: unknown): void {
+    this.store.outboxFailed(lastSeq);
+    const dead = this.store.deadLetter(DEAD_AFTER, Date.now(), String(error).slice(0, 500));
+    if (dead > 0) console.error(`outbox: ${dead} row(s) dead-lettered after ${DEAD_AFTER} failed flushes: ${error}`);
+  }
+
+  private async writeIndex(ops: OutboxOp[]): Promise<void> {
+    const writes = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
+    if (writes.length > 0) await this.sinks.db.batch(writes.map((o) => outboxStatement(this.sinks.db, o)));
+  }
+
+  private async writeAudit(ops: OutboxOp[]): Promise<void> {
+    const events: AuditEvent[] = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
+    const teamId = events[0]?.teamId;
+    if (teamId) await this.sinks.hub(teamId).appendAudit(events);
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * What the session is and who can see it: who joined with which policy, the team's newer
+ * policies, what `hello` and `session/update` told about it, and the reports of its connection
+ * state to D1 (sessions index) and to the team's hub (live, and the source of newer policies).
+ *
+ * Owns: the session's metadata and tool calls. Does not own: requests (state-machine.ts) or
+ * the sockets themselves (sockets.ts).
+ */
+import type { SessionInfo } from "../../sdk/src/approval";
+import { toolCallUpdateSchema } from "../../sdk/src/protocol";
+import type { VersionedPolicy } from "../policy";
+import type { GateJoin } from "./api";
+import type { GateHub } from "./hub";
+import type { Outbox } from "./outbox";
+import { helloInfo, joinedMeta, withoutNullish, withPolicy } from "./rules";
+import type { GateStore, SessionMeta } from "./store";
+
+export interface PresenceHost {
+  store: GateStore;
+  outbox: Outbox;
+  tellHub(teamId: string, news: (hub: GateHub) => Promise<unknown>): void;
+  /** Whether the session has an open socket. */
+  connected(): boolean;
+}
+
+export class Presence {
+  constructor(private readonly host: PresenceHost) {}
+
+  /** Records who joins with which policy; null when the key was revoked here. */
+  join(join: GateJoin): SessionMeta | null {
+    if (this.host.store.isRevoked(join.keyId)) return null;
+    const meta = joinedMeta(this.host.store.meta(), join);
+    this.host.store.saveMeta(meta);
+    return meta;
+  }
+
+  /**
+   * The team's policy changed: requests opened from now on use it (open ones keep the options
+   * and lifetime they were opened with). Older versions than the one held are ignored.
+   */
+  applyPolicy(teamId: string, update: VersionedPolicy): boolean {
+    const meta = withPolicy(this.host.store.meta(), teamId, update);
+    if (meta) this.host.store.saveMeta(meta);
+    return meta !== null;
+  }
+
+  hello(params: { title?: string; agent?: SessionInfo["agent"]; host?: string; cwd?: string }): void {
+    const meta = this.host.store.meta();
+    if (!meta) return;
+    this.host.store.saveMeta({ ...meta, info: helloInfo(meta.info, params) });
+    this.noteConnection(Date.now());
+  }
+
+  /**
+   * Records whether the session has a live socket: for the sessions index in D1, and for the
+   * team's hub, which shows it live and answers with a newer policy if one raced our join.
+   */
+  noteConnection(now: number): void {
+    const meta = this.host.store.meta();
+    if (!meta) return;
+    const connected = this.host.connected();
+    this.host.outbox.enqueue({
+      op: "session",
+      teamId: meta.teamId,
+      sessionId: meta.sessionId,
+      info: meta.info,
+      connected,
+      at: now,
+    });
+    this.host.tellHub(meta.teamId, async (hub) => {
+      const newer = await hub.sessionChanged(meta.teamId, {
+        sessionId: meta.sessionId,
+        ownerUserId: meta.ownerUserId,
+        info: meta.info,
+        connected,
+        pending: this.host.store.pendingCount(),
+        at: now,
+        policyVersion: meta.policyVersion ?? 0,
+      });
+      if (newer) this.applyPolicy(meta.teamId, newer);
+    });
+  }
+
+  /** `tool_call` / `tool_call_update` merged by id, so a later permission request can show them. */
+  mergeToolCall(update: { sessionUpdate: string }): void {
+    if (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update") return;
+    const parsed = toolCallUpdateSchema.safeParse(update);
+    if (!parsed.success) return;
+    const { sessionUpdate: _, ...fields } = withoutNullish(parsed.data) as Record<string, unknown>;
+    const merged = { ...this.host.store.toolCall(parsed.data.toolCallId), ...fields };
+    this.host.store.saveToolCall(parsed.data.toolCallId, merged, Date.now());
+  }
+}

@@ -1,0 +1,197 @@
+/**
+ * The SessionGate's decision rules as pure functions: what a new approval looks like (snapshot,
+ * hash, the options humans are offered, its lifetime), what the agent is answered (the
+ * fail-closed answer when no human decided), whether a decision may be taken, when a pending
+ * request lapses, which policy a join keeps, and the outbox's backoff.
+ *
+ * Owns: rules, no state, no I/O. Does not own: storage (store.ts) or the transitions that apply
+ * the rules (state-machine.ts). Imports no `cloudflare:workers`, so rules.test.ts runs under Node.
+ */
+import type { Approval, ApprovalState, DecidedBy, ResolutionReason, SessionInfo } from "../../sdk/src/approval";
+import {
+  failClosedAnswer,
+  type PermissionOption,
+  type RequestPermissionParams,
+  type RequestPermissionResponse,
+} from "../../sdk/src/protocol";
+import { canonicalJson, sha256Hex } from "../crypto";
+import type { OutboxOp } from "../db";
+import { offeredOptions, requestLifetimeMs, type VersionedPolicy } from "../policy";
+import { DECIDER_ROLES } from "../roles";
+import type { DecisionInput, GateJoin } from "./api";
+import type { SessionMeta } from "./store";
+
+export { offeredOptions, requestLifetimeMs };
+
+/** An HTTP-held request not polled for this long is denied `agent_disconnected`. */
+export const LEASE_MS = 60_000;
+
+export const EMPTY_INFO: SessionInfo = { title: null, agent: null, host: null, cwd: null };
+
+export const OUTBOX_RETRY_MS = 5_000;
+export const OUTBOX_RETRY_MAX_MS = 5 * 60_000;
+/** Consecutive failed flushes after which an outbox row becomes a dead letter. */
+export const DEAD_AFTER = 10;
+
+/** How long the outbox waits before its next try after `failures` failed flushes in a row. */
+export function retryDelayMs(failures: number): number {
+  return Math.min(OUTBOX_RETRY_MS * 2 ** Math.min(failures, 16), OUTBOX_RETRY_MAX_MS);
+}
+
+/** How a request leaves `pending`. */
+export interface Resolution {
+  state: Exclude<ApprovalState, "pending">;
+  reason: ResolutionReason;
+  optionId?: string;
+  decidedBy?: DecidedBy;
+}
+
+/**
+ * A new pending approval: the snapshot humans see (the request over what `session/update` told
+ * about its tool call), hashed, with the options the team's policy lets humans pick.
+ */
+export function newApproval(a: {
+  id: string;
+  meta: SessionMeta;
+  params: RequestPermissionParams;
+  knownToolCall: Record<string, unknown>;
+  lifetimeMs: number;
+  now: number;
+}): Approval {
+  const { toolCall } = a.params;
+  const snapshot = {
+    toolCall: { ...a.knownToolCall, ...withoutNullish(toolCall), toolCallId: toolCall.toolCallId },
+    session: a.meta.info,
+    ...(a.params._meta ? { meta: a.params._meta } : {}),
+  };
+  return {
+    id: a.id,
+    sessionId: a.meta.sessionId,
+    state: "pending",
+    reason: null,
+    snapshot,
+    options: offeredOptions(a.params.options, a.meta.policy).map(({ optionId, name, kind }) => ({
+      optionId,
+      name,
+      kind,
+    })),
+    requestHash: sha256Hex(canonicalJson(snapshot)),
+    createdAt: a.now,
+    expiresAt: a.now + a.lifetimeMs,
+    resolvedAt: null,
+    optionId: null,
+    decidedBy: null,
+  };
+}
+
+/** The approval after it left `pending`. */
+export function resolvedApproval(pending: Approval, r: Resolution, now: number): Approval {
+  return {
+    ...pending,
+    state: r.state,
+    reason: r.reason,
+    resolvedAt: now,
+    optionId: r.optionId ?? null,
+    decidedBy: r.decidedBy ?? null,
+  };
+}
+
+/**
+ * The ACP `outcome`, and in `_meta.tapgate` which approval it was, why it ended and who decided.
+ * Anything but a human's choice or the agent's own cancel gets the fail-closed answer: the
+ * agent's own `reject_once` option, else `cancelled`.
+ */
+export function agentAnswer(
+  approvalId: string,
+  agentOptions: PermissionOption[],
+  r: { reason: ResolutionReason | null; optionId?: string | null; decidedBy?: DecidedBy | null },
+): RequestPermissionResponse {
+  const { outcome } =
+    r.reason === "decided" && r.optionId
+      ? { outcome: { outcome: "selected" as const, optionId: r.optionId } }
+      : r.reason === "agent_cancelled" || r.reason === "session_cancelled"
+        ? { outcome: { outcome: "cancelled" as const } }
+        : failClosedAnswer(agentOptions);
+  const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
+  return { outcome, _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }) } } };
+}
+
+/** Why a pending request ends at `now` without a human, or null while it still waits. */
+export function lapseOf(row: { expires_at: number; lease_until: number | null }, now: number): Resolution | null {
+  if (row.expires_at <= now) return { state: "expired", reason: "expired" };
+  if (row.lease_until !== null && row.lease_until <= now) return { state: "denied", reason: "agent_disconnected" };
+  return null;
+}
+
+export type DecisionCheck =
+  | { ok: true; resolution: Resolution }
+  | { ok: false; error: "role_may_not_decide" | "not_session_owner" | "option_not_offered" | "request_changed" };
+
+/** Whether a human may take this decision on a pending approval, and what it resolves to. */
+export function checkDecision(meta: SessionMeta, pending: Approval, d: DecisionInput): DecisionCheck {
+  if (!DECIDER_ROLES.includes(d.role)) return { ok: false, error: "role_may_not_decide" };
+  if (meta.policy.deciders === "session_owner" && d.userId !== meta.ownerUserId) {
+    return { ok: false, error: "not_session_owner" };
+  }
+  const option = pending.options.find((o) => o.optionId === d.optionId);
+  if (!option) return { ok: false, error: "option_not_offered" };
+  if (d.requestHash !== pending.requestHash) return { ok: false, error: "request_changed" };
+  const state = option.kind.startsWith("allow") ? "allowed" : "denied";
+  const decidedBy = { userId: d.userId, name: d.name, device: d.device };
+  return { ok: true, resolution: { state, reason: "decided", optionId: option.optionId, decidedBy } };
+}
+
+/** A decision on an approval that already left `pending`: taken by a human, or ended without one. */
+export const lateDecisionError = (current: Approval) =>
+  current.reason === "decided" ? ("already_decided" as const) : ("already_resolved" as const);
+
+/**
+ * The session's metadata after a join. A policy the hub pushed may be newer than the one the
+ * Worker read for this join: the newer version wins. What `hello` told is kept.
+ */
+export function joinedMeta(known: SessionMeta | null, join: GateJoin): SessionMeta {
+  const keepKnown = known !== null && (known.policyVersion ?? 0) > join.policyVersion;
+  return {
+    teamId: join.teamId,
+    sessionId: join.sessionId,
+    ownerUserId: join.ownerUserId,
+    policy: keepKnown ? known.policy : join.policy,
+    policyVersion: keepKnown ? known.policyVersion : join.policyVersion,
+    info: known?.info ?? EMPTY_INFO,
+  };
+}
+
+/** The metadata with a newer team policy, or null when the update is another team's or not newer. */
+export function withPolicy(meta: SessionMeta | null, teamId: string, update: VersionedPolicy): SessionMeta | null {
+  if (!meta || meta.teamId !== teamId || (meta.policyVersion ?? 0) >= update.version) return null;
+  return { ...meta, policy: update.policy, policyVersion: update.version };
+}
+
+/** What `hello` tells about the session, over what was known. */
+export function helloInfo(
+  known: SessionInfo,
+  params: { title?: string; agent?: SessionInfo["agent"]; host?: string; cwd?: string },
+): SessionInfo {
+  return {
+    title: params.title ?? known.title,
+    agent: params.agent ?? known.agent,
+    host: params.host ?? known.host,
+    cwd: params.cwd ?? known.cwd,
+  };
+}
+
+/** An audit event for an approval. Ids and outcomes only: tool arguments never enter the detail. */
+export function auditOp(meta: SessionMeta, a: Approval, actor: string, action: string, at: number): OutboxOp {
+  const detail = {
+    sessionId: a.sessionId,
+    state: a.state,
+    reason: a.reason,
+    optionId: a.optionId,
+    decidedBy: a.decidedBy,
+  };
+  return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
+}
+
+export function withoutNullish<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,202 @@
+/**
+ * SessionGate: one Durable Object per agent session (`${teamId}/${sessionId}`). It holds the
+ * session's permission requests until a human decides, and is the source of truth for every
+ * approval of the session. Everything it must not lose lives in its SQLite storage, so
+ * hibernation and eviction lose nothing; D1 gets a copy from an outbox after the agent has its
+ * answer.
+ *
+ * This file is the shell: it wires the subsystems and maps each platform handler (`fetch`,
+ * `webSocketMessage`, `webSocketClose`, `webSocketError`, `alarm`) and each RPC method to one
+ * wrapper that always ends in the post-change step (`afterChange`: schedule the alarm, flush
+ * the outbox), so no path can forget it. It owns no rule, no SQL and no protocol: see
+ * state-machine.ts, store.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts.
+ */
+import { DurableObject } from "cloudflare:workers";
+import type { Approval } from "../../sdk/src/approval";
+import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams } from "../../sdk/src/protocol";
+import type { VersionedPolicy } from "../policy";
+import type { Env } from "../types";
+import type {
+  AgentCaller,
+  DecisionInput,
+  DecisionResult,
+  GateJoin,
+  HttpOpenResult,
+  HttpPollResult,
+  SessionGateApi,
+} from "./api";
+import { HttpAgents } from "./http-agents";
+import { type GateHub, gateHub, tellHub } from "./hub";
+import { migrate } from "./migrations";
+import { Outbox } from "./outbox";
+import { Presence } from "./presence";
+import { SocketAgents } from "./socket-agents";
+import { joinOf, Sockets } from "./sockets";
+import { StateMachine } from "./state-machine";
+import { GateStore } from "./store";
+
+export class SessionGate extends DurableObject<Env> implements SessionGateApi {
+  private readonly store: GateStore;
+  private readonly machine: StateMachine;
+  private readonly presence: Presence;
+  private readonly sockets: Sockets;
+  private readonly agents: SocketAgents;
+  /** The outbox to D1 and the audit chain (a field, not exposed over RPC). */
+  readonly outbox: Outbox;
+  /** Agents that poll over HTTP instead of holding a socket (a field, not exposed over RPC). */
+  readonly http: HttpAgents;
+  /** The alarm this instance set; unknown (null) after a restart, so the first schedule sets one. */
+  private alarmAt: number | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+    migrate(ctx.storage);
+    const store = new GateStore(ctx.storage.sql);
+    const hub = (teamId: string, news: (hub: GateHub) => Promise<unknown>) => tellHub(ctx, env, teamId, news);
+    this.store = store;
+    this.sockets = new Sockets(ctx);
+    this.outbox = new Outbox(store, { db: env.DB, hub: (teamId) => gateHub(env, teamId) });
+    this.machine = new StateMachine({
+      store,
+      outbox: this.outbox,
+      objectId: ctx.id.toString(),
+      tellHub: hub,
+      deliver: (row, answer) => {
+        this.sockets.answer(row.socket_id, row.rpc_id, answer);
+        this.http.polls.wake(row.id);
+      },
+    });
+    this.presence = new Presence({ store, outbox: this.outbox, tellHub: hub, connected: () => this.sockets.anyOpen() });
+    this.agents = new SocketAgents({ store, machine: this.machine, presence: this.presence, sockets: this.sockets });
+    this.http = new HttpAgents({ store, machine: this.machine, join: (join) => this.presence.join(join) });
+    this.change(() => this.agents.resolveOrphans(Date.now()));
+  }
+
+  // ── platform handlers ────────────────────────────────────────────────────
+
+  override async fetch(request: Request): Promise<Response> {
+    const join = joinOf(request);
+    if (!join) return new Response("expected a WebSocket upgrade from the Worker", { status: 400 });
+    return this.change(() => this.agents.connect(join));
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    this.change(() => this.agents.message(ws, message));
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    this.change(() => this.agents.closed(ws, { code, reason }));
+  }
+
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    this.change(() => this.agents.closed(ws));
+  }
+
+  /** One alarm serves expiry, leases, heartbeat checks and outbox retries. */
+  override async alarm(): Promise<void> {
+    this.alarmAt = null;
+    // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
+    await this.changeAsync(async () => {
+      this.sweepDue(Date.now());
+      await this.outbox.flush().catch(() => undefined);
+    });
+  }
+
+  // ── RPC: the human side ──────────────────────────────────────────────────
+
+  async getApproval(teamId: string, approvalId: string): Promise<Approval | null> {
+    return this.change(() => (this.store.meta()?.teamId === teamId ? this.store.approval(approvalId) : null));
+  }
+
+  async decide(d: DecisionInput): Promise<DecisionResult> {
+    return this.change(() => this.machine.decide(d, Date.now()));
+  }
+
+  async revokeKey(teamId: string, keyId: string): Promise<number> {
+    return this.change(() => {
+      if (this.store.meta()?.teamId !== teamId) return 0;
+      const now = Date.now();
+      const denied = this.machine.revokeKey(keyId, now);
+      this.agents.closeKey(keyId);
+      this.presence.noteConnection(now);
+      return denied;
+    });
+  }
+
+  async applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean> {
+    return this.change(() => this.presence.applyPolicy(teamId, update));
+  }
+
+  // ── RPC: agents over HTTP ────────────────────────────────────────────────
+
+  async openOverHttp(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult> {
+    return this.change(() => this.http.open(join, params));
+  }
+
+  async poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult> {
+    return this.changeAsync(() => this.http.poll(caller, approvalId, waitMs));
+  }
+
+  async cancelOverHttp(caller: AgentCaller, approvalId: string): Promise<HttpPollResult> {
+    return this.change(() => this.http.cancel(caller, approvalId));
+  }
+
+  // ── time, and the outbox (called by the alarm; public for tests) ─────────
+
+  /** Ends what is due at `now`: expired requests, lapsed leases, silent (half-open) sockets, orphans. */
+  sweep(now: number): void {
+    this.change(() => this.sweepDue(now));
+  }
+
+  /** Hands the outbox to D1 and the audit chain now; rejects when a write failed. */
+  async flushOutbox(): Promise<void> {
+    return this.changeAsync(() => this.outbox.flush());
+  }
+
+  private sweepDue(now: number): void {
+    this.machine.lapseDue(now);
+    this.agents.closeSilent(now);
+    this.agents.resolveOrphans(now);
+  }
+
+  // ── the post-change step ─────────────────────────────────────────────────
+
+  /** Runs `work`, then the post-change step, whatever `work` did (or threw). */
+  private change<T>(work: () => T): T {
+    try {
+      return work();
+    } finally {
+      this.afterChange();
+    }
+  }
+
+  private async changeAsync<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } finally {
+      this.afterChange();
+    }
+  }
+
+  /** After any change: schedule the next alarm and hand the outbox to D1 in the background. */
+  private afterChange(): void {
+    this.scheduleAlarm();
+    if (this.outbox.flushDue()) void this.outbox.flush().catch(() => undefined);
+  }
+
+  /** One alarm serves expiry, leases, heartbeat checks while sockets hold requests, and outbox retries. */
+  private scheduleAlarm(): void {
+    const now = Date.now();
+    const due = this.store.pendingDue();
+    const candidates = [due.expiry, due.lease, this.outbox.dueAt(now)].filter((at) => at !== null);
+    if (due.socketHeld > 0) candidates.push(now + HEARTBEAT_INTERVAL_MS);
+    if (candidates.length === 0) return;
+    const at = Math.min(...candidates);
+    // An alarm that fires early just reschedules, so only ever move it earlier: one storage
+    // write per burst of requests, and none on the decision path.
+    if (this.alarmAt !== null && this.alarmAt > now && this.alarmAt <= at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
+  }
+}

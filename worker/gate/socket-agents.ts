@@ -1,0 +1,132 @@
+/**
+ * The WebSocket side of a SessionGate: agents that hold a socket. A request is held by the
+ * socket that sent it and answered on it; a socket that closes, errs or falls silent ends what
+ * it held (`agent_disconnected`), and a request whose socket a previous instance held ends at
+ * start (`service_restart`).
+ *
+ * Owns: accepting sockets, reading frames, socket-held requests and what a lost socket ends.
+ * Does not own: message meaning (agent-rpc.ts), framing (frames.ts), the state machine or the
+ * post-change step (the shell).
+ */
+import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams, RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
+import { randomBase62 } from "../crypto";
+import { dispatch, type RpcHost } from "./agent-rpc";
+import type { GateJoin } from "./api";
+import { parseFrame, rpcError, rpcIdKey } from "./frames";
+import type { Presence } from "./presence";
+import { closeQuietly, identityOf, reciprocateClose, type SocketIdentity, type Sockets, send } from "./sockets";
+import type { StateMachine } from "./state-machine";
+import type { GateStore } from "./store";
+
+export interface SocketHost {
+  store: GateStore;
+  machine: StateMachine;
+  presence: Presence;
+  sockets: Sockets;
+}
+
+export class SocketAgents {
+  private readonly rpc: RpcHost;
+
+  constructor(private readonly gate: SocketHost) {
+    this.rpc = { ...gate, request: (identity, id, params) => this.request(identity, id, params) };
+  }
+
+  /** Accepts an agent's socket, or answers 401 when its key was revoked here. */
+  connect(join: GateJoin): Response {
+    if (!this.gate.presence.join(join)) {
+      return Response.json({ error: "key_revoked", message: "this API key was revoked" }, { status: 401 });
+    }
+    const { 0: client, 1: server } = new WebSocketPair();
+    const now = Date.now();
+    const identity: SocketIdentity = {
+      socketId: randomBase62(16),
+      keyId: join.keyId,
+      userId: join.userId,
+      connectedAt: now,
+      lastMessageAt: now,
+    };
+    this.gate.sockets.accept(server, identity);
+    this.gate.presence.noteConnection(now);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  message(ws: WebSocket, message: string | ArrayBuffer): void {
+    const identity = identityOf(ws) as SocketIdentity;
+    identity.lastMessageAt = Date.now();
+    ws.serializeAttachment(identity);
+    if (typeof message !== "string") {
+      send(ws, rpcError(null, RPC_ERROR.invalidRequest, "binary frames are not supported; send JSON text"));
+      return;
+    }
+    const parsed = parseFrame(message);
+    if (!parsed.ok) {
+      send(ws, parsed.response);
+      return;
+    }
+    const replies: object[] = [];
+    for (const m of parsed.messages) {
+      const reply = m.kind === "invalid" ? m.response : dispatch(this.rpc, identity, m);
+      if (reply) replies.push(reply);
+    }
+    if (replies.length > 0) send(ws, parsed.batch ? replies : replies[0]);
+  }
+
+  /** The socket closed (the peer's close is answered) or failed: what it held ends. */
+  closed(ws: WebSocket, close?: { code: number; reason: string }): void {
+    const { socketId } = identityOf(ws) as SocketIdentity;
+    const now = Date.now();
+    this.gate.machine.resolveAll(
+      this.gate.store.pendingOnSocket(socketId),
+      { state: "denied", reason: "agent_disconnected" },
+      now,
+    );
+    this.gate.presence.noteConnection(now);
+    if (close) reciprocateClose(ws, close.code, close.reason);
+  }
+
+  /** Holds a socket's permission request until it is decided; returns an error reply if it is refused. */
+  private request(identity: SocketIdentity, id: RpcId, params: RequestPermissionParams): object | null {
+    const meta = this.gate.store.meta();
+    if (!meta) return rpcError(id, RPC_ERROR.internal, "session not initialised");
+    const rpcKey = rpcIdKey(id);
+    if (this.gate.store.pendingForRpc(identity.socketId, rpcKey).length > 0) {
+      return rpcError(id, RPC_ERROR.invalidRequest, `id ${rpcKey} is already pending on this socket`);
+    }
+    const holder = { socketId: identity.socketId, rpcKey, keyId: identity.keyId, leaseUntil: null };
+    const opened = this.gate.machine.open(meta, holder, params, Date.now());
+    if (!("refused" in opened)) return null;
+    const code = opened.refused === "too_many_pending" ? RPC_ERROR.tooManyPending : RPC_ERROR.invalidParams;
+    return rpcError(id, code, opened.message, opened.issues && { issues: opened.issues });
+  }
+
+  /** Closes sockets silent (half-open) for two heartbeats, ending what they held. */
+  closeSilent(now: number): void {
+    for (const { ws, identity } of this.gate.sockets.all()) {
+      if (now - this.gate.sockets.lastSeen(ws, identity) <= 2 * HEARTBEAT_INTERVAL_MS) continue;
+      closeQuietly(ws, 4000, "no heartbeat");
+      this.gate.machine.resolveAll(
+        this.gate.store.pendingOnSocket(identity.socketId),
+        { state: "denied", reason: "agent_disconnected" },
+        now,
+      );
+    }
+  }
+
+  /**
+   * A pending request whose socket is gone was held by a previous instance (restart, reset,
+   * deploy): nobody can answer it any more, so it ends now rather than never. HTTP-held requests
+   * are not orphans: their agent polls any instance until its lease lapses.
+   */
+  resolveOrphans(now: number): void {
+    const live = this.gate.sockets.liveIds();
+    for (const row of this.gate.store.pendingSocketHeld()) {
+      if (!live.has(row.socket_id)) this.gate.machine.resolve(row, { state: "denied", reason: "service_restart" }, now);
+    }
+  }
+
+  /** A revoked key's sockets close. */
+  closeKey(keyId: string): void {
+    this.gate.sockets.closeKey(keyId, 4001, "API key revoked");
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The approval state machine: open → pending → (decide | lapse | cancel | disconnect | revoke)
+ * → resolved. `resolve` is the one way out of `pending`, and every exit writes the same things:
+ * the record, the agent's answer (delivered on its socket or to its long polls), the D1 index
+ * row and the audit event (outbox), and the news for the team's hub.
+ *
+ * Owns: the transitions. Does not own: the rules they follow (rules.ts), storage (store.ts),
+ * transports (socket-agents.ts, http-agents.ts) or when to flush and wake (the shell).
+ */
+import type { Approval } from "../../sdk/src/approval";
+import {
+  LIMITS,
+  type PermissionOption,
+  type RequestPermissionParams,
+  type RequestPermissionResponse,
+  tapgateMetaSchema,
+} from "../../sdk/src/protocol";
+import { randomBase62 } from "../crypto";
+import type { DecisionInput, DecisionResult } from "./api";
+import type { GateHub } from "./hub";
+import type { Outbox } from "./outbox";
+import { spendPushBudget } from "./push-budget";
+import {
+  agentAnswer,
+  auditOp,
+  checkDecision,
+  lapseOf,
+  lateDecisionError,
+  newApproval,
+  type Resolution,
+  requestLifetimeMs,
+  resolvedApproval,
+} from "./rules";
+import type { GateStore, Holder, PendingRow, SessionMeta, StoredRow } from "./store";
+
+export type Refusal = { refused: "invalid_params" | "too_many_pending"; message: string; issues?: unknown[] };
+
+/** What the state machine needs from its Durable Object. */
+export interface MachineHost {
+  store: GateStore;
+  outbox: Outbox;
+  /** The object's id: approval ids carry it, so a decision is routed without a lookup. */
+  objectId: string;
+  tellHub(teamId: string, news: (hub: GateHub) => Promise<unknown>): void;
+  /** Hands a resolved request's answer to whoever waits for it: its socket, its long polls. */
+  deliver(row: PendingRow, answer: RequestPermissionResponse): void;
+}
+
+export class StateMachine {
+  constructor(private readonly host: MachineHost) {}
+
+  private get store() {
+    return this.host.store;
+  }
+
+  /** Holds a new permission request for its holder, or says why it is refused. */
+  open(meta: SessionMeta, holder: Holder, params: RequestPermissionParams, now: number): Approval | Refusal {
+    if (params.sessionId !== meta.sessionId) {
+      return { refused: "invalid_params", message: `sessionId is not this session's (${meta.sessionId})` };
+    }
+    const ask = tapgateMetaSchema.safeParse(params._meta?.tapgate ?? {});
+    if (!ask.success) {
+      const issues = ask.error.issues.map((i) => ({ ...i, path: ["_meta", "tapgate", ...i.path] }));
+      return { refused: "invalid_params", message: "invalid _meta.tapgate", issues };
+    }
+    if (this.store.pendingCount() >= LIMITS.pendingPerSession) {
+      const message = `this session already has ${LIMITS.pendingPerSession} pending requests`;
+      return { refused: "too_many_pending", message };
+    }
+
+    const approval = newApproval({
+      id: `apr_${this.host.objectId}_${randomBase62(22)}`,
+      meta,
+      params,
+      knownToolCall: this.store.toolCall(params.toolCall.toolCallId),
+      lifetimeMs: requestLifetimeMs(meta.policy, ask.data.timeoutMs),
+      now,
+    });
+    this.store.insertPending(approval, holder, params.options);
+    this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
+    this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
+    const push = spendPushBudget(this.store, now);
+    this.host.tellHub(meta.teamId, (hub) =>
+      hub.approvalCreated(meta.teamId, {
+        approval,
+        ownerUserId: meta.ownerUserId,
+        recipients: meta.policy.notify,
+        lockScreen: meta.policy.lockScreen,
+        push,
+      }),
+    );
+    if (approval.options.length === 0) {
+      // Team policy hid every option the agent offered: nobody could ever decide it.
+      this.resolve(this.store.pendingById(approval.id) as PendingRow, { state: "denied", reason: "invalid" }, now);
+    }
+    return approval;
+  }
+
+  /**
+   * The one way out of `pending`. Synchronous from the read to the write, so no other event
+   * can interleave: each request is claimed, and answered, exactly once.
+   */
+  resolve(row: PendingRow, r: Resolution, now: number): Approval | null {
+    if (!this.store.claim(row.id, r.state)) return null;
+    const approval = resolvedApproval(JSON.parse(row.record) as Approval, r, now);
+    const answer = this.answerFor(row, r);
+    this.store.saveResolved(row.id, approval, answer);
+    this.host.deliver(row, answer);
+    const meta = this.store.meta();
+    if (meta) {
+      const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : "system";
+      this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
+      this.host.outbox.enqueue(auditOp(meta, approval, actor, `approval.${r.state}`, now));
+      this.host.tellHub(meta.teamId, (hub) => hub.approvalResolved(meta.teamId, approval, meta.ownerUserId));
+    }
+    return approval;
+  }
+
+  /** Resolves every row with the same resolution. */
+  resolveAll(rows: PendingRow[], r: Resolution, now: number): void {
+    for (const row of rows) this.resolve(row, r, now);
+  }
+
+  /** The answer the agent gets for a row ending this way (recomputed for rows stored without one). */
+  answerFor(row: PendingRow, r: Parameters<typeof agentAnswer>[2]): RequestPermissionResponse {
+    return agentAnswer(row.id, JSON.parse(row.agent_options) as PermissionOption[], r);
+  }
+
+  /** A human decides. Time that ran out before the alarm got here ends the request, not a late allow. */
+  decide(d: DecisionInput, now: number): DecisionResult {
+    const meta = this.store.meta();
+    const row = this.store.row(d.approvalId);
+    if (!meta || !row || meta.teamId !== d.teamId) return { ok: false, error: "not_found" };
+    const lapsed = this.lapse(row, now);
+    if (lapsed) return { ok: false, error: "already_resolved", approval: lapsed };
+    const current = JSON.parse(row.record) as Approval;
+    if (row.state !== "pending") return { ok: false, error: lateDecisionError(current), approval: current };
+    const check = checkDecision(meta, current, d);
+    if (!check.ok) {
+      return check.error === "request_changed"
+        ? { ok: false, error: "request_changed", approval: current }
+        : { ok: false, error: check.error };
+    }
+    const approval = this.resolve(row, check.resolution, now);
+    return approval ? { ok: true, approval } : { ok: false, error: "already_decided", approval: current };
+  }
+
+  /** Resolves a pending row whose lifetime or HTTP lease is over; the resolved approval, or null. */
+  lapse(row: StoredRow, now: number): Approval | null {
+    if (row.state !== "pending") return null;
+    const lapse = lapseOf(row as StoredRow & { expires_at: number }, now);
+    return lapse ? this.resolve(row, lapse, now) : null;
+  }
+
+  /** Ends what is due at `now` among pending requests: expired lifetimes, then lapsed leases. */
+  lapseDue(now: number): void {
+    this.resolveAll(this.store.pendingExpiredBy(now), { state: "expired", reason: "expired" }, now);
+    this.resolveAll(this.store.pendingLeaseLapsedBy(now), { state: "denied", reason: "agent_disconnected" }, now);
+  }
+
+  /** A revoked key: its pending requests are denied, now and whenever it rejoins. */
+  revokeKey(keyId: string, now: number): number {
+    this.store.revoke(keyId);
+    const rows = this.store.pendingOfKey(keyId);
+    this.resolveAll(rows, { state: "denied", reason: "key_revoked" }, now);
+    return rows.length;
+  }
+}

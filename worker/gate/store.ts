@@ -1,0 +1,283 @@
+/**
+ * Every SQL statement of a SessionGate's own SQLite, and the mapping between rows and values.
+ *
+ * Owns: reads and writes of `meta`, `approvals`, `tool_calls`, `revoked_keys`, `outbox`,
+ * `outbox_dead` and `push_log`. Does not own: the schema (migrations.ts) or any decision about
+ * what to write (state-machine.ts, outbox.ts, push-budget.ts, ...). Synchronous, like the
+ * storage under it: a caller that reads and then writes cannot be interleaved.
+ */
+import type { Approval, SessionInfo } from "../../sdk/src/approval";
+import type { OutboxOp } from "../db";
+import type { TeamPolicy } from "../policy";
+
+/** The session the object serves, kept under `meta('session')`. */
+export interface SessionMeta {
+  teamId: string;
+  sessionId: string;
+  ownerUserId: string;
+  policy: TeamPolicy;
+  /** The team's policy_version of `policy`; absent (0) in objects from before versions. */
+  policyVersion?: number;
+  info: SessionInfo;
+}
+
+export interface PendingRow {
+  id: string;
+  rpc_id: string;
+  /** Empty for a request held over HTTP, by `lease_until` instead. */
+  socket_id: string;
+  key_id: string;
+  lease_until: number | null;
+  agent_options: string;
+  record: string;
+  /** The agent's answer (RequestPermissionResponse JSON), once resolved. */
+  answer: string | null;
+  [key: string]: SqlStorageValue;
+}
+
+export interface StoredRow extends PendingRow {
+  state: string;
+}
+
+/** What holds a request open: a socket (answered on it) or an HTTP lease that polls renew. */
+export interface Holder {
+  socketId: string;
+  rpcKey: string;
+  keyId: string;
+  leaseUntil: number | null;
+}
+
+export interface OutboxRow {
+  seq: number;
+  op: OutboxOp;
+  attempts: number;
+}
+
+/** The most recent tool calls kept for decorating later requests. */
+const KEPT_TOOL_CALLS = 256;
+
+export class GateStore {
+  constructor(private readonly sql: SqlStorage) {}
+
+  // ── meta ─────────────────────────────────────────────────────────────────
+
+  meta(): SessionMeta | null {
+    const row = this.sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];
+    return row ? (JSON.parse(row.v as string) as SessionMeta) : null;
+  }
+
+  saveMeta(meta: SessionMeta): void {
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)", JSON.stringify(meta));
+  }
+
+  // ── revoked keys ─────────────────────────────────────────────────────────
+
+  isRevoked(keyId: string): boolean {
+    return this.sql.exec("SELECT 1 FROM revoked_keys WHERE key_id = ?", keyId).toArray().length > 0;
+  }
+
+  revoke(keyId: string): void {
+    this.sql.exec("INSERT OR IGNORE INTO revoked_keys (key_id) VALUES (?)", keyId);
+  }
+
+  // ── approvals ────────────────────────────────────────────────────────────
+
+  insertPending(approval: Approval, holder: Holder, agentOptions: unknown): void {
+    this.sql.exec(
+      `INSERT INTO approvals (id, rpc_id, socket_id, key_id, state, expires_at, lease_until, agent_options, record)
+       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+      approval.id,
+      holder.rpcKey,
+      holder.socketId,
+      holder.keyId,
+      approval.expiresAt,
+      holder.leaseUntil,
+      JSON.stringify(agentOptions),
+      JSON.stringify(approval),
+    );
+  }
+
+  /** Moves a row out of `pending`; false when it already was (someone else claimed it). */
+  claim(id: string, state: string): boolean {
+    return (
+      this.sql
+        .exec("UPDATE approvals SET state = ? WHERE id = ? AND state = 'pending' RETURNING id", state, id)
+        .toArray().length > 0
+    );
+  }
+
+  saveResolved(id: string, approval: Approval, answer: unknown): void {
+    this.sql.exec(
+      "UPDATE approvals SET record = ?, answer = ? WHERE id = ?",
+      JSON.stringify(approval),
+      JSON.stringify(answer),
+      id,
+    );
+  }
+
+  row(id: string): StoredRow | null {
+    return this.sql.exec<StoredRow>("SELECT * FROM approvals WHERE id = ?", id).toArray()[0] ?? null;
+  }
+
+  approval(id: string): Approval | null {
+    const row = this.sql.exec("SELECT record FROM approvals WHERE id = ?", id).toArray()[0];
+    return row ? (JSON.parse(row.record as string) as Approval) : null;
+  }
+
+  renewLease(id: string, until: number): void {
+    this.sql.exec(
+      "UPDATE approvals SET lease_until = ? WHERE id = ? AND state = 'pending' AND lease_until IS NOT NULL",
+      until,
+      id,
+    );
+  }
+
+  pendingCount(): number {
+    return this.sql.exec("SELECT COUNT(*) AS n FROM approvals WHERE state = 'pending'").one().n as number;
+  }
+
+  pendingAll(): PendingRow[] {
+    return this.pending("1");
+  }
+
+  pendingById(id: string): PendingRow | undefined {
+    return this.pending("id = ?", id)[0];
+  }
+
+  pendingOnSocket(socketId: string): PendingRow[] {
+    return this.pending("socket_id = ?", socketId);
+  }
+
+  pendingForRpc(socketId: string, rpcKey: string): PendingRow[] {
+    return this.pending("socket_id = ? AND rpc_id = ?", socketId, rpcKey);
+  }
+
+  pendingOfKey(keyId: string): PendingRow[] {
+    return this.pending("key_id = ?", keyId);
+  }
+
+  pendingExpiredBy(now: number): PendingRow[] {
+    return this.pending("expires_at <= ?", now);
+  }
+
+  pendingLeaseLapsedBy(now: number): PendingRow[] {
+    return this.pending("lease_until <= ?", now);
+  }
+
+  /** Requests held by a socket (not by an HTTP lease). */
+  pendingSocketHeld(): PendingRow[] {
+    return this.pending("lease_until IS NULL");
+  }
+
+  /** What the next alarm must serve among pending requests. */
+  pendingDue(): { expiry: number | null; lease: number | null; socketHeld: number } {
+    return this.sql
+      .exec<{ expiry: number | null; lease: number | null; socketHeld: number }>(
+        `SELECT MIN(expires_at) AS expiry, MIN(lease_until) AS lease, COUNT(*) - COUNT(lease_until) AS socketHeld
+           FROM approvals WHERE state = 'pending'`,
+      )
+      .one();
+  }
+
+  private pending(where: string, ...bindings: SqlStorageValue[]): PendingRow[] {
+    return this.sql
+      .exec<PendingRow>(`SELECT * FROM approvals WHERE state = 'pending' AND ${where} ORDER BY expires_at`, ...bindings)
+      .toArray();
+  }
+
+  // ── tool calls ───────────────────────────────────────────────────────────
+
+  toolCall(toolCallId: string): Record<string, unknown> {
+    const row = this.sql.exec("SELECT data FROM tool_calls WHERE id = ?", toolCallId).toArray()[0];
+    return row ? (JSON.parse(row.data as string) as Record<string, unknown>) : {};
+  }
+
+  /** Saves a tool call and keeps only the most recent ones. */
+  saveToolCall(toolCallId: string, data: Record<string, unknown>, now: number): void {
+    this.sql.exec(
+      `INSERT INTO tool_calls (id, data, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
+      toolCallId,
+      JSON.stringify(data),
+      now,
+    );
+    this.sql.exec(
+      "DELETE FROM tool_calls WHERE id NOT IN (SELECT id FROM tool_calls ORDER BY updated_at DESC LIMIT ?)",
+      KEPT_TOOL_CALLS,
+    );
+  }
+
+  // ── outbox ───────────────────────────────────────────────────────────────
+
+  enqueue(op: OutboxOp): void {
+    this.sql.exec("INSERT INTO outbox (op) VALUES (?)", JSON.stringify(op));
+  }
+
+  outboxSize(): number {
+    return this.sql.exec("SELECT COUNT(*) AS n FROM outbox").one().n as number;
+  }
+
+  /** The oldest `limit` rows, in order. */
+  outboxBatch(limit: number): OutboxRow[] {
+    return this.sql
+      .exec<{ seq: number; op: string; attempts: number }>(
+        "SELECT seq, op, attempts FROM outbox ORDER BY seq LIMIT ?",
+        limit,
+      )
+      .toArray()
+      .map((r) => ({ seq: r.seq, op: JSON.parse(r.op) as OutboxOp, attempts: r.attempts }));
+  }
+
+  /** The failed flushes in a row of the oldest row: what the backoff and the dead letter go by. */
+  outboxHeadAttempts(): number {
+    return (this.sql.exec("SELECT attempts FROM outbox ORDER BY seq LIMIT 1").toArray()[0]?.attempts as number) ?? 0;
+  }
+
+  outboxDelivered(lastSeq: number): void {
+    this.sql.exec("DELETE FROM outbox WHERE seq <= ?", lastSeq);
+  }
+
+  /** Counts a failed flush against the rows it tried. */
+  outboxFailed(lastSeq: number): void {
+    this.sql.exec("UPDATE outbox SET attempts = attempts + 1 WHERE seq <= ?", lastSeq);
+  }
+
+  /** Moves rows that failed `attempts` times or more aside; how many moved. */
+  deadLetter(attempts: number, now: number, error: string): number {
+    const moved = this.sql
+      .exec(
+        `INSERT INTO outbox_dead (seq, op, attempts, dead_at, error)
+         SELECT seq, op, attempts, ?, ? FROM outbox WHERE attempts >= ? RETURNING seq`,
+        now,
+        error,
+        attempts,
+      )
+      .toArray().length;
+    this.sql.exec("DELETE FROM outbox WHERE attempts >= ?", attempts);
+    return moved;
+  }
+
+  deadLetterCount(): number {
+    return this.sql.exec("SELECT COUNT(*) AS n FROM outbox_dead").one().n as number;
+  }
+
+  // ── push budget ──────────────────────────────────────────────────────────
+
+  /** Forgets pushes at or before `windowStart`; how many remain. */
+  pushesSince(windowStart: number): number {
+    this.sql.exec("DELETE FROM push_log WHERE at <= ?", windowStart);
+    return this.sql.exec("SELECT COUNT(*) AS n FROM push_log").one().n as number;
+  }
+
+  logPush(at: number): void {
+    this.sql.exec("INSERT INTO push_log (at) VALUES (?)", at);
+  }
+
+  summaryAt(): number {
+    return Number(this.sql.exec("SELECT v FROM meta WHERE k = 'summary_at'").toArray()[0]?.v ?? 0);
+  }
+
+  setSummaryAt(at: number): void {
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('summary_at', ?)", String(at));
+  }
+}
