@@ -63,3 +63,9 @@ export const errorBodySchema = z.looseObject({
   message: z.string(),
 });
 export type ErrorBody = z.infer<typeof errorBodySchema>;
+
+/** The sentence of an error answer when the body is one (`{error, message}`), else `undefined`. */
+export function errorMessageOf(body: unknown): string | undefined {
+  const parsed = errorBodySchema.safeParse(body);
+  return parsed.success && parsed.data.message ? parsed.data.message : undefined;
+}

@@ -1,15 +1,12 @@
 /**
  * Newline-delimited JSON-RPC as raw lines: the proxy inspects a copy of each line and forwards the
  * original bytes, so whatever it does not handle reaches the other side exactly as it was written.
+ * Owns the line splitting and writing; what a line means is `classifyLoose` in `../jsonrpc.ts`.
  */
 import type { Readable, Writable } from "node:stream";
-import { parseJson } from "../protocol.js";
-import { isRecord } from "../wire.js";
+import { classifyLooseText, type LooseMessage } from "../jsonrpc.js";
 
-export type Message =
-  | { kind: "request"; id: unknown; method: string; params: unknown }
-  | { kind: "notification"; method: string; params: unknown }
-  | { kind: "response"; id: unknown; result: unknown; error: unknown };
+export type { LooseMessage as Message } from "../jsonrpc.js";
 
 const NEWLINE = 0x0a;
 
@@ -37,24 +34,12 @@ export function writeLine(output: Writable, line: Buffer | string): void {
   if (output.writable) output.write(typeof line === "string" ? `${line}\n` : Buffer.concat([line, Buffer.of(NEWLINE)]));
 }
 
-export function writeMessage(output: Writable, message: Record<string, unknown>): void {
-  writeLine(output, JSON.stringify({ jsonrpc: "2.0", ...message }));
+/** One message the proxy writes itself, built with `rpcRequest`, `rpcResult`, … from `../jsonrpc.ts`. */
+export function writeMessage(output: Writable, message: { jsonrpc: "2.0" }): void {
+  writeLine(output, JSON.stringify(message));
 }
 
 /** `undefined` for anything that is not a JSON-RPC object: such lines are only ever forwarded. */
-export function classify(line: Buffer): Message | undefined {
-  const msg = parseJson(line.toString("utf8"));
-  if (!isRecord(msg)) return undefined;
-  if (typeof msg.method === "string") {
-    return "id" in msg
-      ? { kind: "request", id: msg.id, method: msg.method, params: msg.params }
-      : { kind: "notification", method: msg.method, params: msg.params };
-  }
-  if ("id" in msg) return { kind: "response", id: msg.id, result: msg.result, error: msg.error };
-  return undefined;
-}
-
-/** Map key for a JSON-RPC id: `1` and `"1"` are different requests. */
-export function idKey(id: unknown): string {
-  return JSON.stringify(id) ?? "undefined";
+export function classifyLine(line: Buffer): LooseMessage | undefined {
+  return classifyLooseText(line.toString("utf8"));
 }

@@ -7,6 +7,8 @@ import { randomBytes } from "node:crypto";
 import { basename } from "node:path";
 import type { Writable } from "node:stream";
 import type { SessionMeta, Tapgate } from "../client.js";
+import { isRecord, rpcError, rpcIdKey, rpcNotification, rpcRequest, rpcResult } from "../jsonrpc.js";
+import { agentOptionsOf } from "../params.js";
 import {
   CANCELLED_ANSWER,
   failClosedAnswer,
@@ -16,8 +18,7 @@ import {
   RPC_ERROR,
   requestPermissionResponseSchema,
 } from "../protocol.js";
-import { agentOptionsOf, isRecord } from "../wire.js";
-import { classify, idKey, type Message, writeLine, writeMessage } from "./ndjson.js";
+import { classifyLine, type Message, writeLine, writeMessage } from "./ndjson.js";
 import { type GateSessions, sessionsOf } from "./sessions.js";
 
 export type DecideMode = "phone" | "race";
@@ -72,7 +73,7 @@ export class AcpProxy {
   }
 
   fromAgent(line: Buffer): void {
-    const msg = classify(line);
+    const msg = classifyLine(line);
     if (msg?.kind === "request" && msg.method === METHODS.requestPermission) {
       this.#intercept(msg.id, msg.params);
       return;
@@ -86,7 +87,7 @@ export class AcpProxy {
   }
 
   fromEditor(line: Buffer): void {
-    const msg = classify(line);
+    const msg = classifyLine(line);
     if (msg?.kind === "response" && this.#editorAnswered(msg)) return;
     if (msg?.kind === "request") this.#observeCall(msg);
     if (msg?.kind === "notification" && msg.method === METHODS.sessionCancel) this.#cancelSession(msg.params);
@@ -103,12 +104,9 @@ export class AcpProxy {
   }
 
   #intercept(id: unknown, params: unknown): void {
-    if (this.#asks.has(idKey(id))) {
+    if (this.#asks.has(rpcIdKey(id))) {
       // Two requests with one id could only ever get one answer between them: refuse the second.
-      writeMessage(this.#toAgent, {
-        id,
-        error: { code: RPC_ERROR.invalidRequest, message: "this id is already pending" },
-      });
+      writeMessage(this.#toAgent, rpcError(id, RPC_ERROR.invalidRequest, "this id is already pending"));
       return;
     }
     const ask: Ask = {
@@ -117,7 +115,7 @@ export class AcpProxy {
       sessionId: isRecord(params) ? params.sessionId : undefined,
       gate: new AbortController(),
     };
-    this.#asks.set(idKey(id), ask);
+    this.#asks.set(rpcIdKey(id), ask);
     if (this.#opts.decide === "race") this.#offer(ask);
     const meta = this.#meta(String(ask.sessionId));
     const log = (_: string, message: string) => this.#opts.log(message);
@@ -128,7 +126,7 @@ export class AcpProxy {
   #offer(ask: Ask): void {
     ask.editorId = `${this.#offerPrefix}${++this.#offers}`;
     this.#offered.set(ask.editorId, ask);
-    writeMessage(this.#toEditor, { id: ask.editorId, method: METHODS.requestPermission, params: ask.params });
+    writeMessage(this.#toEditor, rpcRequest(ask.editorId, METHODS.requestPermission, ask.params));
   }
 
   #gateAnswered(ask: Ask, answer: RequestPermissionResponse | undefined): void {
@@ -165,7 +163,7 @@ export class AcpProxy {
 
   /** The agent gave up on a request: the card closes, and the agent still gets its one answer. */
   #agentWithdrew(params: unknown): boolean {
-    const ask = isRecord(params) ? this.#asks.get(idKey(params.requestId)) : undefined;
+    const ask = isRecord(params) ? this.#asks.get(rpcIdKey(params.requestId)) : undefined;
     if (!ask) return false;
     this.#settle(ask, CANCELLED_ANSWER, "cancel");
     return true;
@@ -181,8 +179,8 @@ export class AcpProxy {
   /** Exactly one answer per request; whoever did not give it is withdrawn. */
   #settle(ask: Ask, answer: RequestPermissionResponse, by: "gate" | "editor" | "cancel"): void {
     ask.done = true;
-    this.#asks.delete(idKey(ask.id));
-    if (!this.#agentGone) writeMessage(this.#toAgent, { id: ask.id, result: answer });
+    this.#asks.delete(rpcIdKey(ask.id));
+    if (!this.#agentGone) writeMessage(this.#toAgent, rpcResult(ask.id, answer));
     if (ask.editorId) {
       this.#offered.delete(ask.editorId);
       if (by !== "editor") this.#withdrawOffer(ask.editorId);
@@ -192,22 +190,22 @@ export class AcpProxy {
 
   #withdrawOffer(editorId: string): void {
     this.#withdrawn.add(editorId);
-    writeMessage(this.#toEditor, { method: METHODS.cancelRequest, params: { requestId: editorId } });
+    writeMessage(this.#toEditor, rpcNotification(METHODS.cancelRequest, { requestId: editorId }));
   }
 
   #observeCall(msg: Extract<Message, { kind: "request" }>): void {
     const params = isRecord(msg.params) ? msg.params : {};
     if (msg.method === "initialize" || msg.method === "session/new") {
-      this.#editorCalls.set(idKey(msg.id), { method: msg.method, cwd: params.cwd });
+      this.#editorCalls.set(rpcIdKey(msg.id), { method: msg.method, cwd: params.cwd });
     } else if (typeof params.sessionId === "string" && typeof params.cwd === "string") {
       this.#cwds.set(params.sessionId, params.cwd); // session/load, session/resume
     }
   }
 
   #observeAnswer(msg: Extract<Message, { kind: "response" }>): void {
-    const call = this.#editorCalls.get(idKey(msg.id));
+    const call = this.#editorCalls.get(rpcIdKey(msg.id));
     if (!call) return;
-    this.#editorCalls.delete(idKey(msg.id));
+    this.#editorCalls.delete(rpcIdKey(msg.id));
     if (!isRecord(msg.result)) return;
     const { agentInfo, sessionId } = msg.result;
     if (call.method === "initialize" && isRecord(agentInfo) && typeof agentInfo.name === "string" && agentInfo.name) {

@@ -3,8 +3,9 @@
  * `acpPermissionHandler`: opened on first use, and concurrent first uses share one open.
  */
 import type { GateSession, LogLevel, SessionMeta, Tapgate } from "../client.js";
+import { isRecord } from "../jsonrpc.js";
 import type { RequestPermissionParams, RequestPermissionResponse, SessionUpdateParams } from "../protocol.js";
-import { isRecord, TapgateError } from "../wire.js";
+import { TapgateError } from "../tapgate-error.js";
 
 export interface AskOptions {
   meta: SessionMeta;

@@ -2,8 +2,9 @@
  * What `tapgate login`, `status` and `logout` share: JSON calls to the server, with failures a
  * person can act on, and safe printing of what the server says.
  */
+import { errorMessageOf } from "../errors.js";
+import { isRecord } from "../jsonrpc.js";
 import { parseJson } from "../protocol.js";
-import { isRecord } from "../wire.js";
 
 const TIMEOUT_MS = 10_000;
 
@@ -62,8 +63,8 @@ function why(error: unknown): string {
 
 /** The server's own explanation of a refusal (`{error, message}`), or the status. */
 export function detail(reply: Reply): string {
-  const text = reply.body.message ?? reply.body.error;
-  return typeof text === "string" && text ? printable(text) : `HTTP ${reply.status}`;
+  const text = errorMessageOf(reply.body);
+  return text ? printable(text) : `HTTP ${reply.status}`;
 }
 
 /** Names and messages come from the server: never let them drive the terminal (escape sequences). */

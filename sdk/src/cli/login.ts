@@ -9,6 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import QRCode from "qrcode";
 import { z } from "zod";
+import { errorBodySchema } from "../errors.js";
 import { baseUrl, callServer, detail, keyHint, printable, type Reply, Unreachable } from "./account.js";
 import { credentials, readConfig, writeConfig } from "./config.js";
 
@@ -148,7 +149,7 @@ async function pollForKey(url: string, code: CodeAnswer, signal: AbortSignal): P
       const parsed = tokenAnswer.safeParse(reply.body);
       return parsed.success ? parsed.data : `${url} answered the sign-in with something unexpected`;
     }
-    const error = reply.body.error;
+    const error = errorBodySchema.safeParse(reply.body).data?.error;
     if (error === "authorization_pending" || reply.status >= 500) continue;
     if (error === "slow_down") interval += SLOW_DOWN_MS;
     else if (error === "access_denied") return "the sign-in was denied in the browser; nothing was stored";
