@@ -1,5 +1,6 @@
 /** D1 access: approvals (index and history). */
 import type { Approval, ApprovalState, DecidedBy, OwnedApproval, SessionInfo } from "../../sdk/src/approval";
+import type { AuditEvent } from "../hub/audit-chain";
 
 export interface ApprovalRow {
   id: string;
@@ -78,16 +79,7 @@ export async function getApprovalRecord(db: D1Database, teamId: string, id: stri
 export type OutboxOp =
   | { op: "approval"; teamId: string; ownerUserId: string; approval: Approval }
   | { op: "session"; teamId: string; sessionId: string; info: SessionInfo; connected: boolean; at: number }
-  | {
-      op: "audit";
-      eventId: string;
-      teamId: string;
-      at: number;
-      actor: string;
-      action: string;
-      subject: string;
-      detail: unknown;
-    };
+  | ({ op: "audit" } & AuditEvent);
 
 /** The outbox ops D1 takes directly; audit ops go through the team's TeamHub instead. */
 export type D1OutboxOp = Exclude<OutboxOp, { op: "audit" }>;

@@ -2,9 +2,11 @@
  * JSON-RPC dispatch for socket agents: one parsed message in, at most one reply out.
  *
  * Owns: method → handler, params validation, the JSON-RPC replies and error codes. Does not own:
- * framing (frames.ts), what a request does (state-machine.ts via socket-agents.ts) or the
+ * framing (`sdk/src/jsonrpc.ts`), what a request does (state-machine.ts via socket-agents.ts) or the
  * session's metadata (presence.ts).
  */
+
+import { type RpcMessage, rpcError, rpcIdKey, rpcResult } from "../../sdk/src/jsonrpc";
 import {
   cancelRequestParamsSchema,
   helloParamsSchema,
@@ -16,7 +18,6 @@ import {
   sessionCancelParamsSchema,
   sessionUpdateParamsSchema,
 } from "../../sdk/src/protocol";
-import { type RpcMessage, rpcError, rpcIdKey, rpcResult } from "./frames";
 import type { Presence } from "./presence";
 import type { SocketIdentity } from "./sockets";
 import type { StateMachine } from "./state-machine";

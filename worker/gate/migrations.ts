@@ -5,12 +5,10 @@
  * Owns: the tables and the steps between versions. Does not own: the statements that read and
  * write them (store.ts).
  */
-
-/** A step: SQL, or a function for what SQL cannot say conditionally (add a column if missing). */
-type Step = string | ((sql: SqlStorage) => void);
+import { type MigrationStep, runMigrations } from "../sqlite-migrations";
 
 /** Step n brings an object from version n to n + 1; objects from before versioning are at 0. */
-const MIGRATIONS: Step[] = [
+const MIGRATIONS: MigrationStep[] = [
   // IF NOT EXISTS: objects at version 0 may already have these tables.
   `CREATE TABLE IF NOT EXISTS approvals (
      id TEXT PRIMARY KEY, rpc_id TEXT NOT NULL, socket_id TEXT NOT NULL, key_id TEXT NOT NULL,
@@ -40,17 +38,7 @@ const MIGRATIONS: Step[] = [
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export function migrate(storage: DurableObjectStorage): void {
-  const { sql } = storage;
-  sql.exec("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)");
-  const row = sql.exec("SELECT v FROM meta WHERE k = 'schema_version'").toArray()[0];
-  const version = row ? Number(row.v) : 0;
-  MIGRATIONS.slice(version).forEach((step, i) => {
-    storage.transactionSync(() => {
-      if (typeof step === "string") sql.exec(step);
-      else step(sql);
-      sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)", String(version + i + 1));
-    });
-  });
+  runMigrations(storage, MIGRATIONS);
 }
 
 function hasColumn(sql: SqlStorage, table: string, column: string): boolean {

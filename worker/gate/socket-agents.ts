@@ -5,14 +5,15 @@
  * start (`service_restart`).
  *
  * Owns: accepting sockets, reading frames, socket-held requests and what a lost socket ends.
- * Does not own: message meaning (agent-rpc.ts), framing (frames.ts), the state machine or the
+ * Does not own: message meaning (agent-rpc.ts), framing (`sdk/src/jsonrpc.ts`), the state machine or the
  * post-change step (the shell).
  */
+
+import { parseFrame, rpcError, rpcIdKey } from "../../sdk/src/jsonrpc";
 import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams, RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
 import { randomBase62 } from "../crypto";
 import { dispatch, type RpcHost } from "./agent-rpc";
 import type { GateJoin } from "./api";
-import { parseFrame, rpcError, rpcIdKey } from "./frames";
 import type { Presence } from "./presence";
 import { closeQuietly, identityOf, reciprocateClose, type SocketIdentity, type Sockets, send } from "./sockets";
 import type { StateMachine } from "./state-machine";

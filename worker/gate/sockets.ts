@@ -7,9 +7,10 @@
  * message means (agent-rpc.ts) or what a lost socket ends (socket-agents.ts). The upgrade and
  * close helpers are shared with the TeamHub's live feed.
  */
+
+import { rpcResult } from "../../sdk/src/jsonrpc";
 import type { RpcId } from "../../sdk/src/protocol";
 import type { GateJoin } from "./api";
-import { rpcResult } from "./frames";
 
 /** Per-socket identity, kept in the socket's attachment so it survives hibernation. */
 export interface SocketIdentity {

@@ -3,10 +3,11 @@
  *
  * Owns: the `TeamHubApi` interface (the hub's RPC surface), the news shapes SessionGates send,
  * the live-feed event, and `hubFor`. Does not own: any behaviour (see `team-hub.ts` and its
- * subsystems). Imports only types from `sdk/src`, `worker/policy.ts` and the pure
- * `audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
+ * subsystems). Imports only types from `sdk/src`, `worker/policy.ts`, `db/devices.ts` and
+ * the pure `audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
  */
 import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
+import type { DeviceRow } from "../db/devices";
 import type { VersionedPolicy } from "../policy";
 import type { AuditEvent } from "./audit-chain";
 
@@ -20,14 +21,8 @@ export interface HubJoin {
   tokenHash: string;
 }
 
-export interface HubDevice {
-  id: string;
-  userId: string;
-  name: string;
-  endpoint: string;
-  p256dh: string;
-  auth: string;
-}
+/** The hub's copy of a push device: D1's row without its timestamps. */
+export type HubDevice = Omit<DeviceRow, "createdAt" | "lastSeenAt">;
 
 /** What a SessionGate reports about a new request. */
 export interface ApprovalNews {

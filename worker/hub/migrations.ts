@@ -8,9 +8,10 @@
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `sessions.ts` sessions; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
+import { type MigrationStep, runMigrations } from "../sqlite-migrations";
 
 /** Step n brings a hub from version n to n + 1; hubs from before versioning are at 0. */
-const MIGRATIONS = [
+const MIGRATIONS: MigrationStep[] = [
   // IF NOT EXISTS: hubs at version 0 already have these tables (they were created at each start).
   `CREATE TABLE IF NOT EXISTS devices (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL,
      endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL);
@@ -32,16 +33,6 @@ const MIGRATIONS = [
 /** The version every hub reaches on its next start. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Brings the hub's storage to `SCHEMA_VERSION`, each step in its own transaction. */
 export function migrate(storage: DurableObjectStorage): void {
-  const { sql } = storage;
-  sql.exec("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)");
-  const row = sql.exec("SELECT v FROM meta WHERE k = 'schema_version'").toArray()[0];
-  const version = row ? Number(row.v) : 0;
-  MIGRATIONS.slice(version).forEach((step, i) => {
-    storage.transactionSync(() => {
-      sql.exec(step);
-      sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)", String(version + i + 1));
-    });
-  });
+  runMigrations(storage, MIGRATIONS);
 }

@@ -4,12 +4,12 @@
  */
 import { type Context, Hono } from "hono";
 import { z } from "zod";
+import { depthExceeds } from "../../sdk/src/jsonrpc";
 import { LIMITS, requestPermissionParamsSchema, sessionIdSchema } from "../../sdk/src/protocol";
 import { requireAgentKey } from "../auth";
 import { getAgentProfile } from "../db";
 import { DomainError } from "../errors";
 import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate/api";
-import { depthExceeds } from "../gate/frames";
 import { joinRequest } from "../gate/sockets";
 import { limitBody, requireUpgrade, validate } from "../http";
 import { badKey, joinSession } from "../team/agent-sessions";
