@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { type AuditEvent, auditHash, GENESIS_HASH } from "../../worker/hub/audit-chain";
+import { type AuditEvent, auditHash, GENESIS_HASH } from "../../worker/audit-chain";
 import { api, askOnce, decide, flush, json, type Member, signUp, unique } from "./helpers";
 
 interface Entry {

@@ -1,6 +1,6 @@
 /** D1 access: approvals (index and history). */
 import type { Approval, ApprovalState, DecidedBy, OwnedApproval, SessionInfo } from "../../sdk/src/approval";
-import type { AuditEvent } from "../hub/audit-chain";
+import type { AuditEvent } from "../audit-chain";
 
 export interface ApprovalRow {
   id: string;

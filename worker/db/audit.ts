@@ -2,7 +2,7 @@
  * D1 access: the audit log's rows (hash-chained). Pure D1: appending an event goes through the
  * team's TeamHub, the chain's one writer (`team/audit.ts`), which inserts with these statements.
  */
-import { type AuditEntry, GENESIS_HASH, type StoredAuditRow } from "../hub/audit-chain";
+import { type AuditEntry, GENESIS_HASH, type StoredAuditRow } from "../audit-chain";
 
 /**
  * Inserts a chained entry only if its `prev_hash` is still the team's last hash (compare and

@@ -1,8 +1,8 @@
 /** D1 access: people, teams, web sessions. */
 
 import type { Role } from "../../sdk/src/human/roles";
+import { type AuditEntry, chainEvents, GENESIS_HASH } from "../audit-chain";
 import { newId } from "../crypto";
-import { type AuditEntry, chainEvents, GENESIS_HASH } from "../hub/audit-chain";
 import { parsePolicy, type TeamPolicy, type VersionedPolicy } from "../policy";
 import type { WebIdentity } from "../types";
 import { auditEntryStatement } from "./audit";

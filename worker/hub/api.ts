@@ -4,12 +4,12 @@
  * Owns: the `TeamHubApi` interface (the hub's RPC surface), the news shapes SessionGates send,
  * the live-feed event, and `hubFor`. Does not own: any behaviour (see `team-hub.ts` and its
  * subsystems). Imports only types from `sdk/src`, `worker/policy.ts`, `db/devices.ts` and
- * the pure `audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
+ * the pure `../audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
  */
 import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
+import type { AuditEvent } from "../audit-chain";
 import type { DeviceRow } from "../db/devices";
 import type { VersionedPolicy } from "../policy";
-import type { AuditEvent } from "./audit-chain";
 
 export type { AuditEvent };
 

@@ -8,8 +8,9 @@
  * the hashing (`audit-chain.ts`, pure), the SQL (`db/audit.ts`), or which events are written
  * (callers build them).
  */
+
+import { type AuditEvent, chainEvents } from "../audit-chain";
 import { insertAuditEntries, lastAuditHash, writtenEventIds } from "../db";
-import { type AuditEvent, chainEvents } from "./audit-chain";
 import type { HubHost } from "./host";
 
 /** Attempts at appending when the chain head moved under us (another writer, a stale head). */

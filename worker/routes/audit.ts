@@ -1,10 +1,10 @@
 /** The team's audit log (owners and admins): newest first, and a full check of its hash chain. */
 import { Hono } from "hono";
 import { type AuditVerdict, auditQuerySchema } from "../../sdk/src/human/audit";
+import { ChainVerifier, type StoredAuditRow } from "../audit-chain";
 import { requireRole, requireWeb } from "../auth";
 import { auditPage, listAudit } from "../db";
 import { validate } from "../http";
-import { ChainVerifier, type StoredAuditRow } from "../hub/audit-chain";
 import { ADMIN_ROLES } from "../roles";
 import type { AppEnv } from "../types";
 

@@ -8,8 +8,8 @@
  */
 
 import type { Role } from "../../sdk/src/human/roles";
+import type { AuditEvent } from "../audit-chain";
 import { randomBase62 } from "../crypto";
-import type { AuditEvent } from "../hub/audit-chain";
 import type { TeamPolicy } from "../policy";
 
 /** Who did it, in which team, when: `actor` is `user:<id>` or `key:<id>`. */

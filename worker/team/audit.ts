@@ -7,8 +7,8 @@
  * (the hub), the D1 statements (`db/audit.ts`, pure D1), nor what an event says (`audit-events.ts`).
  */
 
+import type { AuditEvent } from "../audit-chain";
 import { hubFor } from "../hub/api";
-import type { AuditEvent } from "../hub/audit-chain";
 import type { Env } from "../types";
 
 export async function appendAudit(env: Env, event: AuditEvent): Promise<void> {

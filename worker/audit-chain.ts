@@ -7,8 +7,8 @@
  * hub's `audit-writer.ts`, the chain's one writer). No Durable Object or D1 import: it runs
  * under plain Node (`audit-chain.test.ts`).
  */
-import { parseJson } from "../../sdk/src/protocol";
-import { canonicalJson, sha256Hex } from "../crypto";
+import { parseJson } from "../sdk/src/protocol";
+import { canonicalJson, sha256Hex } from "./crypto";
 
 export const GENESIS_HASH = "0".repeat(64);
 
