@@ -48,7 +48,10 @@ export interface DecisionInput {
   requestHash: string;
 }
 
-/** `ok`: decided now. Otherwise why not, with the approval as it stands where that helps. */
+/**
+ * `ok`: decided, now or by this same person's same decision before (an idempotent repeat: the
+ * stored approval). Otherwise why not, with the approval as it stands where that helps.
+ */
 export type DecisionResult =
   | { ok: true; approval: Approval }
   | {

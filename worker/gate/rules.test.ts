@@ -8,6 +8,7 @@ import {
   checkDecision,
   DEAD_AFTER,
   EMPTY_INFO,
+  isRepeatDecision,
   joinedMeta,
   lapseOf,
   lateDecisionError,
@@ -158,6 +159,23 @@ describe("decisions", () => {
   it("a late decision: 'already decided' after a human, 'already resolved' after anything else", () => {
     expect(lateDecisionError({ ...pending, state: "allowed", reason: "decided" })).toBe("already_decided");
     expect(lateDecisionError({ ...pending, state: "expired", reason: "expired" })).toBe("already_resolved");
+  });
+
+  it("a repeat is the same person's same option and hash, from any device; nothing else", () => {
+    const decided = {
+      ...pending,
+      state: "allowed" as const,
+      reason: "decided" as const,
+      optionId: "allow",
+      decidedBy: { userId: "owner", name: "Ada", device: "phone" },
+    };
+    expect(isRepeatDecision(decided, decision())).toBe(true); // from "web", decided on "phone"
+    expect(isRepeatDecision(decided, decision({ optionId: "deny" }))).toBe(false);
+    expect(isRepeatDecision(decided, decision({ userId: "other" }))).toBe(false);
+    expect(isRepeatDecision(decided, decision({ requestHash: "0".repeat(64) }))).toBe(false);
+    const expired = { ...pending, state: "expired" as const, reason: "expired" as const };
+    expect(isRepeatDecision(expired, decision())).toBe(false);
+    expect(isRepeatDecision(pending, decision())).toBe(false);
   });
 });
 

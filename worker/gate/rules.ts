@@ -146,6 +146,21 @@ export const lateDecisionError = (current: Approval) =>
   current.reason === "decided" ? ("already_decided" as const) : ("already_resolved" as const);
 
 /**
+ * Whether a decision repeats the one that ended the approval: the same person (from any of
+ * their devices: a phone retrying after a lost answer), the same option, the same
+ * `requestHash`. A repeat is answered the stored result and changes nothing; anything else
+ * on a decided approval is a conflict.
+ */
+export function isRepeatDecision(current: Approval, d: Pick<DecisionInput, "userId" | "optionId" | "requestHash">) {
+  return (
+    current.reason === "decided" &&
+    current.decidedBy?.userId === d.userId &&
+    current.optionId === d.optionId &&
+    current.requestHash === d.requestHash
+  );
+}
+
+/**
  * The session's metadata after a join. A policy the hub pushed may be newer than the one the
  * Worker read for this join: the newer version wins. What `hello` told is kept.
  */

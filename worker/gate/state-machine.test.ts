@@ -158,6 +158,27 @@ describe("the approval state machine", () => {
     expect(news).toEqual(["created", "resolved"]);
   });
 
+  it("the same person repeating their decision gets the stored result and changes nothing", () => {
+    const { open, decide, delivered, ops, news, rows } = machine();
+    const a = open();
+    const first = decide(a, { device: "phone" });
+    const before = { ops: ops.length, news: [...news], record: rows.get(a.id)?.record };
+    // Later, from another device of theirs: the same approval as the first answer, decidedBy intact.
+    expect(decide(a, { device: "laptop" }, 9_000)).toEqual(first);
+    expect(decide(a, { optionId: "deny" })).toMatchObject({ ok: false, error: "already_decided" });
+    expect(decide(a, { userId: "bob", name: "Bob" })).toMatchObject({ ok: false, error: "already_decided" });
+    expect(decide(a, { requestHash: "0".repeat(64) })).toMatchObject({ ok: false, error: "already_decided" });
+    expect({ ops: ops.length, news, record: rows.get(a.id)?.record }).toEqual(before);
+    expect(delivered).toHaveLength(1);
+  });
+
+  it("a repeat after the request ended without a human is still 'already resolved'", () => {
+    const { open, decide, m } = machine();
+    const a = open({}, 1_000);
+    m.lapseDue(a.expiresAt);
+    expect(decide(a, {}, a.expiresAt + 1)).toMatchObject({ ok: false, error: "already_resolved" });
+  });
+
   it("a decision after the lifetime ended expires the request instead (fail closed)", () => {
     const { open, decide, delivered } = machine();
     const a = open({}, 1_000);

@@ -24,6 +24,7 @@ import {
   agentAnswer,
   auditOp,
   checkDecision,
+  isRepeatDecision,
   lapseOf,
   lateDecisionError,
   newApproval,
@@ -126,7 +127,10 @@ export class StateMachine {
     return agentAnswer(row.id, JSON.parse(row.agent_options) as PermissionOption[], r);
   }
 
-  /** A human decides. Time that ran out before the alarm got here ends the request, not a late allow. */
+  /**
+   * A human decides. Time that ran out before the alarm got here ends the request, not a late
+   * allow. The same person repeating the decision that ended it gets the stored result.
+   */
   decide(d: DecisionInput, now: number): DecisionResult {
     const meta = this.store.meta();
     const row = this.store.row(d.approvalId);
@@ -134,7 +138,11 @@ export class StateMachine {
     const lapsed = this.lapse(row, now);
     if (lapsed) return { ok: false, error: "already_resolved", approval: lapsed };
     const current = JSON.parse(row.record) as Approval;
-    if (row.state !== "pending") return { ok: false, error: lateDecisionError(current), approval: current };
+    if (row.state !== "pending") {
+      // A repeat gets the stored result: no second answer, outbox row, audit event or hub news.
+      if (isRepeatDecision(current, d)) return { ok: true, approval: current };
+      return { ok: false, error: lateDecisionError(current), approval: current };
+    }
     const check = checkDecision(meta, current, d);
     if (!check.ok) {
       return check.error === "request_changed"
