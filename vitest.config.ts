@@ -2,6 +2,12 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-worker
 import { defineConfig } from "vitest/config";
 import { localVars } from "./scripts/local-vars.mjs";
 
+/** The property test's settings (`npm run fuzz`, a replay), handed to workerd as bindings. */
+function fuzzVars(): Record<string, string> {
+  const names = ["TAPGATE_FUZZ_RUNS", "TAPGATE_FUZZ_SEED", "TAPGATE_FUZZ_PATH"];
+  return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
+}
+
 export default defineConfig({
   test: {
     // Dev-outbox mail is printed to the console; show it only for failing tests.
@@ -17,6 +23,7 @@ export default defineConfig({
               bindings: {
                 ...localVars(),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+                ...fuzzVars(),
               },
             },
           })),

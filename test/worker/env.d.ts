@@ -7,6 +7,10 @@ declare global {
     interface Env extends Omit<WorkerEnv, "SESSION_GATE"> {
       SESSION_GATE: DurableObjectNamespace<SessionGate>;
       TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
+      /** invariants.test.ts: how many cases, from which seed (and `path`: one case to replay). */
+      TAPGATE_FUZZ_RUNS?: string;
+      TAPGATE_FUZZ_SEED?: string;
+      TAPGATE_FUZZ_PATH?: string;
     }
   }
 }
