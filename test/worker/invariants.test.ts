@@ -24,11 +24,17 @@ const numRuns = Number(env.TAPGATE_FUZZ_RUNS ?? DEFAULT_RUNS);
 const path = env.TAPGATE_FUZZ_PATH;
 
 /**
- * Fixed sequences, run as plain tests before the random ones. None is a shrunk failure of the
- * seeded runs yet (none failed while the HTTP and repeat actions were added); these are
- * hand-picked paths through the corners: add each shrunk failure here as it is found.
+ * Fixed sequences, run as plain tests before the random ones: shrunk failures (add each one
+ * here as it is found, named for what broke) and hand-picked paths through the corners.
  */
 const REGRESSIONS: Record<string, Action[]> = {
+  // Shrunk by the seeded run (seed 20261201, path 8:3:3:5:2:4) against the gate before
+  // idempotent decisions, where a decider's repeat was a 409.
+  "shrunk: the decider repeating a long-polled HTTP request's decision gets its 200 again": [
+    { kind: "httpRequest" },
+    { kind: "longPoll", pick: 0, option: "allow" },
+    { kind: "repeat", pick: 0, sameOption: true, sameDecider: true, device: "web" },
+  ],
   "a long-polled HTTP request decided, repeated by its decider from two devices, contested by others": [
     { kind: "httpRequest" },
     { kind: "longPoll", pick: 0, option: "allow" },
