@@ -12,17 +12,19 @@ export interface ApiKeyRow {
   revokedAt: number | null;
 }
 
+/** Inserts a key; `also` commits in the same batch (the audit event that records it). */
 export async function createApiKey(
   db: D1Database,
   k: { id: string; teamId: string; userId: string; hash: string; prefix: string; label: string; now: number },
+  also: D1PreparedStatement[] = [],
 ): Promise<void> {
-  await db
+  const insert = db
     .prepare(
       `INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     )
-    .bind(k.id, k.teamId, k.userId, k.hash, k.prefix, k.label, k.now)
-    .run();
+    .bind(k.id, k.teamId, k.userId, k.hash, k.prefix, k.label, k.now);
+  await db.batch([insert, ...also]);
 }
 
 /** The team's keys, or (with `userId`) only that user's. */

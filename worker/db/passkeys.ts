@@ -151,11 +151,14 @@ export async function recordPasskeyUse(
   return row?.user_id ?? null;
 }
 
+/** Stores a pairing token; `also` commits in the same batch (the audit event that records it). */
 export async function createPairingToken(
   db: D1Database,
   t: { tokenHash: string; userId: string; teamId: string; now: number; ttlMs: number },
+  also: D1PreparedStatement[] = [],
 ): Promise<void> {
   await db.batch([
+    ...also,
     sweepExpired(db, "pairing_tokens", t.now),
     db
       .prepare(

@@ -11,7 +11,7 @@ import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
 import { sessionGate } from "../gate/api";
 import type { Env } from "../types";
-import { appendAudit } from "./audit";
+import { appendAudit, chainQueued, queueAudit } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
 
 export interface CreatedKey {
@@ -27,14 +27,14 @@ export async function createKey(env: Env, k: { teamId: string; userId: string; l
   const { key, prefix, hash } = newApiKey();
   const id = newId("key");
   const now = Date.now();
-  await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now });
-  await appendAudit(
-    env,
-    auditEvents.keyCreated(
-      { teamId: k.teamId, actor: userActor(k.userId), at: now },
-      { keyId: id, label: k.label, prefix },
-    ),
+  const event = auditEvents.keyCreated(
+    { teamId: k.teamId, actor: userActor(k.userId), at: now },
+    { keyId: id, label: k.label, prefix },
   );
+  await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now }, [
+    queueAudit(env, event),
+  ]);
+  await chainQueued(env, k.teamId);
   return { id, key, prefix, label: k.label, createdAt: now };
 }
 
