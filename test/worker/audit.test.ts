@@ -278,17 +278,25 @@ describe("durable route-side audit", () => {
     let keyId: string;
     try {
       keyId = (await createKey(owner, "while the hub is down")).id;
+      // Revoking twice: the second revokes nothing, so it records nothing.
+      for (let i = 0; i < 2; i++) {
+        expect((await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+      }
       expect((await rows(owner.teamId)).map((e) => e.action)).toEqual(["team.created"]);
-      const queued = await env.DB.prepare("SELECT event_id FROM audit_outbox WHERE team_id = ?")
+      const queued = await env.DB.prepare("SELECT event_id FROM audit_outbox WHERE team_id = ? ORDER BY created_at")
         .bind(owner.teamId)
         .all<{ event_id: string }>();
-      expect(queued.results.map((r) => r.event_id)).toEqual([`key_created:${keyId}`]);
+      expect(queued.results.map((r) => r.event_id)).toEqual([`key_created:${keyId}`, `key_revoked:${keyId}`]);
     } finally {
       await env.DB.exec(`DROP TRIGGER ${trigger}`);
     }
-    // The hub drains the outbox on its next append (here: verify's), and the event is chained.
-    expect(await verify(owner)).toMatchObject({ ok: true, entries: 2 });
-    expect((await rows(owner.teamId)).map((e) => e.eventId)).toEqual([expect.any(String), `key_created:${keyId}`]);
+    // The hub drains the outbox on its next append (here: verify's), and the events are chained.
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 3 });
+    expect((await rows(owner.teamId)).map((e) => e.eventId)).toEqual([
+      expect.any(String),
+      `key_created:${keyId}`,
+      `key_revoked:${keyId}`,
+    ]);
     const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM audit_outbox WHERE team_id = ?")
       .bind(owner.teamId)
       .first<{ n: number }>();

@@ -69,16 +69,31 @@ export async function auditHashAt(db: D1Database, teamId: string, seq: number): 
   return row?.hash ?? null;
 }
 
+/** A condition in SQL whose parameters start at `?5` (`?1`–`?4` are the event's). */
+export interface AuditCondition {
+  sql: string;
+  binds: Array<string | number | null>;
+}
+
 /**
- * Queues a route-side audit event in D1 for the hub to chain. Callers put it in the same batch
- * as the action's own write where they can, so the two commit together. A replay is ignored.
+ * Queues a route-side audit event in D1 for the hub to chain. The writes that record themselves
+ * put it in the same batch as the action, so the two commit together; `onlyIf` makes it as
+ * conditional as the action (a revocation that revoked nothing records nothing). A replay is
+ * ignored.
  */
-export function auditOutboxStatement(db: D1Database, e: AuditEvent): D1PreparedStatement {
+export function auditOutboxStatement(db: D1Database, e: AuditEvent, onlyIf?: AuditCondition): D1PreparedStatement {
   return db
     .prepare(
-      "INSERT INTO audit_outbox (event_id, team_id, event, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+      `INSERT INTO audit_outbox (event_id, team_id, event, created_at)
+       SELECT ?1, ?2, ?3, ?4 WHERE ${onlyIf?.sql ?? "1"}
+       ON CONFLICT DO NOTHING`,
     )
-    .bind(e.eventId, e.teamId, JSON.stringify(e), Date.now());
+    .bind(e.eventId, e.teamId, JSON.stringify(e), Date.now(), ...(onlyIf?.binds ?? []));
+}
+
+/** The statements that queue `audit` in a write's batch: none without one. */
+export function auditOutboxStatements(db: D1Database, audit?: AuditEvent, onlyIf?: AuditCondition) {
+  return audit ? [auditOutboxStatement(db, audit, onlyIf)] : [];
 }
 
 /** The team's queued events, oldest first (at most `limit`). */

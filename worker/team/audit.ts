@@ -2,7 +2,7 @@
  * Appending to a team's audit log, durably. The team's TeamHub is the chain's one writer (it
  * hashes and inserts in order), but a use case never hands it an event and hopes: the event is
  * first queued in D1 (`audit_outbox`), in the same batch as the action's own write where the use
- * case can (`queueAudit`), else before the route answers (`appendAudit`). The hub then drains the
+ * case can (the `db/` write takes the event), else before the route answers (`appendAudit`). The hub then drains the
  * queue; if it cannot now, the event waits for its next append, verify or alarm.
  *
  * Owns: the path from a use case to the chain. Does not own: the chain's hashing (the hub), the
@@ -14,14 +14,13 @@ import { auditOutboxStatement } from "../db";
 import { hubFor } from "../hub/api";
 import type { Env } from "../types";
 
-/** The statement that queues `event`: put it in the batch of the action it records. */
-export function queueAudit(env: Env, event: AuditEvent): D1PreparedStatement {
-  return auditOutboxStatement(env.DB, event);
-}
-
-/** Queues `event` on its own (a replay is ignored), then asks the hub to chain it. */
+/**
+ * Queues `event` on its own (a replay is ignored), then asks the hub to chain it. For actions
+ * whose write cannot carry the event: prefer passing the event to the write (`db/` functions
+ * that take `audit`), then `chainQueued`.
+ */
 export async function appendAudit(env: Env, event: AuditEvent): Promise<void> {
-  await queueAudit(env, event).run();
+  await auditOutboxStatement(env.DB, event).run();
   await chainQueued(env, event.teamId);
 }
 
