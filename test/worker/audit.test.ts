@@ -1,6 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { type AuditEvent, auditHash, GENESIS_HASH } from "../../worker/audit-chain";
+import { DEFAULT_POLICY } from "../../worker/policy";
 import { api, askOnce, createKey, decide, flush, json, type Member, signUp, unique } from "./helpers";
 
 interface Entry {
@@ -282,20 +283,30 @@ describe("durable route-side audit", () => {
       for (let i = 0; i < 2; i++) {
         expect((await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
       }
+      const policy = { ...DEFAULT_POLICY, lifetimeMs: 120_000 };
+      const put = await api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify(policy) });
+      expect(put.status).toBe(200);
       expect((await rows(owner.teamId)).map((e) => e.action)).toEqual(["team.created"]);
-      const queued = await env.DB.prepare("SELECT event_id FROM audit_outbox WHERE team_id = ? ORDER BY created_at")
+      const queued = await env.DB.prepare(
+        "SELECT event_id FROM audit_outbox WHERE team_id = ? ORDER BY created_at, rowid",
+      )
         .bind(owner.teamId)
         .all<{ event_id: string }>();
-      expect(queued.results.map((r) => r.event_id)).toEqual([`key_created:${keyId}`, `key_revoked:${keyId}`]);
+      expect(queued.results.map((r) => r.event_id)).toEqual([
+        `key_created:${keyId}`,
+        `key_revoked:${keyId}`,
+        `policy_changed:${owner.teamId}:1`,
+      ]);
     } finally {
       await env.DB.exec(`DROP TRIGGER ${trigger}`);
     }
     // The hub drains the outbox on its next append (here: verify's), and the events are chained.
-    expect(await verify(owner)).toMatchObject({ ok: true, entries: 3 });
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 4 });
     expect((await rows(owner.teamId)).map((e) => e.eventId)).toEqual([
       expect.any(String),
       `key_created:${keyId}`,
       `key_revoked:${keyId}`,
+      `policy_changed:${owner.teamId}:1`,
     ]);
     const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM audit_outbox WHERE team_id = ?")
       .bind(owner.teamId)
