@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
   type AuditEvent,
+  type AuditHead,
   auditHash,
   ChainVerifier,
   chainEvents,
@@ -35,9 +36,9 @@ const stored = (entries: ReturnType<typeof chainEvents>): StoredAuditRow[] =>
     hash: e.hash,
   }));
 
-const verify = (rows: StoredAuditRow[]) => {
-  const verifier = new ChainVerifier();
-  for (const row of rows) if (!verifier.check(row)) break;
+const verify = (rows: StoredAuditRow[], heads: AuditHead[] = []) => {
+  const verifier = new ChainVerifier(heads);
+  if (rows.every((row) => verifier.check(row))) verifier.finish();
   return verifier;
 };
 
@@ -142,5 +143,40 @@ describe("ChainVerifier", () => {
       eventId: "old",
       reason: "prev_mismatch",
     });
+  });
+});
+
+describe("ChainVerifier against anchored heads", () => {
+  const rows = () => stored(chainEvents(GENESIS_HASH, [event(1), event(2), event(3), event(4)]));
+  const headAt = (seq: number): AuditHead => {
+    const row = rows()[seq - 1] as StoredAuditRow;
+    return { teamId: "team_a", count: seq, seq, hash: row.hash as string, at: row.at };
+  };
+
+  it("accepts rows that reach every head, including rows written after it", () => {
+    const verifier = verify(rows(), [headAt(4), headAt(2)]);
+    expect([verifier.broken, verifier.mismatch, verifier.entries]).toEqual([null, null, 4]);
+  });
+
+  it("finds the newest rows removed: the chain is whole but ends before the head", () => {
+    expect(verify(rows().slice(0, 2), [headAt(4)]).mismatch).toMatchObject({
+      reason: "entries_missing",
+      head: headAt(4),
+    });
+    // Removing the anchored row itself, with what follows intact, is the link after it breaking.
+    const gap = rows().filter((r) => r.seq !== 2);
+    expect(verify(gap, [headAt(2)]).broken).toMatchObject({ seq: 3, reason: "prev_mismatch" });
+  });
+
+  it("finds hashes set to NULL, which would otherwise pass as rows from before the chain", () => {
+    const nulled = rows().map((r) => ({ ...r, hash: null, prevHash: null }));
+    expect(verify(nulled).mismatch).toBeNull();
+    expect(verify(nulled, [headAt(3)]).mismatch).toMatchObject({ reason: "head_mismatch" });
+  });
+
+  it("finds a head whose count differs and ignores the head of an empty log", () => {
+    expect(verify(rows(), [{ ...headAt(3), count: 2 }]).mismatch).toMatchObject({ reason: "count_mismatch" });
+    const empty = { teamId: "team_a", count: 0, seq: 0, hash: GENESIS_HASH, at: 0 };
+    expect(verify([], [empty]).mismatch).toBeNull();
   });
 });

@@ -4,6 +4,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { validator } from "hono/validator";
 import { z } from "zod";
+import { duplicateKeyMessage, findDuplicateKey } from "../sdk/src/duplicate-keys";
 import { ERRORS, type ErrorCode } from "../sdk/src/errors";
 import { parseJson } from "../sdk/src/protocol";
 import { DomainError } from "./errors";
@@ -39,6 +40,18 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
     onError: (c) => apiError(c, "too_large", `the body is larger than ${maxBytes} bytes`),
   });
 }
+
+/**
+ * A JSON body with a key twice in one object is refused (400 `invalid_request`), as the agent
+ * socket refuses such a frame: `JSON.parse` would keep the last one silently. Text that is not
+ * JSON passes on, for `validate` to answer.
+ */
+export const refuseDuplicateKeys: MiddlewareHandler = async (c, next) => {
+  const text = await c.req.text();
+  const duplicate = parseJson(text) === undefined ? null : findDuplicateKey(text);
+  if (duplicate) return apiError(c, "invalid_request", duplicateKeyMessage(duplicate));
+  return next();
+};
 
 /** WebSocket endpoints: anything but an upgrade is refused with 426 `upgrade_required`. */
 export const requireUpgrade: MiddlewareHandler = async (c, next) => {

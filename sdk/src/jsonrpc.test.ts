@@ -51,6 +51,26 @@ describe("parseFrame", () => {
     expect(parseFrame(fits).ok).toBe(true);
   });
 
+  it("refuses a frame with a duplicated key, echoing the id unless the id is what is duplicated", () => {
+    const frame = '{"jsonrpc":"2.0","id":4,"method":"m","params":{"toolCall":{"title":"ls","title":"rm -rf /"}}}';
+    expect(parseFrame(frame)).toEqual({
+      ok: false,
+      response: {
+        jsonrpc: "2.0",
+        id: 4,
+        error: { code: RPC_ERROR.invalidRequest, message: 'duplicate key "title" in a JSON object' },
+      },
+    });
+    expect(parseFrame('{"jsonrpc":"2.0","id":4,"method":"m","\u0069d":5}')).toMatchObject({
+      ok: false,
+      response: { id: null, error: { code: RPC_ERROR.invalidRequest, message: 'duplicate key "id" in a JSON object' } },
+    });
+    expect(parseFrame('[{"jsonrpc":"2.0","method":"m"},{"jsonrpc":"2.0","method":"m","method":"n"}]')).toMatchObject({
+      ok: false,
+      response: { id: null, error: { code: RPC_ERROR.invalidRequest } },
+    });
+  });
+
   it("reads a single message and a batch, and refuses an empty batch", () => {
     const one = parseFrame(JSON.stringify(rpcNotification("m", {})));
     expect(one).toEqual({ ok: true, batch: false, messages: [{ kind: "notification", method: "m", params: {} }] });

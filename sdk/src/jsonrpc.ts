@@ -8,6 +8,7 @@
  * codes and limits themselves (`protocol.ts`), or any transport. Environment-neutral: no Node
  * and no Workers APIs here, so it runs in workerd, in Node and under plain vitest.
  */
+import { duplicateKeyMessage, findDuplicateKey } from "./duplicate-keys.js";
 import { LIMITS, parseJson, RPC_ERROR, type RpcError, type RpcId, rpcIdSchema } from "./protocol.js";
 
 export type { RpcError, RpcId } from "./protocol.js";
@@ -127,6 +128,12 @@ export function parseFrame(text: string, limits: FrameLimits = AGENT_LIMITS): Pa
       ok: false,
       response: rpcError(echoedId(value), RPC_ERROR.invalidRequest, `JSON nested deeper than ${limits.jsonDepth}`),
     };
+  }
+  const duplicate = findDuplicateKey(text);
+  if (duplicate) {
+    // A duplicated top-level "id" leaves no id to trust; any other duplicate still names one.
+    const id = duplicate.key === "id" && duplicate.depth === 1 ? null : echoedId(value);
+    return { ok: false, response: rpcError(id, RPC_ERROR.invalidRequest, duplicateKeyMessage(duplicate)) };
   }
   if (!Array.isArray(value)) return { ok: true, batch: false, messages: [classify(value)] };
   if (value.length === 0) return refuse(RPC_ERROR.invalidRequest, "empty batch");

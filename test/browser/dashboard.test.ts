@@ -369,4 +369,25 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     const path = await screenshot(owner, "dashboard-stats.png");
     expect(pngSize(await readFile(path))).toEqual(DESKTOP);
   });
+  it("the owner downloads the audit chain's head, and verifying the chain reaches it", async () => {
+    await owner.getByTestId("nav-audit").click();
+    await owner.getByTestId("screen-audit").waitFor();
+    const [download] = await Promise.all([
+      owner.waitForEvent("download"),
+      owner.getByTestId("audit-download-head").click(),
+    ]);
+    expect(download.suggestedFilename()).toBe("tapgate-audit-head.json");
+    const kept = JSON.parse(await readFile(await download.path(), "utf8"));
+    // The file is the head the API serves (which only moves forward: the gate may flush meanwhile).
+    const served = await (await ownerApi.fetch("/v1/audit/head")).json();
+    expect(kept).toMatchObject({ teamId: ownerMe.team.id, hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(Object.keys(kept).sort()).toEqual(Object.keys(served).sort());
+    expect(kept.count).toBeGreaterThan(0);
+    expect(kept.count).toBeLessThanOrEqual(served.count);
+
+    await owner.getByTestId("audit-verify").click();
+    await poll(() => owner.getByTestId("audit-verify-result").textContent()).toMatch(/^Chain intact/);
+    const checked = await ownerApi.fetch("/v1/audit/verify", { method: "POST", body: JSON.stringify(kept) });
+    expect(await checked.json()).toMatchObject({ ok: true });
+  });
 });

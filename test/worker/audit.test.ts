@@ -1,7 +1,8 @@
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { type AuditEvent, auditHash, GENESIS_HASH } from "../../worker/audit-chain";
-import { api, askOnce, decide, flush, json, type Member, signUp, unique } from "./helpers";
+import { DEFAULT_POLICY } from "../../worker/policy";
+import { api, askOnce, createKey, decide, flush, json, type Member, signUp, unique } from "./helpers";
 
 interface Entry {
   seq: number;
@@ -9,6 +10,15 @@ interface Entry {
   action: string;
   prevHash: string;
   hash: string;
+  at: number;
+}
+
+interface Head {
+  teamId: string;
+  count: number;
+  seq: number;
+  hash: string;
+  at: number;
 }
 
 const hub = (teamId: string) => env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
@@ -16,11 +26,28 @@ const verify = async (m: Member) => json(await api("/v1/audit/verify", { cookie:
 const rows = async (teamId: string) =>
   (
     await env.DB.prepare(
-      "SELECT seq, event_id AS eventId, action, prev_hash AS prevHash, hash FROM audit_log WHERE team_id = ? ORDER BY seq",
+      "SELECT seq, event_id AS eventId, action, prev_hash AS prevHash, hash, at FROM audit_log WHERE team_id = ? ORDER BY seq",
     )
       .bind(teamId)
       .all<Entry>()
   ).results;
+
+const head = async (m: Member) => json<Head>(await api("/v1/audit/head", { cookie: m.cookie }));
+const verifyAgainst = (m: Member, h: Head) =>
+  api("/v1/audit/verify", { method: "POST", cookie: m.cookie, body: JSON.stringify(h) });
+
+/** Runs `edit` with the log's append-only trigger `name` dropped, and puts it back after. */
+async function withoutTrigger(name: "audit_log_no_update" | "audit_log_no_delete", edit: () => Promise<unknown>) {
+  const verb = name === "audit_log_no_update" ? "UPDATE" : "DELETE";
+  await env.DB.exec(`DROP TRIGGER ${name}`);
+  try {
+    await edit();
+  } finally {
+    await env.DB.exec(
+      `CREATE TRIGGER ${name} BEFORE ${verb} ON audit_log BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;`,
+    );
+  }
+}
 
 function event(teamId: string, action = "test.event"): AuditEvent {
   return { eventId: unique("evt"), teamId, at: Date.now(), actor: "system", action, subject: teamId, detail: { n: 1 } };
@@ -41,7 +68,7 @@ describe("the audit chain", () => {
     ]);
     expect(chain[0]?.prevHash).toBe(GENESIS_HASH);
     for (let i = 1; i < chain.length; i++) expect(chain[i]?.prevHash).toBe(chain[i - 1]?.hash);
-    expect(await verify(owner)).toEqual({ ok: true, entries: 4 });
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 4 });
 
     const { entries } = await json<{ entries: Entry[] }>(await api("/v1/audit", { cookie: owner.cookie }));
     expect(entries.map((e) => e.action)).toEqual(chain.map((e) => e.action).reverse());
@@ -62,7 +89,7 @@ describe("the audit chain", () => {
     const [a, b] = [event(owner.teamId), event(owner.teamId)];
     await hub(owner.teamId).appendAudit([a, first, b, a]);
     expect((await rows(owner.teamId)).map((e) => e.eventId).slice(1)).toEqual([first.eventId, a.eventId, b.eventId]);
-    expect(await verify(owner)).toEqual({ ok: true, entries: 4 });
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 4 });
   });
 
   it("concurrent appends and a write the hub did not make still give one unbroken chain", async () => {
@@ -88,7 +115,7 @@ describe("the audit chain", () => {
       )
       .run();
     await hub(owner.teamId).appendAudit([event(owner.teamId)]);
-    expect(await verify(owner)).toEqual({ ok: true, entries: 15 });
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 15 });
   });
 });
 
@@ -154,5 +181,154 @@ describe("tampering", () => {
       );
     }
     expect(await verify(owner)).toMatchObject({ ok: false, brokenAt: { seq: chain[2]?.seq, reason: "prev_mismatch" } });
+  });
+});
+
+describe("the anchor", () => {
+  it("exports the head the hub last wrote, and verify compares D1 with it", async () => {
+    const owner = await signUp();
+    for (let i = 0; i < 3; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    const chain = await rows(owner.teamId);
+    const last = chain.at(-1) as Entry;
+    const exported = await head(owner);
+    expect(exported).toEqual({
+      teamId: owner.teamId,
+      count: chain.length,
+      seq: last.seq,
+      hash: last.hash,
+      at: last.at,
+    });
+    expect(await verify(owner)).toEqual({ ok: true, entries: chain.length, head: exported });
+  });
+
+  it("deleting the newest entries is reported, and stays reported after the hub writes on", async () => {
+    const owner = await signUp();
+    for (let i = 0; i < 4; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    const anchored = await head(owner);
+    const chain = await rows(owner.teamId);
+    await withoutTrigger("audit_log_no_delete", () =>
+      env.DB.prepare("DELETE FROM audit_log WHERE team_id = ? AND seq >= ?")
+        .bind(owner.teamId, chain[chain.length - 2]?.seq)
+        .run(),
+    );
+    // The remaining rows are a perfect chain: only the anchor can tell.
+    expect(await verify(owner)).toMatchObject({
+      ok: false,
+      entries: chain.length - 2,
+      mismatch: { reason: "entries_missing", head: anchored },
+    });
+    // The hub's next append finds its anchored row gone, writes on, and keeps the lost anchor.
+    await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    expect(await verify(owner)).toMatchObject({ ok: false, mismatch: { reason: "entries_missing", head: anchored } });
+  });
+
+  it("setting every hash to NULL (rows that look older than the chain) is reported", async () => {
+    const owner = await signUp();
+    for (let i = 0; i < 2; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    const anchored = await head(owner);
+    await withoutTrigger("audit_log_no_update", () =>
+      env.DB.prepare("UPDATE audit_log SET hash = NULL, prev_hash = NULL WHERE team_id = ?").bind(owner.teamId).run(),
+    );
+    expect(await verify(owner)).toMatchObject({
+      ok: false,
+      entries: anchored.count,
+      mismatch: { reason: "head_mismatch", head: anchored },
+    });
+  });
+
+  it("an exported head is checked too: a rewritten tail the hub's anchor moved along with is caught", async () => {
+    const owner = await signUp();
+    await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    const kept = await head(owner);
+    await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    const ok = await verifyAgainst(owner, kept);
+    expect(ok.status).toBe(200);
+    expect(await json(ok)).toMatchObject({ ok: true, entries: kept.count + 1 });
+
+    // An insider who could also reset the hub's storage rewrites history from the kept entry
+    // on: every link holds and the hub adopts the rewrite, but the exported head does not match.
+    await withoutTrigger("audit_log_no_delete", () =>
+      env.DB.prepare("DELETE FROM audit_log WHERE team_id = ? AND seq >= ?").bind(owner.teamId, kept.seq).run(),
+    );
+    await runInDurableObject(hub(owner.teamId), (_, state) => {
+      state.storage.sql.exec("DELETE FROM meta WHERE k IN ('audit_anchor', 'audit_lost')");
+    });
+    await hub(owner.teamId).appendAudit([event(owner.teamId, "test.rewritten"), event(owner.teamId)]);
+    expect(await verify(owner)).toMatchObject({ ok: true });
+    expect(await json(await verifyAgainst(owner, kept))).toMatchObject({
+      ok: false,
+      mismatch: { reason: "entries_missing", head: kept },
+    });
+
+    const forged = await verifyAgainst(owner, { ...kept, hash: "f".repeat(64), seq: (await head(owner)).seq });
+    expect(await json(forged)).toMatchObject({ ok: false, mismatch: { reason: "head_mismatch" } });
+    const other = await signUp();
+    expect((await verifyAgainst(other, kept)).status).toBe(400);
+    expect((await verifyAgainst(owner, { ...kept, hash: "nope" })).status).toBe(400);
+  });
+});
+
+describe("durable route-side audit", () => {
+  it("an action whose hub append fails still succeeds recorded: the event lands once the hub can write", async () => {
+    const owner = await signUp();
+    // The hub's writes to the chain fail (as if D1 refused them or the hub were down).
+    const trigger = `audit_block_${owner.teamId.replace(/\W/g, "_")}`;
+    await env.DB.exec(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON audit_log WHEN NEW.team_id = '${owner.teamId}' BEGIN SELECT RAISE(ABORT, 'audit down'); END;`,
+    );
+    let keyId: string;
+    try {
+      keyId = (await createKey(owner, "while the hub is down")).id;
+      // Revoking twice: the second revokes nothing, so it records nothing.
+      for (let i = 0; i < 2; i++) {
+        expect((await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+      }
+      const policy = { ...DEFAULT_POLICY, lifetimeMs: 120_000 };
+      const put = await api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify(policy) });
+      expect(put.status).toBe(200);
+      expect((await rows(owner.teamId)).map((e) => e.action)).toEqual(["team.created"]);
+      const queued = await env.DB.prepare(
+        "SELECT event_id FROM audit_outbox WHERE team_id = ? ORDER BY created_at, rowid",
+      )
+        .bind(owner.teamId)
+        .all<{ event_id: string }>();
+      expect(queued.results.map((r) => r.event_id)).toEqual([
+        `key_created:${keyId}`,
+        `key_revoked:${keyId}`,
+        `policy_changed:${owner.teamId}:1`,
+      ]);
+    } finally {
+      await env.DB.exec(`DROP TRIGGER ${trigger}`);
+    }
+    // The hub drains the outbox on its next append (here: verify's), and the events are chained.
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 4 });
+    expect((await rows(owner.teamId)).map((e) => e.eventId)).toEqual([
+      expect.any(String),
+      `key_created:${keyId}`,
+      `key_revoked:${keyId}`,
+      `policy_changed:${owner.teamId}:1`,
+    ]);
+    const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM audit_outbox WHERE team_id = ?")
+      .bind(owner.teamId)
+      .first<{ n: number }>();
+    expect(left?.n).toBe(0);
+  });
+});
+
+describe("decision events", () => {
+  it("carry the request hash and the option chosen", async () => {
+    const { owner, approval, sessionId } = await askOnce();
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
+    await flush(owner.teamId, sessionId);
+    const row = await env.DB.prepare("SELECT detail FROM audit_log WHERE event_id = ?")
+      .bind(`${approval.id}:approval.denied`)
+      .first<{ detail: string }>();
+    expect(JSON.parse(row?.detail as string)).toMatchObject({
+      state: "denied",
+      reason: "decided",
+      requestHash: approval.requestHash,
+      optionId: "deny",
+      option: { name: "Deny", kind: "reject_once" },
+    });
   });
 });

@@ -9,6 +9,12 @@ const request = (id: unknown, params: unknown, method = "session/request_permiss
   params,
 });
 
+/** A permission request whose tool call names its title twice: a harmless one, then the real one. */
+function duplicated(id: number, sessionId: string): string {
+  const frame = JSON.stringify(request(id, permissionParams(sessionId)));
+  return frame.replace('"toolCall":{', '"toolCall":{"title":"ls","title":"rm -rf /",');
+}
+
 describe("bad input gets the named error and disturbs nothing", () => {
   it("answers every malformed frame precisely while a real request keeps waiting", async () => {
     const { owner, agent, sessionId, approval } = await askOnce();
@@ -67,6 +73,9 @@ describe("bad input gets the named error and disturbs nothing", () => {
         11,
       ],
       [request(1, permissionParams(sessionId)), RPC_ERROR.invalidRequest, 1], // id 1 is already pending
+      // A key twice in one object: JSON.parse would keep the last silently, so it is refused.
+      [duplicated(12, sessionId), RPC_ERROR.invalidRequest, 12],
+      [`{"jsonrpc":"2.0","id":13,"method":"_tapgate/hello","params":{},"\\u0069d":14}`, RPC_ERROR.invalidRequest, null],
     ];
     for (const [frame, code, id] of cases) {
       agent.sendRaw(typeof frame === "string" ? frame : JSON.stringify(frame));

@@ -300,6 +300,20 @@ describe("agents over HTTP", () => {
       body: "{not json",
     });
     expect(malformed.status).toBe(400);
+    // A key twice in one object is refused as the socket refuses it, not read as the last one.
+    const twice = JSON.stringify(permissionParams(sessionId)).replace(
+      '"toolCall":{',
+      '"toolCall":{"title":"ls","title":"rm",',
+    );
+    const duplicate = await asAgent(key, `/v1/agent/sessions/${sessionId}/permissions`, {
+      method: "POST",
+      body: twice,
+    });
+    expect(duplicate.status).toBe(400);
+    expect(await json(duplicate)).toMatchObject({
+      error: "invalid_request",
+      message: 'duplicate key "title" in a JSON object',
+    });
     let deep: object = {};
     for (let i = 0; i < 70; i++) deep = { deep };
     const tooDeep = await ask(key, sessionId, permissionParams(sessionId, { _meta: deep as Record<string, unknown> }));

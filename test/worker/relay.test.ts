@@ -110,6 +110,31 @@ describe("the blocking approval relay", () => {
     expect(read.expiresAt - read.createdAt).toBe(10 * 60_000);
   });
 
+  it("a session/update decorates only requests asked on its own socket", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const sessionId = unique("sess");
+    const [honest, other] = [await connectAgent(key, sessionId), await connectAgent(key, sessionId)];
+    const update = (toolCallId: string, title: string) => ({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId, update: { sessionUpdate: "tool_call", toolCallId, title: title, kind: "read" } },
+    });
+    // The other socket describes the honest socket's tool call as harmless, and its own too.
+    await other.send(update("t1", "Read README"));
+    await other.send(update("t2", "Read notes"));
+    await honest.ask("h", permissionParams(sessionId, { toolCall: { toolCallId: "t1" } }));
+    await other.ask("o", permissionParams(sessionId, { toolCall: { toolCallId: "t2" } }));
+    const byId = new Map(
+      (await pendingApprovals(owner, sessionId)).map((a) => [
+        (a.snapshot.toolCall as { toolCallId: string }).toolCallId,
+        a,
+      ]),
+    );
+    expect(byId.get("t1")?.snapshot.toolCall).toEqual({ toolCallId: "t1" });
+    expect(byId.get("t2")?.snapshot.toolCall).toEqual({ toolCallId: "t2", title: "Read notes", kind: "read" });
+  });
+
   it("$/cancel_request answers that request cancelled and leaves the others waiting", async () => {
     const { owner, agent, sessionId, approval } = await askOnce();
     await agent.ask("two", permissionParams(sessionId));

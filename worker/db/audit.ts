@@ -1,8 +1,11 @@
 /**
- * D1 access: the audit log's rows (hash-chained). Pure D1: appending an event goes through the
- * team's TeamHub, the chain's one writer (`team/audit.ts`), which inserts with these statements.
+ * D1 access: the audit log's rows (hash-chained) and the route-side audit outbox. Pure D1:
+ * appending an event goes through the team's TeamHub, the chain's one writer (`team/audit.ts`),
+ * which inserts with these statements and drains the outbox.
  */
-import { type AuditEntry, GENESIS_HASH, type StoredAuditRow } from "../audit-chain";
+
+import { parseJson } from "../../sdk/src/protocol";
+import { type AuditEntry, type AuditEvent, GENESIS_HASH, type StoredAuditRow } from "../audit-chain";
 
 /**
  * Inserts a chained entry only if its `prev_hash` is still the team's last hash (compare and
@@ -32,19 +35,86 @@ export function auditEntryStatement(db: D1Database, e: AuditEntry): D1PreparedSt
     );
 }
 
-/** Inserts entries in order; returns how many went in (fewer: the head moved or an event was a replay). */
-export async function insertAuditEntries(db: D1Database, entries: AuditEntry[]): Promise<number> {
-  const results = await db.batch(entries.map((e) => auditEntryStatement(db, e)));
-  return results.reduce((n, r) => n + r.results.length, 0);
+/** Inserts entries in order; returns the seqs that went in (fewer: the head moved or an event was a replay). */
+export async function insertAuditEntries(db: D1Database, entries: AuditEntry[]): Promise<number[]> {
+  const results = await db.batch<{ seq: number }>(entries.map((e) => auditEntryStatement(db, e)));
+  return results.flatMap((r) => r.results.map((row) => row.seq));
 }
 
-/** The team's chain head: the last entry's hash (64 zeros before the first chained entry). */
-export async function lastAuditHash(db: D1Database, teamId: string): Promise<string> {
+/** Where the team's chain ends in D1: the last row, its hash (64 zeros if none) and how many rows. */
+export interface AuditTail {
+  seq: number;
+  hash: string;
+  count: number;
+  at: number;
+}
+
+export async function auditTail(db: D1Database, teamId: string): Promise<AuditTail> {
   const row = await db
-    .prepare("SELECT hash FROM audit_log WHERE team_id = ? ORDER BY seq DESC LIMIT 1")
+    .prepare(
+      `SELECT seq, hash, at, (SELECT COUNT(*) FROM audit_log WHERE team_id = ?1) AS count
+         FROM audit_log WHERE team_id = ?1 ORDER BY seq DESC LIMIT 1`,
+    )
     .bind(teamId)
+    .first<{ seq: number; hash: string | null; at: number; count: number }>();
+  return row ? { ...row, hash: row.hash ?? GENESIS_HASH } : { seq: 0, hash: GENESIS_HASH, count: 0, at: 0 };
+}
+
+/** The hash stored at one seq of the team's log: null when the row is gone (or has none). */
+export async function auditHashAt(db: D1Database, teamId: string, seq: number): Promise<string | null> {
+  const row = await db
+    .prepare("SELECT hash FROM audit_log WHERE team_id = ? AND seq = ?")
+    .bind(teamId, seq)
     .first<{ hash: string | null }>();
-  return row?.hash ?? GENESIS_HASH;
+  return row?.hash ?? null;
+}
+
+/** A condition in SQL whose parameters start at `?5` (`?1`–`?4` are the event's). */
+export interface AuditCondition {
+  sql: string;
+  binds: Array<string | number | null>;
+}
+
+/**
+ * Queues a route-side audit event in D1 for the hub to chain. The writes that record themselves
+ * put it in the same batch as the action, so the two commit together; `onlyIf` makes it as
+ * conditional as the action (a revocation that revoked nothing records nothing). A replay is
+ * ignored.
+ */
+export function auditOutboxStatement(db: D1Database, e: AuditEvent, onlyIf?: AuditCondition): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO audit_outbox (event_id, team_id, event, created_at)
+       SELECT ?1, ?2, ?3, ?4 WHERE ${onlyIf?.sql ?? "1"}
+       ON CONFLICT DO NOTHING`,
+    )
+    .bind(e.eventId, e.teamId, JSON.stringify(e), Date.now(), ...(onlyIf?.binds ?? []));
+}
+
+/** The statements that queue `audit` in a write's batch: none without one. */
+export function auditOutboxStatements(db: D1Database, audit?: AuditEvent, onlyIf?: AuditCondition) {
+  return audit ? [auditOutboxStatement(db, audit, onlyIf)] : [];
+}
+
+/** The team's queued events, oldest first (at most `limit`). */
+export async function queuedAuditEvents(db: D1Database, teamId: string, limit: number): Promise<AuditEvent[]> {
+  const { results } = await db
+    .prepare("SELECT event FROM audit_outbox WHERE team_id = ? ORDER BY created_at, rowid LIMIT ?")
+    .bind(teamId, limit)
+    .all<{ event: string }>();
+  return results.flatMap((r) => {
+    const event = parseJson(r.event) as AuditEvent | undefined;
+    return event ? [event] : [];
+  });
+}
+
+/** Removes queued events that are now in the chain (at most 100 ids: D1's bound-parameter limit). */
+export async function dequeueAuditEvents(db: D1Database, eventIds: string[]): Promise<void> {
+  if (eventIds.length === 0) return;
+  await db
+    .prepare(`DELETE FROM audit_outbox WHERE event_id IN (${eventIds.map(() => "?").join(", ")})`)
+    .bind(...eventIds)
+    .run();
 }
 
 /** Which of these event ids are already in the log (at most 100 per call: D1's bound-parameter limit). */

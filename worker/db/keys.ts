@@ -1,5 +1,7 @@
 /** D1 access: API keys. */
+import type { AuditEvent } from "../audit-chain";
 import type { AgentIdentity } from "../types";
+import { auditOutboxStatements } from "./audit";
 
 export interface ApiKeyRow {
   id: string;
@@ -12,17 +14,19 @@ export interface ApiKeyRow {
   revokedAt: number | null;
 }
 
+/** Inserts a key; `audit`, the event that records it, is queued in the same batch. */
 export async function createApiKey(
   db: D1Database,
   k: { id: string; teamId: string; userId: string; hash: string; prefix: string; label: string; now: number },
+  audit?: AuditEvent,
 ): Promise<void> {
-  await db
+  const insert = db
     .prepare(
       `INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     )
-    .bind(k.id, k.teamId, k.userId, k.hash, k.prefix, k.label, k.now)
-    .run();
+    .bind(k.id, k.teamId, k.userId, k.hash, k.prefix, k.label, k.now);
+  await db.batch([insert, ...auditOutboxStatements(db, audit)]);
 }
 
 /** The team's keys, or (with `userId`) only that user's. */
@@ -46,12 +50,18 @@ export async function listApiKeys(db: D1Database, teamId: string, userId: string
 /**
  * Revokes one key of the team (with `userId`, only that user's; with `spareOwners`, never an
  * owner's) and returns when it was revoked and the sessions it opened — also for a key revoked
- * before, so a retry reaches every session again. Null when no such key is visible.
+ * before, so a retry reaches every session again. Null when no such key is visible. `audit` is
+ * queued in the same batch, only if this call revoked the key.
  */
 export async function revokeApiKey(
   db: D1Database,
   r: { teamId: string; userId: string | null; spareOwners: boolean; keyId: string; now: number },
+  audit?: AuditEvent,
 ): Promise<{ revokedAt: number; sessions: string[] } | null> {
+  const revokedNow = {
+    sql: "EXISTS (SELECT 1 FROM api_keys WHERE id = ?5 AND team_id = ?6 AND revoked_at = ?7)",
+    binds: [r.keyId, r.teamId, r.now],
+  };
   const [revoked, sessions] = await db.batch<{ revoked_at?: number; session_id?: string }>([
     db
       .prepare(
@@ -63,6 +73,7 @@ export async function revokeApiKey(
       )
       .bind(r.now, r.keyId, r.teamId, r.userId, r.spareOwners ? 1 : 0),
     db.prepare("SELECT session_id FROM agent_session_keys WHERE key_id = ? AND team_id = ?").bind(r.keyId, r.teamId),
+    ...auditOutboxStatements(db, audit, revokedNow),
   ]);
   const revokedAt = revoked?.results[0]?.revoked_at;
   if (revokedAt === undefined) return null;

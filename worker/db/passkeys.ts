@@ -1,5 +1,7 @@
 /** D1 access: passkeys and pairing. */
 import type { Signup as SignupDetails } from "../../sdk/src/human/auth";
+import type { AuditEvent } from "../audit-chain";
+import { auditOutboxStatements } from "./audit";
 
 /** Rows past their expiry are swept when new ones are made; used rows are kept until then. */
 export function sweepExpired(
@@ -90,20 +92,27 @@ function passkeyFromRow(row: Omit<PasskeyRow, "transports"> & { transports: stri
   return { ...row, transports: JSON.parse(row.transports) as string[] };
 }
 
-/** Stores a passkey for a user; false if that credential id exists. */
+/** Stores a passkey for a user; false if that credential id exists. `audit` is queued with it, only if stored. */
 export async function insertPasskey(
   db: D1Database,
   p: { passkey: NewPasskey; userId: string; now: number },
+  audit?: AuditEvent,
 ): Promise<boolean> {
   const { passkey: k } = p;
-  const inserted = await db
-    .prepare(
-      `INSERT INTO passkey_credentials (id, user_id, public_key, counter, transports, device_name, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id`,
-    )
-    .bind(k.id, p.userId, k.publicKey, k.counter, JSON.stringify(k.transports), k.deviceName, p.now)
-    .first();
-  return Boolean(inserted);
+  const stored = {
+    sql: "EXISTS (SELECT 1 FROM passkey_credentials WHERE id = ?5 AND user_id = ?6 AND created_at = ?7)",
+    binds: [k.id, p.userId, p.now],
+  };
+  const [inserted] = await db.batch([
+    db
+      .prepare(
+        `INSERT INTO passkey_credentials (id, user_id, public_key, counter, transports, device_name, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id`,
+      )
+      .bind(k.id, p.userId, k.publicKey, k.counter, JSON.stringify(k.transports), k.deviceName, p.now),
+    ...auditOutboxStatements(db, audit, stored),
+  ]);
+  return (inserted?.results.length ?? 0) > 0;
 }
 
 export async function findPasskey(db: D1Database, id: string): Promise<PasskeyRow | null> {
@@ -122,13 +131,18 @@ export async function listPasskeys(db: D1Database, userId: string): Promise<Pass
   return results.map(passkeyFromRow);
 }
 
-/** Deletes one of the user's passkeys; false when they have none by that id. */
-export async function deletePasskey(db: D1Database, userId: string, id: string): Promise<boolean> {
-  const deleted = await db
-    .prepare("DELETE FROM passkey_credentials WHERE id = ? AND user_id = ? RETURNING id")
-    .bind(id, userId)
-    .first();
-  return deleted !== null;
+/** Deletes one of the user's passkeys; false when they have none by that id. `audit` is queued with it, only if deleted. */
+export async function deletePasskey(db: D1Database, userId: string, id: string, audit?: AuditEvent): Promise<boolean> {
+  // Queued first, while the row it records the removal of is still there to check.
+  const present = {
+    sql: "EXISTS (SELECT 1 FROM passkey_credentials WHERE id = ?5 AND user_id = ?6)",
+    binds: [id, userId],
+  };
+  const results = await db.batch([
+    ...auditOutboxStatements(db, audit, present),
+    db.prepare("DELETE FROM passkey_credentials WHERE id = ? AND user_id = ? RETURNING id").bind(id, userId),
+  ]);
+  return (results.at(-1)?.results.length ?? 0) > 0;
 }
 
 /**
@@ -151,11 +165,14 @@ export async function recordPasskeyUse(
   return row?.user_id ?? null;
 }
 
+/** Stores a pairing token; `audit`, the event that records it, is queued in the same batch. */
 export async function createPairingToken(
   db: D1Database,
   t: { tokenHash: string; userId: string; teamId: string; now: number; ttlMs: number },
+  audit?: AuditEvent,
 ): Promise<void> {
   await db.batch([
+    ...auditOutboxStatements(db, audit),
     sweepExpired(db, "pairing_tokens", t.now),
     db
       .prepare(

@@ -1,11 +1,11 @@
 /** D1 access: people, teams, web sessions. */
 
 import type { Role } from "../../sdk/src/human/roles";
-import { type AuditEntry, chainEvents, GENESIS_HASH } from "../audit-chain";
+import { type AuditEntry, type AuditEvent, chainEvents, GENESIS_HASH } from "../audit-chain";
 import { newId } from "../crypto";
 import { parsePolicy, type TeamPolicy, type VersionedPolicy } from "../policy";
 import type { WebIdentity } from "../types";
-import { auditEntryStatement } from "./audit";
+import { auditEntryStatement, auditOutboxStatements } from "./audit";
 import { type NewPasskey, sweepExpired } from "./passkeys";
 
 const WEB_SESSION_MS = 30 * 24 * 60 * 60 * 1000;
@@ -119,22 +119,44 @@ export async function getTeamPolicy(db: D1Database, teamId: string): Promise<Ver
   return { policy: parsePolicy(row?.policy), version: row?.policy_version ?? 0 };
 }
 
-/** Replaces the policy and bumps its version; returns the one it replaced and the new version. */
+export interface PolicyChange {
+  before: TeamPolicy;
+  version: number;
+}
+
+/** Attempts at replacing the policy while concurrent changes keep bumping its version. */
+const POLICY_ATTEMPTS = 3;
+
+/**
+ * Replaces the policy and bumps its version (compare-and-swap on the version); returns the one
+ * it replaced and the new version. `audit` builds the event that records the change, queued in
+ * the same batch, so the change and its record commit together.
+ */
 export async function setTeamPolicy(
   db: D1Database,
   teamId: string,
   policy: TeamPolicy,
-): Promise<{ before: TeamPolicy; version: number }> {
-  const [before, updated] = await db.batch<{ policy?: string; policy_version: number }>([
-    db.prepare("SELECT policy, policy_version FROM teams WHERE id = ?").bind(teamId),
-    db
-      .prepare("UPDATE teams SET policy = ?, policy_version = policy_version + 1 WHERE id = ? RETURNING policy_version")
-      .bind(JSON.stringify(policy), teamId),
-  ]);
-  return {
-    before: parsePolicy(before?.results[0]?.policy),
-    version: updated?.results[0]?.policy_version ?? 0,
-  };
+  audit?: (change: PolicyChange) => AuditEvent,
+): Promise<PolicyChange> {
+  const text = JSON.stringify(policy);
+  for (let attempt = 0; attempt < POLICY_ATTEMPTS; attempt++) {
+    const current = await getTeamPolicy(db, teamId);
+    const change = { before: current.policy, version: current.version + 1 };
+    const applied = {
+      sql: "EXISTS (SELECT 1 FROM teams WHERE id = ?5 AND policy_version = ?6 AND policy = ?7)",
+      binds: [teamId, change.version, text],
+    };
+    const [updated] = await db.batch([
+      db
+        .prepare(
+          "UPDATE teams SET policy = ?, policy_version = policy_version + 1 WHERE id = ? AND policy_version = ? RETURNING policy_version",
+        )
+        .bind(text, teamId, current.version),
+      ...auditOutboxStatements(db, audit?.(change), applied),
+    ]);
+    if ((updated?.results.length ?? 0) > 0) return change;
+  }
+  throw new Error("the team policy kept changing; try again");
 }
 
 // ── sign-in links ───────────────────────────────────────────────────────────

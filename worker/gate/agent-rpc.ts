@@ -55,7 +55,7 @@ export function dispatch(host: RpcHost, identity: SocketIdentity, m: RpcMessage)
       if (!params.success) return invalidParams(params.error.issues);
       // Route by session: another session's tool calls never decorate this one's cards.
       if (params.data.sessionId !== host.store.meta()?.sessionId) return invalidParams("sessionId is not this session");
-      host.presence.mergeToolCall(params.data.update);
+      host.presence.mergeToolCall(identity.socketId, params.data.update);
       return id === null ? null : rpcResult(id, null);
     }
     case METHODS.cancelRequest: {

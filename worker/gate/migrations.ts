@@ -32,6 +32,11 @@ const MIGRATIONS: MigrationStep[] = [
     sql.exec(`CREATE TABLE IF NOT EXISTS outbox_dead (seq INTEGER PRIMARY KEY, op TEXT NOT NULL,
       attempts INTEGER NOT NULL, dead_at INTEGER NOT NULL, error TEXT)`);
   },
+  // Tool calls per socket: a `session/update` decorates only requests asked on its own socket.
+  // What was kept is a cache of hints, not a record, so it is dropped rather than moved.
+  `DROP TABLE IF EXISTS tool_calls;
+   CREATE TABLE tool_calls (socket_id TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL,
+     updated_at INTEGER NOT NULL, PRIMARY KEY (socket_id, id));`,
 ];
 
 /** The version every object reaches on its next start. */

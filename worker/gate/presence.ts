@@ -81,13 +81,17 @@ export class Presence {
     });
   }
 
-  /** `tool_call` / `tool_call_update` merged by id, so a later permission request can show them. */
-  mergeToolCall(update: { sessionUpdate: string }): void {
+  /**
+   * `tool_call` / `tool_call_update` merged by id, so a later permission request on the same
+   * socket can show them. Kept per socket: another socket of the session (another agent, or a
+   * hostile one with a key) cannot dress up a request it did not ask.
+   */
+  mergeToolCall(socketId: string, update: { sessionUpdate: string }): void {
     if (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update") return;
     const parsed = toolCallUpdateSchema.safeParse(update);
     if (!parsed.success) return;
     const { sessionUpdate: _, ...fields } = withoutNullish(parsed.data) as Record<string, unknown>;
-    const merged = { ...this.host.store.toolCall(parsed.data.toolCallId), ...fields };
-    this.host.store.saveToolCall(parsed.data.toolCallId, merged, Date.now());
+    const merged = { ...this.host.store.toolCall(socketId, parsed.data.toolCallId), ...fields };
+    this.host.store.saveToolCall(socketId, parsed.data.toolCallId, merged, Date.now());
   }
 }

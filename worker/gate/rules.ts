@@ -195,13 +195,20 @@ export function helloInfo(
   };
 }
 
-/** An audit event for an approval. Ids and outcomes only: tool arguments never enter the detail. */
+/**
+ * An audit event for an approval. Ids, hashes and outcomes only: tool arguments never enter the
+ * detail, but `requestHash` commits to exactly what the humans were shown, and `option` says
+ * which of the offered options was chosen (null until one is).
+ */
 export function auditOp(meta: SessionMeta, a: Approval, actor: string, action: string, at: number): OutboxOp {
+  const chosen = a.options.find((o) => o.optionId === a.optionId);
   const detail = {
     sessionId: a.sessionId,
     state: a.state,
     reason: a.reason,
+    requestHash: a.requestHash,
     optionId: a.optionId,
+    option: chosen ? { name: chosen.name, kind: chosen.kind } : null,
     decidedBy: a.decidedBy,
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };

@@ -82,6 +82,7 @@ export class SocketAgents {
       { state: "denied", reason: "agent_disconnected" },
       now,
     );
+    this.gate.store.forgetToolCalls(socketId);
     this.gate.presence.noteConnection(now);
     if (close) reciprocateClose(ws, close.code, close.reason);
   }

@@ -73,7 +73,8 @@ export class StateMachine {
       id: `apr_${this.host.objectId}_${randomBase62(22)}`,
       meta,
       params,
-      knownToolCall: this.store.toolCall(params.toolCall.toolCallId),
+      // Only what this holder's own socket told (HTTP holders have none).
+      knownToolCall: this.store.toolCall(holder.socketId, params.toolCall.toolCallId),
       lifetimeMs: requestLifetimeMs(meta.policy, ask.data.timeoutMs),
       now,
     });

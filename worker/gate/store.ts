@@ -187,24 +187,33 @@ export class GateStore {
 
   // ── tool calls ───────────────────────────────────────────────────────────
 
-  toolCall(toolCallId: string): Record<string, unknown> {
-    const row = this.sql.exec("SELECT data FROM tool_calls WHERE id = ?", toolCallId).toArray()[0];
+  /** What `session/update` told on this socket about a tool call ({} when nothing). */
+  toolCall(socketId: string, toolCallId: string): Record<string, unknown> {
+    const row = this.sql
+      .exec("SELECT data FROM tool_calls WHERE socket_id = ? AND id = ?", socketId, toolCallId)
+      .toArray()[0];
     return row ? (JSON.parse(row.data as string) as Record<string, unknown>) : {};
   }
 
-  /** Saves a tool call and keeps only the most recent ones. */
-  saveToolCall(toolCallId: string, data: Record<string, unknown>, now: number): void {
+  /** Saves a socket's tool call and keeps only the most recent ones of the session. */
+  saveToolCall(socketId: string, toolCallId: string, data: Record<string, unknown>, now: number): void {
     this.sql.exec(
-      `INSERT INTO tool_calls (id, data, updated_at) VALUES (?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
+      `INSERT INTO tool_calls (socket_id, id, data, updated_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (socket_id, id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
+      socketId,
       toolCallId,
       JSON.stringify(data),
       now,
     );
     this.sql.exec(
-      "DELETE FROM tool_calls WHERE id NOT IN (SELECT id FROM tool_calls ORDER BY updated_at DESC LIMIT ?)",
+      "DELETE FROM tool_calls WHERE rowid NOT IN (SELECT rowid FROM tool_calls ORDER BY updated_at DESC LIMIT ?)",
       KEPT_TOOL_CALLS,
     );
+  }
+
+  /** A closed socket's tool calls: no request can be asked on it any more. */
+  forgetToolCalls(socketId: string): void {
+    this.sql.exec("DELETE FROM tool_calls WHERE socket_id = ?", socketId);
   }
 
   // ── outbox ───────────────────────────────────────────────────────────────

@@ -7,11 +7,11 @@
  * the pure `../audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
  */
 import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
-import type { AuditEvent } from "../audit-chain";
+import type { AuditAnchors, AuditEvent } from "../audit-chain";
 import type { DeviceRow } from "../db/devices";
 import type { VersionedPolicy } from "../policy";
 
-export type { AuditEvent };
+export type { AuditAnchors, AuditEvent };
 
 /** Who opened a live-feed socket: set by the Worker after it checked the cookie and Origin. */
 export interface HubJoin {
@@ -93,6 +93,10 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
 
   /** Appends events to the team's audit chain, in order; resolves once D1 has every one. */
   appendAudit(events: AuditEvent[]): Promise<void>;
+  /** Chains the events the routes queued in D1 (`audit_outbox`); rejects when D1 or the chain failed. */
+  drainAudit(teamId: string): Promise<void>;
+  /** After draining: the head the hub last wrote (its anchor), and the first anchor found broken. */
+  auditAnchors(teamId: string): Promise<AuditAnchors>;
 }
 
 /** The team's hub. */

@@ -4,18 +4,33 @@
  * even a stale head here cannot fork it: it is re-read and retried. An event id already in the
  * log is skipped, so a replay never advances or forks the chain.
  *
- * Owns: the order of appends and `meta('audit_head')` (the cached chain head). Does not own:
- * the hashing (`audit-chain.ts`, pure), the SQL (`db/audit.ts`), or which events are written
- * (callers build them).
+ * It anchors the chain: after every append it keeps the head it wrote (count, seq, hash) in the
+ * hub's own storage, out of reach of whoever can edit D1, and `GET /v1/audit/verify` checks D1
+ * against it. When a re-read finds the anchored row gone or changed, that anchor is kept for
+ * good (`meta('audit_lost')`), so writing on after a truncation cannot hide it.
+ *
+ * It also drains the route-side audit outbox in D1 (`audit_outbox`): events the use cases
+ * queued with their action, chained here and only then removed.
+ *
+ * Owns: the order of appends, `meta('audit_anchor')`, `meta('audit_lost')` and draining the
+ * outbox. Does not own: the hashing and head checks (`audit-chain.ts`, pure), the SQL
+ * (`db/audit.ts`), or which events are written (callers build them).
  */
 
-import { type AuditEvent, chainEvents } from "../audit-chain";
-import { insertAuditEntries, lastAuditHash, writtenEventIds } from "../db";
+import { type AuditAnchors, type AuditEvent, type AuditHead, chainEvents } from "../audit-chain";
+import {
+  auditHashAt,
+  auditTail,
+  dequeueAuditEvents,
+  insertAuditEntries,
+  queuedAuditEvents,
+  writtenEventIds,
+} from "../db";
 import type { HubHost } from "./host";
 
 /** Attempts at appending when the chain head moved under us (another writer, a stale head). */
 const AUDIT_ATTEMPTS = 3;
-/** D1 binds at most 100 parameters per statement; replay checks go in pages of this size. */
+/** D1 binds at most 100 parameters per statement; replay checks and drains go in pages of this size. */
 const EVENT_ID_PAGE = 90;
 
 export class AuditWriter {
@@ -24,30 +39,84 @@ export class AuditWriter {
   constructor(private readonly host: HubHost) {}
 
   /** Appends the team's events in order; resolves once D1 has every one. */
-  async append(teamId: string, events: AuditEvent[]): Promise<void> {
-    if (events.some((e) => e.teamId !== teamId)) throw new Error("audit events of another team");
-    const run = this.tail.then(() => this.write(teamId, events));
+  append(teamId: string, events: AuditEvent[]): Promise<void> {
+    if (events.some((e) => e.teamId !== teamId)) return Promise.reject(new Error("audit events of another team"));
+    return this.serially(() => this.write(teamId, events));
+  }
+
+  /** Chains what the routes queued in D1, oldest first; each page leaves the outbox once chained. */
+  drain(teamId: string): Promise<void> {
+    return this.serially(async () => {
+      for (;;) {
+        const queued = (await queuedAuditEvents(this.host.env.DB, teamId, EVENT_ID_PAGE)).filter(
+          (e) => e.teamId === teamId,
+        );
+        if (queued.length === 0) return;
+        await this.write(teamId, queued);
+        await dequeueAuditEvents(
+          this.host.env.DB,
+          queued.map((e) => e.eventId),
+        );
+        if (queued.length < EVENT_ID_PAGE) return;
+      }
+    });
+  }
+
+  /** The anchor (taken from D1 on first use, when the hub never wrote one) and any lost one. */
+  anchors(teamId: string): Promise<AuditAnchors> {
+    return this.serially(async () => {
+      const anchor = this.stored("audit_anchor") ?? (await this.reread(teamId));
+      this.save("audit_anchor", anchor);
+      return { anchor, lost: this.stored("audit_lost") };
+    });
+  }
+
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(work);
     this.tail = run.catch(() => undefined);
-    await run;
+    return run;
   }
 
   private async write(teamId: string, events: AuditEvent[]): Promise<void> {
     let todo = [...new Map(events.map((e) => [e.eventId, e])).values()];
-    let head = this.head();
+    let head = this.stored("audit_anchor");
     for (let attempt = 0; attempt < AUDIT_ATTEMPTS; attempt++) {
       if (head === null) {
         // First use, a restart mid-write, or a lost race: D1 is the record of where the chain is.
-        head = await lastAuditHash(this.host.env.DB, teamId);
+        head = await this.reread(teamId);
         todo = await this.unwritten(todo);
       }
-      if (todo.length === 0) return this.saveHead(head);
-      const entries = chainEvents(head, todo);
-      this.host.sql.exec("DELETE FROM meta WHERE k = 'audit_head'");
-      const written = await insertAuditEntries(this.host.env.DB, entries);
-      if (written === entries.length) return this.saveHead((entries.at(-1) as { hash: string }).hash);
+      if (todo.length === 0) return this.save("audit_anchor", head);
+      const entries = chainEvents(head.hash, todo);
+      const seqs = await insertAuditEntries(this.host.env.DB, entries);
+      const last = entries.at(-1);
+      if (seqs.length === entries.length && last) {
+        const seq = seqs.at(-1) as number;
+        return this.save("audit_anchor", {
+          teamId,
+          count: head.count + seqs.length,
+          seq,
+          hash: last.hash,
+          at: last.at,
+        });
+      }
       head = null;
     }
     throw new Error("the audit chain head kept moving; try again");
+  }
+
+  /**
+   * Where D1's chain ends, after checking it still holds the anchored row: if that row is gone
+   * or changed, the anchor is kept as lost (the first one only), for verify to report.
+   */
+  private async reread(teamId: string): Promise<AuditHead> {
+    const tail = await auditTail(this.host.env.DB, teamId);
+    const anchor = this.stored("audit_anchor");
+    if (anchor && anchor.count > 0 && !this.stored("audit_lost")) {
+      const hash = tail.seq === anchor.seq ? tail.hash : await auditHashAt(this.host.env.DB, teamId, anchor.seq);
+      if (hash !== anchor.hash || tail.count < anchor.count) this.save("audit_lost", anchor);
+    }
+    return { teamId, ...tail };
   }
 
   private async unwritten(events: AuditEvent[]): Promise<AuditEvent[]> {
@@ -59,13 +128,12 @@ export class AuditWriter {
     return events.filter((e) => !written.has(e.eventId));
   }
 
-  private head(): string | null {
-    return (
-      (this.host.sql.exec("SELECT v FROM meta WHERE k = 'audit_head'").toArray()[0]?.v as string | undefined) ?? null
-    );
+  private stored(key: "audit_anchor" | "audit_lost"): AuditHead | null {
+    const v = this.host.sql.exec("SELECT v FROM meta WHERE k = ?", key).toArray()[0]?.v;
+    return typeof v === "string" ? (JSON.parse(v) as AuditHead) : null;
   }
 
-  private saveHead(hash: string): void {
-    this.host.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('audit_head', ?)", hash);
+  private save(key: "audit_anchor" | "audit_lost", head: AuditHead): void {
+    this.host.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", key, JSON.stringify(head));
   }
 }

@@ -16,7 +16,7 @@ import type { Approval, Delivery } from "../../sdk/src/approval";
 import { deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
-import type { ApprovalNews, AuditEvent, HubDevice, SessionNews, TeamHubApi } from "./api";
+import type { ApprovalNews, AuditAnchors, AuditEvent, HubDevice, SessionNews, TeamHubApi } from "./api";
 import { AuditWriter } from "./audit-writer";
 import { Directory } from "./directory";
 import type { HubHost } from "./host";
@@ -70,6 +70,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   override async alarm(): Promise<void> {
+    await this.drainAuditQuietly();
     await this.push.drain();
   }
 
@@ -171,6 +172,19 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!first) return;
     this.adopt(first);
     await this.audit.append(this.teamId() as string, events);
+    // The routes' queued events ride along; the caller's own events are in, whatever happens here.
+    await this.drainAuditQuietly();
+  }
+
+  async drainAudit(teamId: string): Promise<void> {
+    this.adopt(teamId);
+    await this.audit.drain(teamId);
+  }
+
+  async auditAnchors(teamId: string): Promise<AuditAnchors> {
+    this.adopt(teamId);
+    await this.drainAuditQuietly();
+    return this.audit.anchors(teamId);
   }
 
   // ── the hub's team ───────────────────────────────────────────────────────
@@ -180,6 +194,17 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     await this.deviceRemoved(deviceId);
     const teamId = this.teamId();
     if (teamId) await deleteDevice(this.env.DB, teamId, deviceId);
+  }
+
+  /** Drains the routes' audit outbox; a failure is logged and retried on the next drain. */
+  private async drainAuditQuietly(): Promise<void> {
+    const teamId = this.teamId();
+    if (!teamId) return;
+    try {
+      await this.audit.drain(teamId);
+    } catch (error) {
+      console.error(`audit outbox: drain failed, kept for the next one: ${String(error).slice(0, 200)}`);
+    }
   }
 
   /** The hub's team: every caller names it (hubs are named by team id); kept for alarms. */

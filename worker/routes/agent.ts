@@ -11,7 +11,7 @@ import { getAgentProfile } from "../db";
 import { DomainError } from "../errors";
 import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate/api";
 import { joinRequest } from "../gate/sockets";
-import { limitBody, requireUpgrade, validate } from "../http";
+import { limitBody, refuseDuplicateKeys, requireUpgrade, validate } from "../http";
 import { badKey, joinSession } from "../team/agent-sessions";
 import { approvalGate, noSuchApproval } from "../team/approvals";
 import { keyActor } from "../team/audit-events";
@@ -48,6 +48,7 @@ export const agentRoutes = new Hono<AppEnv>()
     requireAgentKey,
     validate("param", sessionParam),
     limitFrameBody,
+    refuseDuplicateKeys,
     validate("json", permissionBody),
     async (c) => {
       const { sessionId } = c.req.valid("param");

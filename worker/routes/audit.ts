@@ -1,14 +1,17 @@
-/** The team's audit log (owners and admins): newest first, and a full check of its hash chain. */
+/**
+ * The team's audit log (owners and admins): newest first, a full check of its hash chain
+ * against the hub's anchor (and, by POST, against a head the team kept), and the head to keep.
+ */
 import { Hono } from "hono";
-import { type AuditVerdict, auditQuerySchema } from "../../sdk/src/human/audit";
-import { ChainVerifier, type StoredAuditRow } from "../audit-chain";
-import { requireRole, requireWeb } from "../auth";
-import { auditPage, listAudit } from "../db";
+import { auditHeadSchema, auditQuerySchema } from "../../sdk/src/human/audit";
+import type { StoredAuditRow } from "../audit-chain";
+import { requireRole, requireSameOrigin, requireWeb } from "../auth";
+import { listAudit } from "../db";
+import { DomainError } from "../errors";
 import { validate } from "../http";
 import { ADMIN_ROLES } from "../roles";
+import { auditHead, verifyAudit } from "../team/audit-verify";
 import type { AppEnv } from "../types";
-
-const VERIFY_PAGE = 500;
 
 export const auditRoutes = new Hono<AppEnv>()
   .use("/v1/audit", requireWeb, requireRole(...ADMIN_ROLES))
@@ -19,18 +22,13 @@ export const auditRoutes = new Hono<AppEnv>()
     const last = rows.length === limit ? rows[rows.length - 1] : undefined;
     return c.json({ entries: rows.map(entryOf), cursor: last ? String(last.seq) : null });
   })
-  .get("/v1/audit/verify", async (c) => {
+  .get("/v1/audit/head", async (c) => c.json(await auditHead(c.env, c.get("web").teamId)))
+  .get("/v1/audit/verify", async (c) => c.json(await verifyAudit(c.env, c.get("web").teamId)))
+  .post("/v1/audit/verify", requireSameOrigin, validate("json", auditHeadSchema), async (c) => {
     const teamId = c.get("web").teamId;
-    const verifier = new ChainVerifier();
-    // Page by page, so a long log is never held whole; stops at the first broken link.
-    for (let afterSeq = 0; ; ) {
-      const rows = await auditPage(c.env.DB, { teamId, afterSeq, limit: VERIFY_PAGE });
-      if (!rows.every((row) => verifier.check(row)) || rows.length < VERIFY_PAGE) break;
-      afterSeq = (rows.at(-1) as StoredAuditRow).seq;
-    }
-    const { entries, broken } = verifier;
-    const verdict: AuditVerdict = broken ? { ok: false, entries, brokenAt: broken } : { ok: true, entries };
-    return c.json(verdict);
+    const head = c.req.valid("json");
+    if (head.teamId !== teamId) throw new DomainError("invalid_request", "this head is another team's");
+    return c.json(await verifyAudit(c.env, teamId, head));
   });
 
 function entryOf(row: StoredAuditRow) {

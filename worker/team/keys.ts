@@ -1,6 +1,6 @@
 /**
- * Agent API keys as use cases: create one (D1 + audit) and revoke one (D1, then every session
- * the key opened, then audit). The key routes, the agent's self-revocation, member removal and
+ * Agent API keys as use cases: create one (D1 with its audit event) and revoke one (D1 with its
+ * audit event, then every session the key opened, then the chain). The key routes, the agent's self-revocation, member removal and
  * the device-code grant all come here.
  *
  * Owns: the order of those steps and what a revocation answers. Does not own: the SQL
@@ -11,7 +11,7 @@ import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
 import { sessionGate } from "../gate/api";
 import type { Env } from "../types";
-import { appendAudit } from "./audit";
+import { chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
 
 export interface CreatedKey {
@@ -27,14 +27,12 @@ export async function createKey(env: Env, k: { teamId: string; userId: string; l
   const { key, prefix, hash } = newApiKey();
   const id = newId("key");
   const now = Date.now();
-  await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now });
-  await appendAudit(
-    env,
-    auditEvents.keyCreated(
-      { teamId: k.teamId, actor: userActor(k.userId), at: now },
-      { keyId: id, label: k.label, prefix },
-    ),
+  const event = auditEvents.keyCreated(
+    { teamId: k.teamId, actor: userActor(k.userId), at: now },
+    { keyId: id, label: k.label, prefix },
   );
+  await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now }, event);
+  await chainQueued(env, k.teamId);
   return { id, key, prefix, label: k.label, createdAt: now };
 }
 
@@ -56,13 +54,14 @@ export async function revokeKey(
   r: { teamId: string; userId: string | null; spareOwners?: boolean; keyId: string; actor: string },
 ): Promise<RevokedKey | null> {
   const now = Date.now();
-  const revoked = await revokeApiKey(env.DB, { ...r, spareOwners: r.spareOwners ?? false, now });
+  const event = auditEvents.keyRevoked({ teamId: r.teamId, actor: r.actor, at: now }, r.keyId);
+  const revoked = await revokeApiKey(env.DB, { ...r, spareOwners: r.spareOwners ?? false, now }, event);
   if (!revoked) return null;
   // One unreachable gate must not keep the others from hearing it; D1 already refuses the key.
   const told = await Promise.allSettled(
     revoked.sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
   );
-  await appendAudit(env, auditEvents.keyRevoked({ teamId: r.teamId, actor: r.actor, at: revoked.revokedAt }, r.keyId));
+  await chainQueued(env, r.teamId);
   const denied = told.reduce((sum, t) => sum + (t.status === "fulfilled" ? t.value : 0), 0);
   const unreached = told.filter((t) => t.status === "rejected").length;
   return {

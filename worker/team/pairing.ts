@@ -9,7 +9,7 @@ import { newSecret } from "../crypto";
 import { claimPairingToken, createPairingToken } from "../db";
 import { DomainError } from "../errors";
 import type { Env } from "../types";
-import { appendAudit } from "./audit";
+import { appendAudit, chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
 
 const PAIRING_TTL_MS = 5 * 60 * 1000;
@@ -18,14 +18,12 @@ const PAIRING_TTL_MS = 5 * 60 * 1000;
 export async function createPairing(env: Env, p: { teamId: string; userId: string }) {
   const { token, hash: tokenHash } = newSecret();
   const now = Date.now();
-  await createPairingToken(env.DB, { tokenHash, ...p, now, ttlMs: PAIRING_TTL_MS });
-  await appendAudit(
-    env,
-    auditEvents.pairingCreated(
-      { teamId: p.teamId, actor: userActor(p.userId), at: now },
-      { userId: p.userId, tokenHash },
-    ),
+  const event = auditEvents.pairingCreated(
+    { teamId: p.teamId, actor: userActor(p.userId), at: now },
+    { userId: p.userId, tokenHash },
   );
+  await createPairingToken(env.DB, { tokenHash, ...p, now, ttlMs: PAIRING_TTL_MS }, event);
+  await chainQueued(env, p.teamId);
   return { token, expiresAt: now + PAIRING_TTL_MS };
 }
 

@@ -31,17 +31,27 @@ export function Audit() {
     <section class="screen dash" data-testid="screen-audit">
       <PageHead
         title="Audit log"
-        sub="Append-only: each entry carries the SHA-256 of the one before it, so an edited or deleted row breaks the chain."
+        sub="Append-only: each entry carries the SHA-256 of the one before it, so an edited or deleted row breaks the chain. Keep a downloaded head elsewhere to check the log against it later."
         actions={
-          <button
-            type="button"
-            class="button primary compact"
-            onClick={verify}
-            disabled={verifying}
-            data-testid="audit-verify"
-          >
-            {verifying ? "Verifying…" : "Verify chain"}
-          </button>
+          <>
+            <a
+              class="button secondary compact"
+              href="/v1/audit/head"
+              download="tapgate-audit-head.json"
+              data-testid="audit-download-head"
+            >
+              Download head
+            </a>
+            <button
+              type="button"
+              class="button primary compact"
+              onClick={verify}
+              disabled={verifying}
+              data-testid="audit-verify"
+            >
+              {verifying ? "Verifying…" : "Verify chain"}
+            </button>
+          </>
         }
       />
       {me && !isAdmin(me.role) && (
@@ -54,7 +64,13 @@ export function Audit() {
           Chain intact: all {verdict.entries.toLocaleString()} entries verified.
         </Banner>
       )}
-      {verdict?.ok === false && (
+      {verdict?.ok === false && "mismatch" in verdict && (
+        <Banner tone="error" testId="audit-verify-result">
+          Chain does not reach its anchored head (entry #{verdict.mismatch.head.seq}): {verdict.mismatch.message}.{" "}
+          {verdict.entries.toLocaleString()} entries checked.
+        </Banner>
+      )}
+      {verdict?.ok === false && "brokenAt" in verdict && (
         <Banner tone="error" testId="audit-verify-result">
           Chain broken at entry #{verdict.brokenAt.seq} ({verdict.brokenAt.eventId}):{" "}
           {verdict.brokenAt.reason === "prev_mismatch"
