@@ -9,6 +9,7 @@
  */
 import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
+import { DomainError } from "../errors";
 import { sessionGate } from "../gate/api";
 import type { Env } from "../types";
 import { appendAudit } from "./audit";
@@ -27,7 +28,10 @@ export async function createKey(env: Env, k: { teamId: string; userId: string; l
   const { key, prefix, hash } = newApiKey();
   const id = newId("key");
   const now = Date.now();
-  await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now });
+  // Checked in D1, not by the (cached) web session: a member removed a moment ago gets no key.
+  if (!(await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now }))) {
+    throw new DomainError("unauthenticated", "you are no longer a member of this team; sign in again");
+  }
   await appendAudit(
     env,
     auditEvents.keyCreated(
