@@ -125,7 +125,7 @@ export const auditEvents = {
   /** A sign-in (link, passkey, pairing) or a reauth on a session: never the token or its hash. */
   signedIn: (a: AuditContext, s: { userId: string; sessionId: string; method: string }): AuditEvent => ({
     ...a,
-    eventId: `signed_in:${s.sessionId}:${a.at}`,
+    eventId: `signed_in:${a.teamId}:${s.sessionId}:${a.at}`,
     action: "auth.signed_in",
     subject: s.userId,
     detail: { sessionId: s.sessionId, method: s.method },
