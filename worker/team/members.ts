@@ -4,7 +4,8 @@
  * SQL, so two concurrent changes cannot both pass). Anyone may leave.
  *
  * Owns: the rank checks, and what a membership change must also reach: cached identities, the
- * hub's directory and sockets, the member's keys and devices, the audit log. Does not own: the
+ * hub's directory and sockets, the member's keys and devices, the audit log — and finishing a
+ * removal again when it is repeated. Does not own: the
  * SQL (`db/teams.ts`), mail (the route sends the invite), who may call at all (route middleware).
  */
 
