@@ -6,17 +6,29 @@ import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Role } from "../sdk/src/human/roles";
 import { API_KEY_PATTERN, randomToken, sha256Hex } from "./crypto";
-import { createWebSession, deleteWebSession, findAgentKey, findWebSession } from "./db";
+import {
+  createWebSession,
+  deleteWebSession,
+  findAgentKey,
+  findWebSession,
+  listMyTeams,
+  markSignedIn,
+  WEB_SESSION_MS,
+} from "./db";
 import { DomainError } from "./errors";
 import { appOrigin } from "./http";
 import { hubFor } from "./hub/api";
-import type { AppEnv, WebIdentity } from "./types";
+import { appendAudit } from "./team/audit";
+import { auditEvents, userActor } from "./team/audit-events";
+import type { AppEnv, Env, WebIdentity } from "./types";
 
 export const SESSION_COOKIE = "__Host-tapgate";
 
 /**
  * Session lookups are cached briefly per isolate so a decision does not wait on D1. Sign-out and
- * member changes made through this isolate take effect at once; elsewhere within CACHE_MS.
+ * member changes made through this isolate take effect at once; elsewhere within CACHE_MS. What
+ * must not wait that long (the live feed, a passkey change, minting a key) reads D1 itself:
+ * `requireFreshWeb`, `requireRecentSignIn`.
  */
 const CACHE_MS = 10_000;
 const sessionCache = new Map<string, { identity: WebIdentity; until: number }>();
@@ -39,16 +51,53 @@ async function lookupWebSession(db: D1Database, tokenHash: string): Promise<WebI
   return identity;
 }
 
+/** How recent a sign-in adding or removing a passkey needs (else 401 `reauth_required`). */
+export const REAUTH_WINDOW_MS = 10 * 60 * 1000;
+
+/**
+ * Signs the browser in as `userId`. A browser already signed in as that person keeps its session
+ * and only its sign-in time moves (a reauth); otherwise a new session starts in `teamId`. Every
+ * sign-in is audited in each of the person's teams.
+ */
 export async function startWebSession(c: Context<AppEnv>, userId: string, teamId: string, method: string) {
-  const token = randomToken();
-  await createWebSession(c.env.DB, { tokenHash: sha256Hex(token), userId, teamId, method, now: Date.now() });
-  setCookie(c, SESSION_COOKIE, token, {
-    path: "/",
-    secure: true,
-    httpOnly: true,
-    sameSite: "Lax",
-    maxAge: 30 * 24 * 60 * 60,
-  });
+  const now = Date.now();
+  const token = getCookie(c, SESSION_COOKIE);
+  const current = token ? await findWebSession(c.env.DB, sha256Hex(token), now) : null;
+  let sessionId: string;
+  if (current?.userId === userId) {
+    await markSignedIn(c.env.DB, { tokenHash: current.tokenHash, method, now });
+    forgetWebSession(current.tokenHash);
+    sessionId = current.sessionId;
+  } else {
+    const fresh = randomToken();
+    const userAgent = c.req.header("User-Agent")?.slice(0, 200) ?? null;
+    const tokenHash = sha256Hex(fresh);
+    sessionId = await createWebSession(c.env.DB, { tokenHash, userId, teamId, method, userAgent, now });
+    setCookie(c, SESSION_COOKIE, fresh, {
+      path: "/",
+      secure: true,
+      httpOnly: true,
+      sameSite: "Lax",
+      maxAge: WEB_SESSION_MS / 1000,
+    });
+  }
+  await auditSignIn(c.env, { userId, sessionId, method, now });
+}
+
+/** One `auth.signed_in` entry per team the person belongs to: each team sees who came in, how. */
+async function auditSignIn(env: Env, s: { userId: string; sessionId: string; method: string; now: number }) {
+  const teams = await listMyTeams(env.DB, s.userId);
+  await Promise.all(
+    teams.map((t) =>
+      appendAudit(
+        env,
+        auditEvents.signedIn(
+          { teamId: t.id, actor: userActor(s.userId), at: s.now },
+          { userId: s.userId, sessionId: s.sessionId, method: s.method },
+        ),
+      ),
+    ),
+  );
 }
 
 export async function endWebSession(c: Context<AppEnv>, web: WebIdentity) {
@@ -76,6 +125,38 @@ export const requireWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
     throw new DomainError("agent_key_forbidden", "agent API keys cannot use the human API; sign in instead");
   }
   throw new DomainError("unauthenticated", "sign in first");
+};
+
+/**
+ * Humans, checked against D1 rather than the cache: for what a removed member or an ended session
+ * must not get even for a moment (the live feed).
+ */
+export const requireFreshWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const token = getCookie(c, SESSION_COOKIE);
+  const identity = token ? await findWebSession(c.env.DB, sha256Hex(token), Date.now()) : null;
+  if (!identity) throw new DomainError("unauthenticated", "sign in first");
+  c.set("web", identity);
+  return next();
+};
+
+/**
+ * The session's last real sign-in (read fresh) is within REAUTH_WINDOW_MS, else 401
+ * `reauth_required`: a stolen cookie alone cannot add or remove a passkey.
+ */
+export async function ensureRecentSignIn(db: D1Database, web: WebIdentity): Promise<WebIdentity> {
+  const now = Date.now();
+  const fresh = await findWebSession(db, web.tokenHash, now);
+  if (!fresh) throw new DomainError("unauthenticated", "sign in first");
+  if (now - fresh.signedInAt > REAUTH_WINDOW_MS) {
+    throw new DomainError("reauth_required", "sign in again (within the last 10 minutes) to change your passkeys");
+  }
+  return fresh;
+}
+
+/** After `requireWeb`: `ensureRecentSignIn` as middleware. */
+export const requireRecentSignIn: MiddlewareHandler<AppEnv> = async (c, next) => {
+  c.set("web", await ensureRecentSignIn(c.env.DB, c.get("web")));
+  return next();
 };
 
 /**

@@ -21,6 +21,7 @@ import { policyRoutes } from "./routes/policy";
 import { pushRoutes } from "./routes/push";
 import { sessionRoutes } from "./routes/sessions";
 import { teamRoutes } from "./routes/teams";
+import { webSessionRoutes } from "./routes/web-sessions";
 import type { AppEnv } from "./types";
 
 export { SessionGate } from "./gate/session-gate";
@@ -35,6 +36,7 @@ const app = new Hono<AppEnv>()
   .use("/v1/*", (c, next) => (AGENT_PERMISSIONS.test(c.req.path) ? next() : limitHumanBodies(c, next)))
   .route("/", authRoutes)
   .route("/", passkeyRoutes)
+  .route("/", webSessionRoutes)
   .route("/", pairingRoutes)
   .route("/", keyRoutes)
   .route("/", approvalRoutes)

@@ -39,6 +39,12 @@ export interface WebIdentity {
   teamName: string;
   role: Role;
   tokenHash: string;
+  /** The session's public id (`wss_…`), for the sessions API. */
+  sessionId: string;
+  /** The last real sign-in on this session (link, passkey, pairing): the reauth window counts from it. */
+  signedInAt: number;
+  /** When the session ends unless seen again (idle expiry), or at its absolute lifetime. */
+  validUntil: number;
 }
 
 /** An agent, from its API key. Agent keys can open sessions and ask; nothing else. */

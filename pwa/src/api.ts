@@ -29,6 +29,7 @@ import {
   deviceCodeInfoSchema,
   deviceListSchema,
   type ErrorCode,
+  endedSessionsSchema,
   errorBodySchema,
   type HistoryFilter,
   historyPageSchema,
@@ -55,6 +56,7 @@ import {
   statsSchema,
   teamListSchema,
   teamPolicySchema,
+  webSessionListSchema,
 } from "../../sdk/src/human/index";
 
 export type {
@@ -81,6 +83,7 @@ export type {
   Stats,
   Team,
   TeamPolicy,
+  WebSessionInfo,
 } from "../../sdk/src/human/index";
 export { ROLES, roleRank } from "../../sdk/src/human/index";
 
@@ -163,7 +166,8 @@ async function request<S extends z.ZodType>(
   const error = errorBodySchema.safeParse(parsed);
   const code = error.success ? error.data.error : (`http_${res.status}` as const);
   const message = error.success ? error.data.message : `The server answered ${res.status}.`;
-  if (res.status === 401 && !quiet401) onUnauthenticated();
+  // `reauth_required` keeps the session: the caller asks for a fresh sign-in and retries (reauth.ts).
+  if (res.status === 401 && !quiet401 && code !== "reauth_required") onUnauthenticated();
   throw new ApiError(res.status, code, message, fields);
 }
 
@@ -208,6 +212,9 @@ export const api = {
   signUp: (b: SignupBody) => post(mailSentAnswerSchema, "/v1/auth/signup", b),
   confirmLink: (token: string) => post(okAnswerSchema, "/v1/auth/link", { token }),
   signOut: () => post(okAnswerSchema, "/v1/auth/signout"),
+  webSessions: () => get(webSessionListSchema, "/v1/auth/sessions"),
+  endWebSession: (id: string) => del(okAnswerSchema, `/v1/auth/sessions/${enc(id)}`),
+  endOtherWebSessions: () => post(endedSessionsSchema, "/v1/auth/sessions/end-others"),
 
   passkeyLoginOptions: () => challenge<PublicKeyCredentialRequestOptionsJSON>("/v1/auth/passkey/login/options", {}),
   passkeyLoginVerify: (challengeId: string, response: AuthenticationResponseJSON) =>

@@ -24,12 +24,14 @@ export const ERRORS = {
   no_api_key: { status: 401, message: "send Authorization: Bearer <API key>; create one with POST /v1/keys" },
   bad_api_key: { status: 401, message: "the API key is unknown or revoked" },
   key_revoked: { status: 401, message: "this API key was revoked" },
+  reauth_required: { status: 401, message: "sign in again to do this" },
   // 403: known, but not allowed.
   forbidden: { status: 403, message: "you may not do this" },
   bad_origin: { status: 403, message: "state-changing requests need this site's Origin header" },
   agent_key_forbidden: { status: 403, message: "agent API keys cannot use the human API; sign in instead" },
   not_session_owner: { status: 403, message: "team policy lets only the session's owner decide" },
   role_may_not_decide: { status: 403, message: "your role may not decide" },
+  invite_for_other_address: { status: 403, message: "this invite is for another email address" },
   // 404: unknown, or another team's (the same answer, on purpose).
   not_found: { status: 404, message: "no such thing" },
   // 409 / 410: the state moved on.

@@ -314,4 +314,28 @@ describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
       await second.close();
     }
   });
+
+  it("lists the signed-in browsers on the Devices screen and signs out everywhere else", async () => {
+    const { url } = await human.json<{ url: string }>("/v1/pairing", { method: "POST", body: "{}" });
+    const other = await phoneContext(browser, app, errors);
+    try {
+      const laptop = await other.newPage();
+      await laptop.goto(url);
+      await laptop.getByTestId("screen-pair-setup").waitFor();
+      const elsewhere = await Human.of(app, other);
+      expect((await elsewhere.fetch("/v1/me")).status).toBe(200);
+
+      await page.goto("/devices");
+      const list = page.getByTestId("web-sessions");
+      await list.getByTestId("this-browser").waitFor();
+      await expect.poll(() => list.getByTestId("web-session-end").count()).toBeGreaterThanOrEqual(2);
+      await list.getByTestId("web-sessions-end-others").click();
+      await list.getByTestId("web-sessions-status").waitFor();
+      await expect.poll(() => list.getByTestId("web-session-end").count()).toBe(1);
+      expect((await elsewhere.fetch("/v1/me")).status).toBe(401);
+      expect((await human.fetch("/v1/me")).status).toBe(200);
+    } finally {
+      await other.close();
+    }
+  });
 });

@@ -62,13 +62,14 @@ describe("the audit chain", () => {
     const chain = await rows(owner.teamId);
     expect(chain.map((e) => e.action)).toEqual([
       "team.created",
+      "auth.signed_in",
       "key.created",
       "approval.requested",
       "approval.allowed",
     ]);
     expect(chain[0]?.prevHash).toBe(GENESIS_HASH);
     for (let i = 1; i < chain.length; i++) expect(chain[i]?.prevHash).toBe(chain[i - 1]?.hash);
-    expect(await verify(owner)).toMatchObject({ ok: true, entries: 4 });
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 5 });
 
     const { entries } = await json<{ entries: Entry[] }>(await api("/v1/audit", { cookie: owner.cookie }));
     expect(entries.map((e) => e.action)).toEqual(chain.map((e) => e.action).reverse());
@@ -88,8 +89,9 @@ describe("the audit chain", () => {
     await hub(owner.teamId).appendAudit([first]);
     const [a, b] = [event(owner.teamId), event(owner.teamId)];
     await hub(owner.teamId).appendAudit([a, first, b, a]);
-    expect((await rows(owner.teamId)).map((e) => e.eventId).slice(1)).toEqual([first.eventId, a.eventId, b.eventId]);
-    expect(await verify(owner)).toMatchObject({ ok: true, entries: 4 });
+    // After the team's creation and the owner's sign-in.
+    expect((await rows(owner.teamId)).map((e) => e.eventId).slice(2)).toEqual([first.eventId, a.eventId, b.eventId]);
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 5 });
   });
 
   it("concurrent appends and a write the hub did not make still give one unbroken chain", async () => {
@@ -115,7 +117,7 @@ describe("the audit chain", () => {
       )
       .run();
     await hub(owner.teamId).appendAudit([event(owner.teamId)]);
-    expect(await verify(owner)).toMatchObject({ ok: true, entries: 15 });
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 16 });
   });
 });
 

@@ -113,7 +113,7 @@ describe("device code sign-in", () => {
     const { results } = await env.DB.prepare("SELECT action FROM audit_log WHERE team_id = ? ORDER BY seq")
       .bind(ada.teamId)
       .all<{ action: string }>();
-    expect(results.map((r) => r.action)).toEqual(["team.created", "device.approved", "key.created"]);
+    expect(results.map((r) => r.action)).toEqual(["team.created", "auth.signed_in", "device.approved", "key.created"]);
   });
 
   it("parallel polls of an approved code yield one key", async () => {

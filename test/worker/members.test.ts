@@ -1,7 +1,20 @@
-import { env } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
-import { api, askOnce, connectAgent, json, type Member, signUp, tokenOf } from "./helpers";
+import { removeMember as removeMemberRows } from "../../worker/db";
+import {
+  api,
+  askOnce,
+  connectAgent,
+  createKey,
+  json,
+  type Member,
+  ORIGIN,
+  settled,
+  signUp,
+  tokenOf,
+  unique,
+} from "./helpers";
 import { addMember, openLive } from "./team-helpers";
 
 async function invite(by: Member, role: string, email?: string) {
@@ -101,6 +114,53 @@ describe("invites", () => {
   });
 });
 
+describe("invites carry their maker's authority and address", () => {
+  const patch = (by: Member, target: Member, role: string) =>
+    api(`/v1/members/${target.userId}`, { method: "PATCH", cookie: by.cookie, body: JSON.stringify({ role }) });
+
+  it("an invite whose maker was demoted below its role, or removed, answers 404", async () => {
+    const owner = await signUp("Olga");
+    const admin = await addMember(owner, "admin", "Adam");
+    const kept = await invite(admin, "approver");
+    const demoted = await invite(admin, "admin");
+    const removed = await addMember(owner, "admin", "Rita");
+    const orphaned = await invite(removed, "viewer");
+    expect([kept, demoted, orphaned].map((i) => i.response.status)).toEqual([201, 201, 201]);
+
+    expect((await patch(owner, admin, "approver")).status).toBe(200);
+    expect((await api(`/v1/members/${removed.userId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+
+    const bob = await signUp("Bob");
+    for (const dead of [kept, demoted, orphaned]) {
+      // An approver may not invite at all: every invite Adam made is dead now, like Rita's.
+      expect((await api(`/v1/invites/preview?token=${tokenOf(dead.body.url)}`)).status).toBe(404);
+      expect((await accept(bob, tokenOf(dead.body.url))).status).toBe(404);
+    }
+    expect(await me(bob)).toMatchObject({ team: { id: bob.teamId } });
+    expect((await json<{ invites: unknown[] }>(await api("/v1/invites", { cookie: owner.cookie }))).invites).toEqual(
+      [],
+    );
+
+    // Promoted back, the maker's invites work again (they were never spent).
+    expect((await patch(owner, admin, "admin")).status).toBe(200);
+    expect((await accept(bob, tokenOf(demoted.body.url))).status).toBe(200);
+    expect(await me(bob)).toMatchObject({ team: { id: owner.teamId }, role: "admin" });
+  });
+
+  it("an invite with an address is for that address only (403 invite_for_other_address)", async () => {
+    const owner = await signUp("Olga");
+    const bob = await signUp("Bob");
+    const mallory = await signUp("Mallory");
+    const { body } = await invite(owner, "approver", bob.email.toUpperCase());
+    const stolen = await accept(mallory, tokenOf(body.url));
+    expect(stolen.status).toBe(403);
+    expect(await json(stolen)).toMatchObject({ error: "invite_for_other_address" });
+    expect(await me(mallory)).toMatchObject({ team: { id: mallory.teamId } });
+    expect((await accept(bob, tokenOf(body.url))).status).toBe(200);
+    expect(await me(bob)).toMatchObject({ team: { id: owner.teamId }, role: "approver" });
+  });
+});
+
 describe("roles and removal", () => {
   it("changes roles within the rules; the last owner cannot step down (409 last_owner)", async () => {
     const owner = await signUp("Olga");
@@ -147,6 +207,65 @@ describe("roles and removal", () => {
       await api("/v1/members", { cookie: owner.cookie }),
     );
     expect(members.members.map((m) => m.userId)).not.toContain(bob.userId);
+  });
+
+  it("a removal made elsewhere applies at once, though this isolate still caches the session", async () => {
+    const owner = await signUp("Olga");
+    const bob = await addMember(owner, "approver", "Bob");
+    const { key } = await createKey(bob);
+    // Cached here now; the removal below goes straight to D1, as another isolate's would.
+    expect((await api("/v1/me", { cookie: bob.cookie })).status).toBe(200);
+    await env.DB.prepare("DELETE FROM memberships WHERE team_id = ? AND user_id = ?")
+      .bind(owner.teamId, bob.userId)
+      .run();
+
+    const live = await SELF.fetch(`${ORIGIN}/v1/live`, {
+      headers: { Upgrade: "websocket", Origin: ORIGIN, Cookie: bob.cookie },
+    });
+    expect(live.status).toBe(401);
+    expect(live.webSocket).toBeNull();
+    const minted = await api("/v1/keys", { method: "POST", cookie: bob.cookie, body: JSON.stringify({ label: "x" }) });
+    expect(minted.status).toBe(401);
+    // The key is not revoked yet, but its user is no longer a member: it joins nothing.
+    await expect(connectAgent(key, unique("sess"))).rejects.toThrow(/401/);
+    const poll = await api("/v1/agent/me", { headers: { Authorization: `Bearer ${key}` } });
+    expect(poll.status).toBe(401);
+  });
+
+  it("removing twice is the same success, and the retry finishes a removal that stopped half-way", async () => {
+    const owner = await signUp("Olga");
+    const bob = await addMember(owner, "approver", "Bob");
+    const asked = await askOnce(bob);
+    // The removal's batch ran (membership gone, keys revoked in D1) but nothing after it did:
+    // no gate was told, nothing was audited.
+    const batch = await removeMemberRows(env.DB, {
+      teamId: owner.teamId,
+      userId: bob.userId,
+      left: false,
+      now: Date.now(),
+    });
+    expect(batch).not.toBeNull();
+    expect((await api(`/v1/approvals/${asked.approval.id}`, { cookie: owner.cookie }).then(json)).state).toBe(
+      "pending",
+    );
+
+    const retry = await api(`/v1/members/${bob.userId}`, { method: "DELETE", cookie: owner.cookie });
+    expect(retry.status).toBe(200);
+    expect(await json(retry)).toEqual({ ok: true, userId: bob.userId });
+    expect(await settled(owner, asked.approval.id)).toMatchObject({ state: "denied", reason: "key_revoked" });
+
+    const again = await api(`/v1/members/${bob.userId}`, { method: "DELETE", cookie: owner.cookie });
+    expect(again.status).toBe(200);
+    const { results } = await env.DB.prepare(
+      "SELECT detail FROM audit_log WHERE team_id = ? AND action = 'member.removed' AND subject = ?",
+    )
+      .bind(owner.teamId, bob.userId)
+      .all<{ detail: string }>();
+    expect(results.map((r) => JSON.parse(r.detail))).toEqual([{ role: "approver", left: false, revokedKeys: 1 }]);
+
+    // Someone who was never in the team is still unknown.
+    const stranger = await signUp("Sam");
+    expect((await api(`/v1/members/${stranger.userId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(404);
   });
 
   it("anyone may leave; a viewer or approver may not remove others (403)", async () => {

@@ -1,7 +1,7 @@
 /** Helpers for the dashboard tests: members of any role, seeded history rows, the live feed. */
 import { env, SELF } from "cloudflare:test";
 import type { Role } from "../../sdk/src/human/roles";
-import { randomToken, sha256Hex } from "../../worker/crypto";
+import { newId, randomToken, sha256Hex } from "../../worker/crypto";
 import { type Member, ORIGIN, unique } from "./helpers";
 
 /** A member of `team` with `role`, made in D1 directly, signed in with their own web session. */
@@ -24,9 +24,10 @@ export async function addMember(team: Member, role: Role, name = `${role}-user`)
       now,
     ),
     env.DB.prepare(
-      `INSERT INTO web_sessions (token_hash, user_id, team_id, method, created_at, expires_at, last_seen_at)
-       VALUES (?, ?, ?, 'test', ?, ?, ?)`,
-    ).bind(sha256Hex(token), userId, team.teamId, now, now + 86_400_000, now),
+      `INSERT INTO web_sessions (token_hash, id, user_id, team_id, method, created_at, signed_in_at, expires_at,
+                                 last_seen_at)
+       VALUES (?1, ?2, ?3, ?4, 'test', ?5, ?5, ?6, ?5)`,
+    ).bind(sha256Hex(token), newId("wss"), userId, team.teamId, now, now + 86_400_000),
   ]);
   return { cookie: `__Host-tapgate=${token}`, email, userId, teamId: team.teamId };
 }

@@ -13,3 +13,4 @@ export * from "./passkeys";
 export * from "./people";
 export * from "./sessions";
 export * from "./teams";
+export * from "./web-sessions";

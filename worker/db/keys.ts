@@ -14,19 +14,30 @@ export interface ApiKeyRow {
   revokedAt: number | null;
 }
 
-/** Inserts a key; `audit`, the event that records it, is queued in the same batch. */
+/** A live key belongs to a member of its team: a removed member's keys stop working at once. */
+export const KEY_OWNER_IS_MEMBER =
+  "EXISTS (SELECT 1 FROM memberships m WHERE m.team_id = api_keys.team_id AND m.user_id = api_keys.user_id)";
+
+/**
+ * Makes a key for a member of the team, with `audit` (the event that records it) queued in the
+ * same batch and only if the key was made; false (nothing made) when the user is not a member.
+ */
 export async function createApiKey(
   db: D1Database,
   k: { id: string; teamId: string; userId: string; hash: string; prefix: string; label: string; now: number },
   audit?: AuditEvent,
-): Promise<void> {
+): Promise<boolean> {
   const insert = db
     .prepare(
       `INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+        WHERE EXISTS (SELECT 1 FROM memberships WHERE team_id = ?2 AND user_id = ?3)`,
     )
     .bind(k.id, k.teamId, k.userId, k.hash, k.prefix, k.label, k.now);
-  await db.batch([insert, ...auditOutboxStatements(db, audit)]);
+  const made = { sql: "EXISTS (SELECT 1 FROM api_keys WHERE id = ?5)", binds: [k.id] };
+  const [result] = await db.batch([insert, ...auditOutboxStatements(db, audit, made)]);
+  return (result?.meta.changes ?? 0) > 0;
+}
 }
 
 /** The team's keys, or (with `userId`) only that user's. */
@@ -43,10 +54,6 @@ export async function listApiKeys(db: D1Database, teamId: string, userId: string
   return results.map(({ ownerName, ...k }) => ({ ...k, owner: { userId: k.userId, name: ownerName } }));
 }
 
-/**
- * Revokes a live key of the team (with `userId`: only if it is that user's) and returns the
- * sessions it opened (to deny and disconnect), or null when no such live key exists.
- */
 /**
  * Revokes one key of the team (with `userId`, only that user's; with `spareOwners`, never an
  * owner's) and returns when it was revoked and the sessions it opened — also for a key revoked
@@ -80,9 +87,12 @@ export async function revokeApiKey(
   return { revokedAt, sessions: (sessions?.results ?? []).map((s) => s.session_id as string) };
 }
 
+/** The identity of a live key whose user is still a member of its team, or null. */
 export async function findAgentKey(db: D1Database, keyHash: string): Promise<AgentIdentity | null> {
   const row = await db
-    .prepare("SELECT id, user_id, team_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL")
+    .prepare(
+      `SELECT id, user_id, team_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL AND ${KEY_OWNER_IS_MEMBER}`,
+    )
     .bind(keyHash)
     .first<{ id: string; user_id: string; team_id: string }>();
   return row ? { keyId: row.id, userId: row.user_id, teamId: row.team_id } : null;

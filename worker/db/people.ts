@@ -1,55 +1,11 @@
-/** D1 access: people, teams, web sessions. */
+/** D1 access: people, teams, sign-in links (web sessions: `web-sessions.ts`). */
 
 import type { Role } from "../../sdk/src/human/roles";
 import { type AuditEntry, type AuditEvent, chainEvents, GENESIS_HASH } from "../audit-chain";
 import { newId } from "../crypto";
 import { parsePolicy, type TeamPolicy, type VersionedPolicy } from "../policy";
-import type { WebIdentity } from "../types";
 import { auditEntryStatement, auditOutboxStatements } from "./audit";
 import { type NewPasskey, sweepExpired } from "./passkeys";
-
-const WEB_SESSION_MS = 30 * 24 * 60 * 60 * 1000;
-
-export async function findWebSession(db: D1Database, tokenHash: string, now: number): Promise<WebIdentity | null> {
-  const row = await db
-    .prepare(
-      `SELECT s.user_id, u.email, u.name, s.team_id, t.name AS team_name, m.role
-         FROM web_sessions s
-         JOIN users u ON u.id = s.user_id
-         JOIN memberships m ON m.user_id = s.user_id AND m.team_id = s.team_id
-         JOIN teams t ON t.id = s.team_id
-        WHERE s.token_hash = ? AND s.expires_at > ?`,
-    )
-    .bind(tokenHash, now)
-    .first<{ user_id: string; email: string; name: string; team_id: string; team_name: string; role: Role }>();
-  if (!row) return null;
-  return {
-    userId: row.user_id,
-    email: row.email,
-    name: row.name,
-    teamId: row.team_id,
-    teamName: row.team_name,
-    role: row.role,
-    tokenHash,
-  };
-}
-
-export async function createWebSession(
-  db: D1Database,
-  s: { tokenHash: string; userId: string; teamId: string; method: string; now: number },
-): Promise<void> {
-  await db
-    .prepare(
-      `INSERT INTO web_sessions (token_hash, user_id, team_id, method, created_at, expires_at, last_seen_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    )
-    .bind(s.tokenHash, s.userId, s.teamId, s.method, s.now, s.now + WEB_SESSION_MS, s.now)
-    .run();
-}
-
-export async function deleteWebSession(db: D1Database, tokenHash: string): Promise<void> {
-  await db.prepare("DELETE FROM web_sessions WHERE token_hash = ?").bind(tokenHash).run();
-}
 
 export async function findUserByEmail(db: D1Database, email: string): Promise<{ id: string } | null> {
   return db.prepare("SELECT id FROM users WHERE email = ?").bind(email).first<{ id: string }>();

@@ -2,6 +2,7 @@
 import type { AgentSession, Approval, Owner } from "../../sdk/src/approval";
 import type { AgentIdentity } from "../types";
 import { type ApprovalRow, approvalFromRow } from "./approvals";
+import { KEY_OWNER_IS_MEMBER } from "./keys";
 
 /**
  * Registers a key's connection to a session. The first key's user owns the session; a key of
@@ -11,8 +12,8 @@ export async function joinAgentSession(
   db: D1Database,
   a: AgentIdentity & { sessionId: string; now: number },
 ): Promise<"ok" | "forbidden" | "revoked"> {
-  // One transaction with the key check: a revocation either sees this link or is seen here,
-  // so no socket can slip in between a key's revocation and its sessions being told.
+  // One transaction with the key check: a revocation (or a removal) either sees this link or is
+  // seen here, so no socket can slip in between a key's revocation and its sessions being told.
   const [owner, , key] = await db.batch<{ owner_user_id?: string; revoked_at?: number | null }>([
     db
       .prepare(
@@ -30,7 +31,12 @@ export async function joinAgentSession(
          ON CONFLICT DO NOTHING`,
       )
       .bind(a.teamId, a.keyId, a.sessionId, a.userId),
-    db.prepare("SELECT revoked_at FROM api_keys WHERE id = ?").bind(a.keyId),
+    // A key whose user left the team counts as revoked, whether or not its revocation finished.
+    db
+      .prepare(
+        `SELECT CASE WHEN ${KEY_OWNER_IS_MEMBER} THEN revoked_at ELSE 0 END AS revoked_at FROM api_keys WHERE id = ?`,
+      )
+      .bind(a.keyId),
   ]);
   if (key?.results[0]?.revoked_at !== null) return "revoked";
   return owner?.results[0]?.owner_user_id === a.userId ? "ok" : "forbidden";

@@ -1,5 +1,5 @@
 /** D1 access: teams and members (the dashboard). */
-import type { Role } from "../../sdk/src/human/roles";
+import { ADMIN_ROLES, ROLES, type Role, roleRank } from "../../sdk/src/human/roles";
 
 export interface TeamOfMine {
   id: string;
@@ -88,44 +88,79 @@ export async function setMemberRole(
   return meta.changes > 0;
 }
 
+export interface Removal {
+  role: Role;
+  left: boolean;
+  removedAt: number;
+}
+
 /**
- * Removes a member, with their web sessions and push devices in this team, unless they are the
- * last owner (null then). Returns what the caller must also forget: session token hashes
- * (cached per isolate), device ids (the hub's copy) and live keys (to revoke with their requests).
+ * Removes a member, with their web sessions and push devices in this team, and revokes their
+ * keys, in one batch, unless they are the last owner (null then). A `removed_members` row records
+ * the removal, so removing again can finish what followed it. Returns what the caller must also
+ * forget: session token hashes (cached per isolate) and device ids (the hub's copy).
  */
 export async function removeMember(
   db: D1Database,
-  m: { teamId: string; userId: string },
-): Promise<{ tokenHashes: string[]; deviceIds: string[]; keyIds: string[] } | null> {
-  const [removed, sessions, devices, keys] = await db.batch<{ user_id?: string; token_hash?: string; id?: string }>([
+  m: { teamId: string; userId: string; left: boolean; now: number },
+): Promise<{ removal: Removal; tokenHashes: string[]; deviceIds: string[] } | null> {
+  // The rest only once the membership went: a refused removal must change nothing.
+  const gone = "NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2)";
+  const [record, removed, sessions, devices] = await db.batch<{ role?: Role; token_hash?: string; id?: string }>([
+    db
+      .prepare(
+        `INSERT OR REPLACE INTO removed_members (team_id, user_id, role, left_team, removed_at)
+         SELECT team_id, user_id, role, ?4, ?5 FROM memberships WHERE team_id = ?1 AND user_id = ?2 AND ${KEEPS_AN_OWNER}
+         RETURNING role`,
+      )
+      .bind(m.teamId, m.userId, "none", m.left ? 1 : 0, m.now),
     db
       .prepare(`DELETE FROM memberships WHERE team_id = ?1 AND user_id = ?2 AND ${KEEPS_AN_OWNER} RETURNING user_id`)
       .bind(m.teamId, m.userId, "none"),
-    // The rest only once the membership went: a refused removal must change nothing.
     db
-      .prepare(
-        `DELETE FROM web_sessions WHERE team_id = ?1 AND user_id = ?2
-            AND NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2)
-         RETURNING token_hash`,
-      )
+      .prepare(`DELETE FROM web_sessions WHERE team_id = ?1 AND user_id = ?2 AND ${gone} RETURNING token_hash`)
+      .bind(m.teamId, m.userId),
+    db
+      .prepare(`DELETE FROM devices WHERE team_id = ?1 AND user_id = ?2 AND ${gone} RETURNING id`)
       .bind(m.teamId, m.userId),
     db
       .prepare(
-        `DELETE FROM devices WHERE team_id = ?1 AND user_id = ?2
-            AND NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2)
-         RETURNING id`,
+        `UPDATE api_keys SET revoked_at = ?3 WHERE team_id = ?1 AND user_id = ?2 AND revoked_at IS NULL AND ${gone}`,
       )
-      .bind(m.teamId, m.userId),
-    db
-      .prepare("SELECT id FROM api_keys WHERE team_id = ? AND user_id = ? AND revoked_at IS NULL")
-      .bind(m.teamId, m.userId),
+      .bind(m.teamId, m.userId, m.now),
   ]);
-  if (!removed?.results.length) return null;
+  const role = record?.results[0]?.role;
+  if (!removed?.results.length || !role) return null;
   return {
+    removal: { role, left: m.left, removedAt: m.now },
     tokenHashes: (sessions?.results ?? []).map((r) => r.token_hash as string),
     deviceIds: (devices?.results ?? []).map((r) => r.id as string),
-    keyIds: (keys?.results ?? []).map((r) => r.id as string),
   };
+}
+
+/** The last removal of a user who is no longer a member of the team, or null. */
+export async function findRemoval(db: D1Database, teamId: string, userId: string): Promise<Removal | null> {
+  const row = await db
+    .prepare(
+      `SELECT r.role, r.left_team, r.removed_at FROM removed_members r
+        WHERE r.team_id = ?1 AND r.user_id = ?2
+          AND NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2)`,
+    )
+    .bind(teamId, userId)
+    .first<{ role: Role; left_team: number; removed_at: number }>();
+  return row && { role: row.role, left: row.left_team === 1, removedAt: row.removed_at };
+}
+
+/** The keys a removal revoked (revoked at or after it): each is told to its sessions again on a retry. */
+export async function keysRevokedByRemoval(
+  db: D1Database,
+  r: { teamId: string; userId: string; removedAt: number },
+): Promise<string[]> {
+  const { results } = await db
+    .prepare("SELECT id FROM api_keys WHERE team_id = ? AND user_id = ? AND revoked_at >= ?")
+    .bind(r.teamId, r.userId, r.removedAt)
+    .all<{ id: string }>();
+  return results.map((k) => k.id);
 }
 
 // ── invites ─────────────────────────────────────────────────────────────────
@@ -161,7 +196,22 @@ export async function createInvite(
     .run();
 }
 
-const PENDING_INVITE = "i.used_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > ?2";
+/** A role's rank in SQL, as `roleRank` has it. */
+const rankOf = (column: string) =>
+  `CASE ${column} ${ROLES.map((r) => `WHEN '${r}' THEN ${roleRank(r)}`).join(" ")} ELSE 0 END`;
+
+/**
+ * An invite carries its maker's authority only while they have it: the maker is still an
+ * administrator of the team, of a rank no lower than the invite's role. Otherwise it is dead.
+ */
+const MAKER_MAY_GRANT = `EXISTS (SELECT 1 FROM memberships mk
+   WHERE mk.team_id = i.team_id AND mk.user_id = i.created_by
+     AND mk.role IN (${ADMIN_ROLES.map((r) => `'${r}'`).join(", ")}) AND ${rankOf("mk.role")} >= ${rankOf("i.role")})`;
+
+const PENDING_INVITE = `i.used_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > ?2 AND ${MAKER_MAY_GRANT}`;
+
+/** An invite with an address is for the user with that address only. */
+const FOR_USER = "(i.email IS NULL OR i.email = (SELECT lower(u.email) FROM users u WHERE u.id = ?3))";
 
 export async function listInvites(db: D1Database, teamId: string, now: number): Promise<InviteRow[]> {
   const { results } = await db
@@ -207,22 +257,22 @@ export async function previewInvite(db: D1Database, tokenHash: string, now: numb
 
 export type InviteAcceptance =
   | { outcome: "joined"; inviteId: string; teamId: string; role: Role }
-  | { outcome: "already_member" | "invalid" };
+  | { outcome: "already_member" | "other_address" | "invalid" };
 
 /**
  * Uses the invite up and adds the user with its role, in one batch: the token is consumed only
- * by someone not yet in the team, and the membership is made only by the statement that
- * consumed it, so a link works once even under races.
+ * by someone not yet in the team (with the invite's address, if it has one), and the membership
+ * is made only by the statement that consumed it, so a link works once even under races.
  */
 export async function acceptInvite(
   db: D1Database,
   a: { tokenHash: string; userId: string; now: number },
 ): Promise<InviteAcceptance> {
-  const [consumed, , pending] = await db.batch<{ id?: string; team_id?: string; role?: Role }>([
+  const [consumed, , pending] = await db.batch<{ id?: string; team_id?: string; role?: Role; mine?: number }>([
     db
       .prepare(
         `UPDATE invites AS i SET used_at = ?2, used_by = ?3
-          WHERE i.token_hash = ?1 AND ${PENDING_INVITE}
+          WHERE i.token_hash = ?1 AND ${PENDING_INVITE} AND ${FOR_USER}
             AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.team_id = i.team_id AND m.user_id = ?3)
          RETURNING id, team_id, role`,
       )
@@ -234,10 +284,14 @@ export async function acceptInvite(
          ON CONFLICT DO NOTHING`,
       )
       .bind(a.tokenHash, a.now, a.userId),
-    db.prepare(`SELECT i.id FROM invites i WHERE i.token_hash = ?1 AND ${PENDING_INVITE}`).bind(a.tokenHash, a.now),
+    db
+      .prepare(`SELECT i.id, ${FOR_USER} AS mine FROM invites i WHERE i.token_hash = ?1 AND ${PENDING_INVITE}`)
+      .bind(a.tokenHash, a.now, a.userId),
   ]);
   const row = consumed?.results[0];
   if (row)
     return { outcome: "joined", inviteId: row.id as string, teamId: row.team_id as string, role: row.role as Role };
-  return pending?.results.length ? { outcome: "already_member" } : { outcome: "invalid" };
+  const live = pending?.results[0];
+  if (!live) return { outcome: "invalid" };
+  return live.mine ? { outcome: "already_member" } : { outcome: "other_address" };
 }

@@ -19,6 +19,8 @@ export interface HubJoin {
   userId: string;
   /** The web session the socket belongs to, so signing out (or switching team) ends it. */
   tokenHash: string;
+  /** When the session expires (idle or absolute) unless seen again: the socket closes then. */
+  validUntil: number;
 }
 
 /** The hub's copy of a push device: D1's row without its timestamps. */
@@ -74,7 +76,7 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
 
   /** Ends a member's live sockets (sign-out everywhere, removal from the team). */
   closeSocketsOf(userId: string): Promise<void>;
-  /** Ends the live sockets of one web session: signed out, or moved to another team. */
+  /** Ends the live sockets of one web session: signed out, ended from another device, or moved to another team. */
   closeWebSession(tokenHash: string): Promise<void>;
 
   /**

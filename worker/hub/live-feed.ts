@@ -5,10 +5,14 @@
  *
  * Owns: the join handshake (`hubJoinRequest` on the Worker's side, `join` on the hub's), the
  * sockets and their tags, the events sent, and the `approvals` table (the latest state of each
- * request, which never goes back to pending). Does not own: who may join (the route checks the
- * cookie and Origin), deliveries (`push-queue.ts`), or sessions (`sessions.ts`).
+ * request, which never goes back to pending), and closing a socket whose web session ended:
+ * signed out, removed, or expired (checked before every event). Does not own: who may join (the
+ * route checks the cookie and Origin; the hub checks D1 once more after accepting, so a removal
+ * or sign-out racing the join cannot leave a socket open), deliveries (`push-queue.ts`), or
+ * sessions (`sessions.ts`).
  */
 import type { Approval, Delivery } from "../../sdk/src/approval";
+import { webSessionInTeam } from "../db";
 import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "../gate/sockets";
 import type { HubJoin, LiveApproval, LiveEvent } from "./api";
 import type { HubHost } from "./host";
@@ -28,14 +32,23 @@ export class LiveFeed {
     private readonly deliveries: (approvalId: string) => Delivery[],
   ) {}
 
-  /** Accepts a browser's socket; the join names the team, so the hub adopts it first. */
-  join(request: Request, adopt: (teamId: string) => void): Response {
+  /**
+   * Accepts a browser's socket; the join names the team, so the hub adopts it first. The session
+   * is read again only once the socket is accepted: a removal or sign-out either finished before
+   * that read (refused here) or closes the accepted socket itself.
+   */
+  async join(request: Request, adopt: (teamId: string) => void): Promise<Response> {
     const join = upgradeIdentity<HubJoin>(request, JOIN_HEADER);
     if (!join) return new Response("expected a WebSocket upgrade from the Worker", { status: 400 });
     adopt(join.teamId);
     const { 0: client, 1: server } = new WebSocketPair();
     this.host.accept(server, [`user:${join.userId}`, `web:${join.tokenHash}`]);
     server.serializeAttachment(join);
+    const live = await webSessionInTeam(this.host.env.DB, { ...join, now: Date.now() });
+    if (!live) {
+      closeQuietly(server, 4003, "signed out");
+      return new Response("the web session ended", { status: 401 });
+    }
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -55,6 +68,17 @@ export class LiveFeed {
     for (const ws of this.host.sockets(tag)) closeQuietly(ws, 4003, "signed out");
   }
 
+  /**
+   * Closes the sockets whose web session expired by `now` (idle or absolute lifetime, as the
+   * Worker saw it at join); the browser reconnects, which renews a session still in use.
+   */
+  closeExpired(now: number): void {
+    for (const ws of this.host.sockets()) {
+      const join = ws.deserializeAttachment() as Partial<HubJoin> | null;
+      if (join?.validUntil !== undefined && join.validUntil <= now) closeQuietly(ws, 4003, "session expired");
+    }
+  }
+
   /** Shows a request as it now stands, with its deliveries. */
   broadcast(type: "approval" | "resolved", approvalId: string): void {
     const approval = this.liveApproval(approvalId);
@@ -62,6 +86,7 @@ export class LiveFeed {
   }
 
   send(event: LiveEvent): void {
+    this.closeExpired(Date.now());
     const frame = JSON.stringify(event);
     for (const ws of this.host.sockets()) {
       try {

@@ -70,6 +70,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   override async alarm(): Promise<void> {
+    this.feed.closeExpired(Date.now());
     await this.drainAuditQuietly();
     await this.push.drain();
   }
@@ -152,6 +153,11 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async closeWebSession(tokenHash: string): Promise<void> {
     this.feed.closeWebSession(tokenHash);
+  }
+
+  /** Closes the live sockets whose web session expired by `now` (also before every event; tests pick `now`). */
+  closeExpired(now = Date.now()): void {
+    this.feed.closeExpired(now);
   }
 
   // ── policy ───────────────────────────────────────────────────────────────

@@ -1,17 +1,20 @@
-/** The live feed: a browser's WebSocket to its team's TeamHub, cookie-authenticated, Origin-checked. */
+/**
+ * The live feed: a browser's WebSocket to its team's TeamHub, cookie-authenticated (against D1,
+ * not the cache: a removed member or an ended session gets no feed), Origin-checked.
+ */
 import { Hono } from "hono";
-import { requireWeb } from "../auth";
+import { requireFreshWeb } from "../auth";
 import { DomainError } from "../errors";
 import { appOrigin, requireUpgrade } from "../http";
 import { hubFor } from "../hub/api";
 import { hubJoinRequest } from "../hub/live-feed";
 import type { AppEnv } from "../types";
 
-export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireWeb, requireUpgrade, async (c) => {
+export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireFreshWeb, requireUpgrade, async (c) => {
   // Browsers send Origin on WebSocket upgrades; another site's page must not ride our cookie.
   if (c.req.header("Origin") !== appOrigin(c)) throw new DomainError("bad_origin", "WebSocket from another origin");
   const w = c.get("web");
   return hubFor(c.env, w.teamId).fetch(
-    hubJoinRequest(c.req.raw, { teamId: w.teamId, userId: w.userId, tokenHash: w.tokenHash }),
+    hubJoinRequest(c.req.raw, { teamId: w.teamId, userId: w.userId, tokenHash: w.tokenHash, validUntil: w.validUntil }),
   );
 });

@@ -5,18 +5,26 @@
 import { Hono } from "hono";
 import { pairingClaimBodySchema } from "../../sdk/src/human/auth";
 import { emptyBodySchema } from "../../sdk/src/human/common";
-import { requireSameOrigin, requireWeb, startWebSession } from "../auth";
+import { requireRecentSignIn, requireSameOrigin, requireWeb, startWebSession } from "../auth";
 import { sha256Hex } from "../crypto";
 import { appOrigin, validate } from "../http";
 import { claimPairing, createPairing } from "../team/pairing";
 import type { AppEnv } from "../types";
 
 export const pairingRoutes = new Hono<AppEnv>()
-  .post("/v1/pairing", requireWeb, requireSameOrigin, validate("json", emptyBodySchema), async (c) => {
-    const w = c.get("web");
-    const { token, expiresAt } = await createPairing(c.env, { teamId: w.teamId, userId: w.userId });
-    return c.json({ url: `${appOrigin(c)}/pair?token=${token}`, expiresAt }, 201);
-  })
+  // A claim signs a device in afresh (it may then add a passkey), so minting one needs a recent sign-in.
+  .post(
+    "/v1/pairing",
+    requireWeb,
+    requireSameOrigin,
+    requireRecentSignIn,
+    validate("json", emptyBodySchema),
+    async (c) => {
+      const w = c.get("web");
+      const { token, expiresAt } = await createPairing(c.env, { teamId: w.teamId, userId: w.userId });
+      return c.json({ url: `${appOrigin(c)}/pair?token=${token}`, expiresAt }, 201);
+    },
+  )
   .post("/v1/pairing/claim", requireSameOrigin, validate("json", pairingClaimBodySchema), async (c) => {
     const paired = await claimPairing(c.env, {
       tokenHash: sha256Hex(c.req.valid("json").token),

@@ -1,5 +1,6 @@
 /**
- * Passkeys (WebAuthn): sign-up, sign-in, and adding or removing them while signed in. Challenges
+ * Passkeys (WebAuthn): sign-up, sign-in, and adding or removing them while signed in (within 10
+ * minutes of a real sign-in, else 401 `reauth_required`: `ensureRecentSignIn`). Challenges
  * are 32 random bytes, live 5 minutes in D1, work once, and are bound to their purpose (and, for
  * a signed-in registration, to the user). Sign-in uses discoverable credentials: no username.
  */
@@ -22,14 +23,20 @@ import {
   registerVerifyBodySchema,
 } from "../../sdk/src/human/auth";
 import { emptyBodySchema } from "../../sdk/src/human/common";
-import { currentWeb, requireSameOrigin, requireWeb, startWebSession } from "../auth";
+import {
+  currentWeb,
+  ensureRecentSignIn,
+  requireRecentSignIn,
+  requireSameOrigin,
+  requireWeb,
+  startWebSession,
+} from "../auth";
 import { newId } from "../crypto";
 import {
   type ChallengeUse,
   consumeChallenge,
   createChallenge,
   findPasskey,
-  firstMembership,
   listPasskeys,
   type NewPasskey,
   type PasskeyRow,
@@ -38,7 +45,7 @@ import {
 import { DomainError } from "../errors";
 import { appOrigin, validate } from "../http";
 import { addPasskey, removePasskey } from "../team/passkeys";
-import { signUpWithPasskey } from "../team/signup";
+import { signUpWithPasskey, teamToSignInTo } from "../team/signup";
 import type { AppEnv } from "../types";
 
 const CHALLENGE_TTL_MS = 5 * 60 * 1000;
@@ -167,8 +174,9 @@ export const passkeyRoutes = new Hono<AppEnv>()
       const user = { name: signup.email, displayName: signup.name, handle, existing: [] };
       return issueChallenge(c, "register", { userId: null, signup }, registrationOptions(c, user));
     }
-    const me = await currentWeb(c);
-    if (!me) throw new DomainError("unauthenticated", "sign in first, or send {email, name, team} to sign up");
+    const signedIn = await currentWeb(c);
+    if (!signedIn) throw new DomainError("unauthenticated", "sign in first, or send {email, name, team} to sign up");
+    const me = await ensureRecentSignIn(c.env.DB, signedIn);
     const user = {
       name: me.email,
       displayName: me.name,
@@ -192,6 +200,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
     if (use.signup) return signUpWithPasskey(c, use.signup, passkey);
     // consumeChallenge only hands a user's challenge to that user.
     if (!me) return passkeyFailed();
+    await ensureRecentSignIn(c.env.DB, me);
     if (!(await addPasskey(c.env, { passkey, userId: me.userId, teamId: me.teamId, now }))) {
       return passkeyFailed();
     }
@@ -212,9 +221,8 @@ export const passkeyRoutes = new Hono<AppEnv>()
     const counter = use && stored && (await verifiedAssertion(c, response, use.challenge, stored));
     if (!stored || typeof counter !== "number") return passkeyFailed();
     const userId = await recordPasskeyUse(c.env.DB, { id: stored.id, counter, now });
-    const member = userId && (await firstMembership(c.env.DB, userId));
-    if (!userId || !member) return passkeyFailed();
-    await startWebSession(c, userId, member.teamId, "passkey");
+    if (!userId) return passkeyFailed();
+    await startWebSession(c, userId, await teamToSignInTo(c.env.DB, userId, now), "passkey");
     return c.json({ ok: true });
   })
   .get("/v1/auth/passkeys", async (c) => {
@@ -228,7 +236,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
       })),
     });
   })
-  .delete("/v1/auth/passkeys/:id", validate("param", passkeyParamSchema), async (c) => {
+  .delete("/v1/auth/passkeys/:id", requireRecentSignIn, validate("param", passkeyParamSchema), async (c) => {
     const w = c.get("web");
     const id = c.req.valid("param").id;
     await removePasskey(c.env, { teamId: w.teamId, userId: w.userId, credentialId: id });

@@ -122,6 +122,15 @@ export const auditEvents = {
     detail: { credentialId: p.credentialId },
   }),
 
+  /** A sign-in (link, passkey, pairing) or a reauth on a session: never the token or its hash. */
+  signedIn: (a: AuditContext, s: { userId: string; sessionId: string; method: string }): AuditEvent => ({
+    ...a,
+    eventId: `signed_in:${a.teamId}:${s.sessionId}:${a.at}`,
+    action: "auth.signed_in",
+    subject: s.userId,
+    detail: { sessionId: s.sessionId, method: s.method },
+  }),
+
   pairingCreated: (a: AuditContext, p: { userId: string; tokenHash: string }): AuditEvent => ({
     ...a,
     eventId: `pairing_created:${p.tokenHash}`,

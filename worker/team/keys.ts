@@ -9,6 +9,7 @@
  */
 import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
+import { DomainError } from "../errors";
 import { sessionGate } from "../gate/api";
 import type { Env } from "../types";
 import { chainQueued } from "./audit";
@@ -31,7 +32,10 @@ export async function createKey(env: Env, k: { teamId: string; userId: string; l
     { teamId: k.teamId, actor: userActor(k.userId), at: now },
     { keyId: id, label: k.label, prefix },
   );
-  await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now }, event);
+  // Checked in D1, not by the (cached) web session: a member removed a moment ago gets no key.
+  if (!(await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now }, event))) {
+    throw new DomainError("unauthenticated", "you are no longer a member of this team; sign in again");
+  }
   await chainQueued(env, k.teamId);
   return { id, key, prefix, label: k.label, createdAt: now };
 }

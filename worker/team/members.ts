@@ -4,7 +4,8 @@
  * SQL, so two concurrent changes cannot both pass). Anyone may leave.
  *
  * Owns: the rank checks, and what a membership change must also reach: cached identities, the
- * hub's directory and sockets, the member's keys and devices, the audit log. Does not own: the
+ * hub's directory and sockets, the member's keys and devices, the audit log — and finishing a
+ * removal again when it is repeated. Does not own: the
  * SQL (`db/teams.ts`), mail (the route sends the invite), who may call at all (route middleware).
  */
 
@@ -15,7 +16,10 @@ import {
   acceptInvite as acceptInviteRow,
   createInvite,
   findMember,
+  findRemoval,
+  keysRevokedByRemoval,
   type MemberRow,
+  type Removal,
   removeMember as removeMemberRows,
   revokeInvite as revokeInviteRow,
   setMemberRole,
@@ -82,6 +86,12 @@ export async function acceptInvite(env: Env, w: WebIdentity, token: string) {
   if (accepted.outcome === "already_member") {
     throw new DomainError("already_member", "you are already a member of that team");
   }
+  if (accepted.outcome === "other_address") {
+    throw new DomainError(
+      "invite_for_other_address",
+      "this invite is for another email address; sign in with that one",
+    );
+  }
   if (accepted.outcome !== "joined") throw badInvite();
   const { teamId, inviteId, role } = accepted;
   await membersChanged(env, teamId);
@@ -111,36 +121,60 @@ export async function changeRole(env: Env, w: WebIdentity, userId: string, role:
 
 /**
  * Removes a member (or the caller leaves): their web sessions end, their sockets close, their
- * devices go, and their keys are revoked with their pending requests.
+ * devices go, and their keys are revoked (in D1 at once, in one batch with the removal) with
+ * their pending requests. Removing someone already removed is the same success: an
+ * administrator's retry redoes everything after the batch (sockets, sessions told, audit), so a
+ * removal that failed half-way is finished rather than answered 404.
  */
 export async function removeMember(env: Env, w: WebIdentity, userId: string): Promise<void> {
   const target = await findMember(env.DB, w.teamId, userId);
-  if (!target) throw noMember();
+  if (!target) return finishRemovalAgain(env, w, userId);
   const leaving = target.userId === w.userId;
-  if (!leaving && !mayManage(w.role, target.role)) {
-    throw ADMIN_ROLES.includes(w.role)
-      ? outranked(w)
-      : new DomainError("forbidden", `your role (${w.role}) may not do this`);
-  }
-  const removed = await removeMemberRows(env.DB, { teamId: w.teamId, userId: target.userId });
+  if (!leaving && !mayManage(w.role, target.role)) throw refused(w);
+  const removed = await removeMemberRows(env.DB, {
+    teamId: w.teamId,
+    userId: target.userId,
+    left: leaving,
+    now: Date.now(),
+  });
   if (!removed) throw lastOwner();
-  const now = Date.now();
-  const actor = userActor(w.userId);
   for (const tokenHash of removed.tokenHashes) forgetWebSession(tokenHash);
   const hub = hubFor(env, w.teamId);
+  await Promise.all(removed.deviceIds.map((id) => hub.deviceRemoved(id)));
+  await finishRemoval(env, w, target.userId, removed.removal);
+}
+
+const refused = (w: WebIdentity) =>
+  ADMIN_ROLES.includes(w.role) ? outranked(w) : new DomainError("forbidden", `your role (${w.role}) may not do this`);
+
+/** A retry on someone no longer a member: 404 unless they were removed from this team. */
+async function finishRemovalAgain(env: Env, w: WebIdentity, userId: string): Promise<void> {
+  const removal = await findRemoval(env.DB, w.teamId, userId);
+  if (!removal) throw noMember();
+  if (!mayManage(w.role, removal.role)) throw refused(w);
+  await finishRemoval(env, w, userId, removal);
+}
+
+/**
+ * Everything after the removal's batch; each step may run again. Audited under the removal's
+ * time, so a retry replays the same entry rather than adding one.
+ */
+async function finishRemoval(env: Env, w: WebIdentity, userId: string, removal: Removal): Promise<void> {
+  const hub = hubFor(env, w.teamId);
+  const actor = userActor(w.userId);
+  const keyIds = await keysRevokedByRemoval(env.DB, { teamId: w.teamId, userId, removedAt: removal.removedAt });
   await Promise.all([
-    hub.closeSocketsOf(target.userId),
-    ...removed.deviceIds.map((id) => hub.deviceRemoved(id)),
-    ...removed.keyIds.map((keyId) => revokeKey(env, { teamId: w.teamId, userId: target.userId, keyId, actor })),
+    hub.closeSocketsOf(userId),
+    ...keyIds.map((keyId) => revokeKey(env, { teamId: w.teamId, userId, keyId, actor })),
   ]);
   await membersChanged(env, w.teamId);
   await appendAudit(
     env,
-    auditEvents.memberRemoved(byUser(w, now), {
-      userId: target.userId,
-      role: target.role,
-      left: leaving,
-      revokedKeys: removed.keyIds.length,
+    auditEvents.memberRemoved(byUser(w, removal.removedAt), {
+      userId,
+      role: removal.role,
+      left: removal.left,
+      revokedKeys: keyIds.length,
     }),
   );
 }

@@ -15,6 +15,7 @@ import { newSecret, sha256Hex } from "../crypto";
 import {
   consumeSignInLink,
   createSignInLink,
+  createTeam,
   createUserWithTeam,
   findUserByEmail,
   firstMembership,
@@ -87,22 +88,31 @@ export async function confirmLink(c: Context<AppEnv>, token: string): Promise<vo
   const link = await consumeSignInLink(c.env.DB, sha256Hex(token), now);
   if (!link) throw new DomainError("invalid_link", "this link is invalid, used or expired; ask for a new one");
   const user = await findUserByEmail(c.env.DB, link.email);
-  const member = user ? await firstMembership(c.env.DB, user.id) : null;
-  const signedIn =
-    user && member
-      ? { userId: user.id, teamId: member.teamId }
-      : await createUserWithTeam(c.env.DB, {
-          email: link.email,
-          name: link.name ?? link.email.split("@")[0] ?? link.email,
-          teamName: link.team_name ?? "My team",
-          now,
-        });
+  const signedIn = user
+    ? { userId: user.id, teamId: await teamToSignInTo(c.env.DB, user.id, now) }
+    : await createUserWithTeam(c.env.DB, {
+        email: link.email,
+        name: link.name ?? link.email.split("@")[0] ?? link.email,
+        teamName: link.team_name ?? DEFAULT_TEAM_NAME,
+        now,
+      });
   // Only a link that created the account brings its passkey (never to an existing user), and
   // only when confirmed in the browser that made the passkey.
   const passkey = !user && browser ? parkedPasskeyFor(link.passkey, browser) : null;
   if (passkey) await addPasskey(c.env, { passkey, ...signedIn, now });
   await startWebSession(c, signedIn.userId, signedIn.teamId, "email_link");
   if (browser) deleteCookie(c, SIGNUP_BROWSER_COOKIE, { path: "/", secure: true });
+}
+
+const DEFAULT_TEAM_NAME = "My team";
+
+/**
+ * The team a person signs in to: the first they joined, or, for someone removed from their last
+ * team, a new one of their own (a web session always has a team).
+ */
+export async function teamToSignInTo(db: D1Database, userId: string, now: number): Promise<string> {
+  const member = await firstMembership(db, userId);
+  return member ? member.teamId : createTeam(db, { userId, name: DEFAULT_TEAM_NAME, now });
 }
 
 /** The parked passkey, without its binding, if `browser` is the nonce of the browser that made it. */

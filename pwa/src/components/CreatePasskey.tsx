@@ -2,6 +2,7 @@ import { startRegistration, WebAuthnError } from "@simplewebauthn/browser";
 import { useState } from "preact/hooks";
 import { api } from "../api";
 import { guessDeviceName } from "../device";
+import { withReauth } from "../reauth";
 import { Banner } from "./Banner";
 
 /** Adds a passkey for this device to the signed-in account. */
@@ -12,7 +13,7 @@ export function CreatePasskey() {
     setState("busy");
     setError(null);
     try {
-      const { challengeId, options } = await api.passkeyRegisterOptions();
+      const { challengeId, options } = await withReauth(() => api.passkeyRegisterOptions());
       const response = await startRegistration({ optionsJSON: options });
       await api.passkeyRegisterVerify(challengeId, response, await guessDeviceName());
       setState("done");

@@ -4,10 +4,14 @@ import { useNow } from "../clock";
 import { Banner, LoadBanner } from "../components/Banner";
 import { EnableNotifications } from "../components/EnableNotifications";
 import { SafeText } from "../components/SafeText";
+import { WebSessions } from "../components/WebSessions";
 import { forgetThisDevice, thisDevice } from "../device";
 import { ago } from "../format";
 
-/** My push devices: this browser and the others, each with a test push and a way to remove it. */
+/**
+ * My push devices: this browser and the others, each with a test push and a way to remove it;
+ * then the browsers signed in as me, each of which I can sign out.
+ */
 export function Devices() {
   const [devices, setDevices] = useState<Device[] | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
@@ -44,6 +48,8 @@ export function Devices() {
           />
         ))}
       </ul>
+      {/* A full load drops every cached list, as the header's sign-out does. */}
+      <WebSessions onSignedOutHere={() => location.assign("/signin")} />
     </section>
   );
 }

@@ -5,6 +5,7 @@ import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { CreatePasskey } from "../components/CreatePasskey";
 import { EnableNotifications } from "../components/EnableNotifications";
+import { withReauth } from "../reauth";
 import { Link, navigate } from "../router";
 import { useMe, useSession } from "../session";
 
@@ -18,7 +19,7 @@ export function PairDesktop() {
     setBusy(true);
     setError(null);
     try {
-      setPairing(await api.createPairing());
+      setPairing(await withReauth(() => api.createPairing()));
     } catch (e) {
       setError((e as Error).message);
     } finally {

@@ -34,6 +34,28 @@ export const meSchema = z.object({
 });
 export type Me = z.infer<typeof meSchema>;
 
+// ── web sessions (signed-in browsers) ──────────────────────────────────────
+
+/** `DELETE /v1/auth/sessions/:id`: a session's public id (never its token). */
+export const webSessionParamSchema = z.object({ id: z.string().regex(/^wss_[0-9A-Za-z]{22,24}$/, "not a session id") });
+/** One signed-in browser of mine. */
+export const webSessionInfoSchema = z.object({
+  id: z.string(),
+  /** The browser's User-Agent when it signed in, if it sent one. */
+  device: z.string().nullable(),
+  /** How it signed in last: email_link, passkey, pairing. */
+  method: z.string(),
+  createdAt: z.number(),
+  lastSeenAt: z.number(),
+  /** This browser. */
+  current: z.boolean(),
+});
+export type WebSessionInfo = z.infer<typeof webSessionInfoSchema>;
+/** `GET /v1/auth/sessions`. */
+export const webSessionListSchema = z.object({ sessions: z.array(webSessionInfoSchema) });
+/** `POST /v1/auth/sessions/end-others`: how many sessions ended. */
+export const endedSessionsSchema = z.object({ ok: z.literal(true), ended: z.number() });
+
 // ── passkeys (WebAuthn) ─────────────────────────────────────────────────────
 
 const base64url = (max: number) =>
