@@ -21,10 +21,14 @@ export async function json<T = Record<string, unknown>>(response: Response): Pro
   return (await response.json()) as T;
 }
 
+/** The dev outbox, read as `npm start`'s own machine reads it: a loopback client on a loopback host. */
+export function outbox(to?: string): Promise<Response> {
+  const query = to === undefined ? "" : `?to=${encodeURIComponent(to)}`;
+  return SELF.fetch(`http://localhost:8787/v1/dev/outbox${query}`, { headers: { "CF-Connecting-IP": "127.0.0.1" } });
+}
+
 export async function lastMailLink(email: string): Promise<string> {
-  const { messages } = await json<{ messages: Array<{ link: string }> }>(
-    await api(`/v1/dev/outbox?to=${encodeURIComponent(email)}`),
-  );
+  const { messages } = await json<{ messages: Array<{ link: string }> }>(await outbox(email));
   const link = messages.at(-1)?.link;
   if (!link) throw new Error(`no mail for ${email}`);
   return link;

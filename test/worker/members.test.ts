@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
-import { api, askOnce, connectAgent, json, type Member, signUp, tokenOf } from "./helpers";
+import { api, askOnce, connectAgent, json, type Member, outbox, signUp, tokenOf } from "./helpers";
 import { addMember, openLive } from "./team-helpers";
 
 async function invite(by: Member, role: string, email?: string) {
@@ -91,9 +91,7 @@ describe("invites", () => {
     const admin = await addMember(owner, "admin");
     const mailed = await invite(owner, "admin", "New.Person@Example.com");
     expect(mailed.response.status).toBe(201);
-    const { messages } = await json<{ messages: Array<{ link: string }> }>(
-      await api("/v1/dev/outbox?to=new.person@example.com"),
-    );
+    const { messages } = await json<{ messages: Array<{ link: string }> }>(await outbox("new.person@example.com"));
     expect(messages.at(-1)?.link).toBe(mailed.body.url);
     expect((await invite(admin, "owner")).response.status).toBe(403);
     expect((await invite(admin, "admin")).response.status).toBe(201);

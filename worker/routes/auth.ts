@@ -9,6 +9,7 @@ import {
 } from "../../sdk/src/human/auth";
 import { endWebSession, requireSameOrigin, requireWeb } from "../auth";
 import { listDevMessages } from "../db";
+import { isLocalRequest } from "../edge";
 import { DomainError } from "../errors";
 import { validate } from "../http";
 import { confirmLink, signInByMail, signUpByMail } from "../team/signup";
@@ -38,6 +39,7 @@ export const authRoutes = new Hono<AppEnv>()
     } satisfies Me);
   })
   .get("/v1/dev/outbox", validate("query", devOutboxQuerySchema), async (c) => {
-    if (!c.env.DEV_OUTBOX) throw new DomainError("not_found", "no such route");
+    // Sign-in links for anyone who asks: only ever to this machine (a tunnel must not expose them).
+    if (!isLocalRequest(c)) throw new DomainError("not_found", "no such route");
     return c.json({ messages: await listDevMessages(c.env.DB, c.req.valid("query").to) });
   });
