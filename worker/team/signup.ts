@@ -26,6 +26,7 @@ import {
 import { DomainError } from "../errors";
 import { appOrigin } from "../http";
 import { afterAnswering, deliverMail } from "../mail";
+import { limitMail } from "../rate-limits";
 import type { AppEnv } from "../types";
 import { addPasskey } from "./passkeys";
 
@@ -39,10 +40,12 @@ const SIGNUP_BROWSER_COOKIE = "__Host-tapgate-signup";
 
 /**
  * Sign-up, by email alone or with a parked passkey. An existing address gets a sign-in link
- * instead and the passkey is dropped; the answer is the same, so nothing leaks.
+ * instead and the passkey is dropped; the answer is the same, so nothing leaks. Both are counted
+ * by the mail rate limits before the address is looked up, so a 429 leaks nothing either.
  */
 export async function signUpByMail(c: Context<AppEnv>, details: SignupDetails, passkey: ParkedPasskey | null) {
   const { email, name, team } = details;
+  await limitMail(c, email);
   await afterAnswering(c, async () => {
     if (await findUserByEmail(c.env.DB, email))
       await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
@@ -70,6 +73,7 @@ export function signUpWithPasskey(c: Context<AppEnv>, details: SignupDetails, pa
 
 /** Sign-in by mail: a link only if the address has an account; the answer is the same either way. */
 export async function signInByMail(c: Context<AppEnv>, email: string) {
+  await limitMail(c, email);
   await afterAnswering(c, async () => {
     if (await findUserByEmail(c.env.DB, email))
       await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
