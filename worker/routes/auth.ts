@@ -2,7 +2,9 @@
 import { Hono } from "hono";
 import {
   devOutboxQuerySchema,
+  type LinkPreview,
   linkBodySchema,
+  linkPreviewQuerySchema,
   type Me,
   signinBodySchema,
   signupBodySchema,
@@ -12,7 +14,7 @@ import { listDevMessages } from "../db";
 import { isLocalRequest } from "../edge";
 import { DomainError } from "../errors";
 import { validate } from "../http";
-import { confirmLink, signInByMail, signUpByMail } from "../team/signup";
+import { confirmLink, previewLink, signInByMail, signUpByMail } from "../team/signup";
 import type { AppEnv } from "../types";
 
 export const authRoutes = new Hono<AppEnv>()
@@ -22,8 +24,11 @@ export const authRoutes = new Hono<AppEnv>()
   .post("/v1/auth/signin", requireSameOrigin, validate("json", signinBodySchema), async (c) =>
     signInByMail(c, c.req.valid("json").email),
   )
+  .get("/v1/auth/link", validate("query", linkPreviewQuerySchema), async (c) =>
+    c.json((await previewLink(c.env, c.req.valid("query").token)) satisfies LinkPreview),
+  )
   .post("/v1/auth/link", requireSameOrigin, validate("json", linkBodySchema), async (c) => {
-    await confirmLink(c, c.req.valid("json").token);
+    await confirmLink(c, c.req.valid("json"));
     return c.json({ ok: true });
   })
   .post("/v1/auth/signout", requireSameOrigin, requireWeb, async (c) => {

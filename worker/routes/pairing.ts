@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { pairingClaimBodySchema } from "../../sdk/src/human/auth";
 import { emptyBodySchema } from "../../sdk/src/human/common";
-import { requireSameOrigin, requireWeb, startWebSession } from "../auth";
+import { currentWeb, requireSameOrigin, requireWeb, startWebSession } from "../auth";
 import { sha256Hex } from "../crypto";
 import { appOrigin, validate } from "../http";
 import { claimPairing, createPairing } from "../team/pairing";
@@ -18,9 +18,12 @@ export const pairingRoutes = new Hono<AppEnv>()
     return c.json({ url: `${appOrigin(c)}/pair?token=${token}`, expiresAt }, 201);
   })
   .post("/v1/pairing/claim", requireSameOrigin, validate("json", pairingClaimBodySchema), async (c) => {
+    const { token, confirm = false } = c.req.valid("json");
     const paired = await claimPairing(c.env, {
-      tokenHash: sha256Hex(c.req.valid("json").token),
+      tokenHash: sha256Hex(token),
       userAgent: c.req.header("User-Agent")?.slice(0, 200) ?? null,
+      current: await currentWeb(c),
+      confirm,
     });
     await startWebSession(c, paired.userId, paired.teamId, "pairing");
     return c.json({ ok: true });
