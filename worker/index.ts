@@ -4,6 +4,7 @@
  */
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { pinHost, securityHeaders } from "./edge";
 import { DomainError } from "./errors";
 import { apiError, limitBody } from "./http";
 import { agentRoutes } from "./routes/agent";
@@ -33,6 +34,7 @@ const AGENT_PERMISSIONS = /^\/v1\/agent\/sessions\/[^/]+\/permissions$/;
 const limitHumanBodies = limitBody(HUMAN_BODY_BYTES);
 
 const app = new Hono<AppEnv>()
+  .use("*", securityHeaders, pinHost)
   .use("/v1/*", (c, next) => (AGENT_PERMISSIONS.test(c.req.path) ? next() : limitHumanBodies(c, next)))
   .route("/", authRoutes)
   .route("/", passkeyRoutes)

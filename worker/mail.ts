@@ -1,7 +1,7 @@
 /**
  * Sending mail. Production posts JSON to an HTTP mail provider configured by secrets
- * (MAIL_API_URL, MAIL_API_KEY, MAIL_FROM; Resend-compatible). Local mode (DEV_OUTBOX) prints
- * to the console and keeps messages for `GET /v1/dev/outbox`.
+ * (MAIL_API_URL, MAIL_API_KEY, MAIL_FROM; Resend-compatible). Local mode (DEV_OUTBOX="1") prints
+ * to the console and keeps messages for `GET /v1/dev/outbox` (served to this machine only: edge.ts).
  */
 import type { Context } from "hono";
 import { saveDevMessage } from "./db";
@@ -15,7 +15,7 @@ export interface Mail {
 }
 
 async function send(env: Env, mail: Mail): Promise<void> {
-  if (env.DEV_OUTBOX) {
+  if (env.DEV_OUTBOX === "1") {
     console.log(`[dev outbox] to ${mail.to}: ${mail.subject}\n${mail.text}`);
     await saveDevMessage(env.DB, { ...mail, sentAt: Date.now() });
     return;
@@ -42,7 +42,7 @@ export function deliverMail(c: Context<AppEnv>, mail: Mail): Promise<void> {
  * before answering, so scripts can read the outbox right away.
  */
 export async function afterAnswering(c: Context<AppEnv>, work: () => Promise<void>): Promise<void> {
-  if (c.env.DEV_OUTBOX) return work();
+  if (c.env.DEV_OUTBOX === "1") return work();
   c.executionCtx.waitUntil(
     work().catch((e: unknown) => console.error("mail failed", e instanceof Error ? e.name : "")),
   );

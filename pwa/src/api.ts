@@ -36,6 +36,7 @@ import {
   inviteListSchema,
   invitePreviewSchema,
   keyListSchema,
+  linkPreviewSchema,
   mailSentAnswerSchema,
   memberListSchema,
   memberRemovedSchema,
@@ -49,10 +50,12 @@ import {
   pushKeyAnswerSchema,
   type Role,
   revokedKeySchema,
+  type SignedInAsOther,
   type SignupBody,
   savedDeviceSchema,
   sessionDetailSchema,
   sessionListSchema,
+  signedInAsOtherSchema,
   statsSchema,
   teamListSchema,
   teamPolicySchema,
@@ -74,12 +77,14 @@ export type {
   HistoryItem,
   Invite,
   InvitePreview,
+  LinkPreview,
   Me,
   Member,
   OwnedApproval,
   PushSubscriptionBody,
   ResolutionReason,
   Role,
+  SignedInAsOther,
   Stats,
   Team,
   TeamPolicy,
@@ -118,6 +123,13 @@ export class ApiError extends Error {
   get offline(): boolean {
     return this.status === 0;
   }
+}
+
+/** The accounts a `409 signed_in_as_other` names, or null for any other failure. */
+export function signedInAsOther(e: unknown): SignedInAsOther | null {
+  if (!(e instanceof ApiError) || e.code !== "signed_in_as_other") return null;
+  const read = signedInAsOtherSchema.safeParse(e.body);
+  return read.success ? read.data : null;
 }
 
 let onUnauthenticated: () => void = () => {};
@@ -210,7 +222,10 @@ export const api = {
   },
   signIn: (email: string) => post(mailSentAnswerSchema, "/v1/auth/signin", { email }),
   signUp: (b: SignupBody) => post(mailSentAnswerSchema, "/v1/auth/signup", b),
-  confirmLink: (token: string) => post(okAnswerSchema, "/v1/auth/link", { token }),
+  linkPreview: (token: string) => get(linkPreviewSchema, `/v1/auth/link?token=${enc(token)}`),
+  /** `confirm`: switch from the account this browser is signed in as (else `409 signed_in_as_other`). */
+  confirmLink: (token: string, confirm = false) =>
+    post(okAnswerSchema, "/v1/auth/link", confirm ? { token, confirm } : { token }),
   signOut: () => post(okAnswerSchema, "/v1/auth/signout"),
   webSessions: () => get(webSessionListSchema, "/v1/auth/sessions"),
   endWebSession: (id: string) => del(okAnswerSchema, `/v1/auth/sessions/${enc(id)}`),
@@ -242,7 +257,8 @@ export const api = {
   testDevice: (id: string) => post(okAnswerSchema, `/v1/devices/${enc(id)}/test`),
 
   createPairing: () => post(pairingAnswerSchema, "/v1/pairing"),
-  claimPairing: (token: string) => post(okAnswerSchema, "/v1/pairing/claim", { token }),
+  claimPairing: (token: string, confirm = false) =>
+    post(okAnswerSchema, "/v1/pairing/claim", confirm ? { token, confirm } : { token }),
 
   teams: () => get(teamListSchema, "/v1/teams"),
   switchTeam: (teamId: string) => post(currentTeamSchema, "/v1/teams/switch", { teamId }),

@@ -40,9 +40,14 @@ export const ERRORS = {
   last_owner: { status: 409, message: "a team needs at least one owner" },
   too_many_devices: { status: 409, message: "too many devices; remove one first" },
   request_changed: { status: 409, message: "the request differs from what you saw; reload it" },
+  signed_in_as_other: {
+    status: 409,
+    message: "this browser is signed in as someone else; send confirm: true to switch accounts",
+  },
   already_resolved: { status: 410, message: "resolved without a human" },
   // Transport and capacity.
   too_large: { status: 413, message: "the body is too large" },
+  misdirected: { status: 421, message: "this server does not answer for that host name" },
   upgrade_required: { status: 426, message: "open this URL as a WebSocket" },
   rate_limited: { status: 429, message: "too many requests; try again later" },
   too_many_pending: { status: 429, message: "this session has too many pending requests" },

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../worker/crypto";
 import app from "../../worker/index";
-import { api, confirmLink, cookieOf, json, lastMailLink, ORIGIN, signUp, tokenOf, unique } from "./helpers";
+import { api, confirmLink, cookieOf, json, lastMailLink, ORIGIN, outbox, signUp, tokenOf, unique } from "./helpers";
 import { openLive } from "./team-helpers";
 
 const post = (path: string, body: unknown, init: RequestInit & { cookie?: string } = {}) =>
@@ -73,7 +73,7 @@ describe("sign-up and sign-in by one-time email link", () => {
     expect(answers.map((r) => r.status)).toEqual([202, 202, 202]);
     const bodies = await Promise.all(answers.slice(0, 2).map((r) => r.json()));
     expect(bodies[0]).toEqual(bodies[1]);
-    const { messages: none } = await json<{ messages: unknown[] }>(await api(`/v1/dev/outbox?to=${unknown}`));
+    const { messages: none } = await json<{ messages: unknown[] }>(await outbox(unknown));
     expect(none).toEqual([]);
     // Signing up with a known address sends a sign-in link into the existing team, not a new team.
     const signedIn = await confirmLink(await lastMailLink(member.email));
@@ -168,7 +168,7 @@ describe("local mode", () => {
     await post("/v1/auth/signup", { email, name: "O", team: "T" });
     await post("/v1/auth/signup", { email, name: "O", team: "T" });
     const { messages } = await json<{ messages: Array<{ sentAt: number; to: string; subject: string; text: string }> }>(
-      await api(`/v1/dev/outbox?to=${email}`),
+      await outbox(email),
     );
     expect(messages).toHaveLength(2);
     expect(messages[0]?.sentAt).toBeLessThanOrEqual(messages[1]?.sentAt ?? 0);

@@ -10,6 +10,7 @@ import {
   json,
   type Member,
   ORIGIN,
+  outbox,
   settled,
   signUp,
   tokenOf,
@@ -104,9 +105,7 @@ describe("invites", () => {
     const admin = await addMember(owner, "admin");
     const mailed = await invite(owner, "admin", "New.Person@Example.com");
     expect(mailed.response.status).toBe(201);
-    const { messages } = await json<{ messages: Array<{ link: string }> }>(
-      await api("/v1/dev/outbox?to=new.person@example.com"),
-    );
+    const { messages } = await json<{ messages: Array<{ link: string }> }>(await outbox("new.person@example.com"));
     expect(messages.at(-1)?.link).toBe(mailed.body.url);
     expect((await invite(admin, "owner")).response.status).toBe(403);
     expect((await invite(admin, "admin")).response.status).toBe(201);

@@ -6,7 +6,18 @@ import type {
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../worker/crypto";
 import { SoftAuthenticator, type Tweaks } from "./authenticator";
-import { api, confirmLink, cookieOf, json, lastMailLink, type Member, signUp, tokenOf, unique } from "./helpers";
+import {
+  api,
+  confirmLink,
+  cookieOf,
+  json,
+  lastMailLink,
+  type Member,
+  outbox,
+  signUp,
+  tokenOf,
+  unique,
+} from "./helpers";
 
 const post = (path: string, body: unknown, init: RequestInit & { cookie?: string } = {}) =>
   api(path, { method: "POST", body: JSON.stringify(body), ...init });
@@ -177,7 +188,7 @@ describe("passkey sign-up and sign-in", () => {
     const { challengeId, options } = await registerOptions({ email, name: "O", team: "T" });
     const response = await stranger.register(options, { origin: "https://tapgate.test.evil.example" });
     await expectPasskeyFailed(await post("/v1/auth/passkey/register/verify", { challengeId, response }));
-    const { messages } = await json<{ messages: unknown[] }>(await api(`/v1/dev/outbox?to=${email}`));
+    const { messages } = await json<{ messages: unknown[] }>(await outbox(email));
     expect(messages).toEqual([]);
 
     const { authenticator } = await passkeyMember();
@@ -224,9 +235,7 @@ describe("passkey sign-up and sign-in", () => {
     const { verify } = await passkeySignUp(authenticator, known.email);
     expect(verify.status).toBe(202);
     expect(await json(verify)).toMatchObject({ ok: true });
-    const { messages } = await json<{ messages: Array<{ subject: string }> }>(
-      await api(`/v1/dev/outbox?to=${known.email}`),
-    );
+    const { messages } = await json<{ messages: Array<{ subject: string }> }>(await outbox(known.email));
     expect(messages.at(-1)?.subject).toBe("Your Tapgate sign-in link");
     const signedIn = await confirmLink(await lastMailLink(known.email));
     const me = await json<{ user: { id: string }; team: { id: string } }>(

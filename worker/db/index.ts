@@ -11,6 +11,7 @@ export * from "./history";
 export * from "./keys";
 export * from "./passkeys";
 export * from "./people";
+export * from "./rate-limits";
 export * from "./sessions";
 export * from "./teams";
 export * from "./web-sessions";

@@ -201,3 +201,18 @@ export async function claimPairingToken(
     .first<{ user_id: string; team_id: string }>();
   return row ? { userId: row.user_id, teamId: row.team_id } : null;
 }
+
+/** Whom an unused, unexpired pairing token signs in, without using it up. */
+export async function findPairingToken(
+  db: D1Database,
+  tokenHash: string,
+  now: number,
+): Promise<{ userId: string; email: string; name: string } | null> {
+  return db
+    .prepare(
+      `SELECT u.id AS userId, u.email, u.name FROM pairing_tokens p JOIN users u ON u.id = p.user_id
+        WHERE p.token_hash = ? AND p.used_at IS NULL AND p.expires_at > ?`,
+    )
+    .bind(tokenHash, now)
+    .first<{ userId: string; email: string; name: string }>();
+}

@@ -169,6 +169,20 @@ export async function consumeSignInLink(db: D1Database, tokenHash: string, now: 
   return row && { ...row, passkey: row.passkey ? (JSON.parse(row.passkey) as ParkedPasskey) : null };
 }
 
+/** Whom an unused, unexpired link signs in, without using it up (its page says so first). */
+export async function findSignInLink(
+  db: D1Database,
+  tokenHash: string,
+  now: number,
+): Promise<Pick<SignInLink, "purpose" | "email" | "name"> | null> {
+  return db
+    .prepare(
+      "SELECT purpose, email, name FROM sign_in_links WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?",
+    )
+    .bind(tokenHash, now)
+    .first<Pick<SignInLink, "purpose" | "email" | "name">>();
+}
+
 // ── local mode outbox ───────────────────────────────────────────────────────
 
 export interface DevMessage {

@@ -2,16 +2,19 @@
 import { Hono } from "hono";
 import {
   devOutboxQuerySchema,
+  type LinkPreview,
   linkBodySchema,
+  linkPreviewQuerySchema,
   type Me,
   signinBodySchema,
   signupBodySchema,
 } from "../../sdk/src/human/auth";
 import { endWebSession, requireSameOrigin, requireWeb } from "../auth";
 import { listDevMessages } from "../db";
+import { isLocalRequest } from "../edge";
 import { DomainError } from "../errors";
 import { validate } from "../http";
-import { confirmLink, signInByMail, signUpByMail } from "../team/signup";
+import { confirmLink, previewLink, signInByMail, signUpByMail } from "../team/signup";
 import type { AppEnv } from "../types";
 
 export const authRoutes = new Hono<AppEnv>()
@@ -21,8 +24,11 @@ export const authRoutes = new Hono<AppEnv>()
   .post("/v1/auth/signin", requireSameOrigin, validate("json", signinBodySchema), async (c) =>
     signInByMail(c, c.req.valid("json").email),
   )
+  .get("/v1/auth/link", validate("query", linkPreviewQuerySchema), async (c) =>
+    c.json((await previewLink(c.env, c.req.valid("query").token)) satisfies LinkPreview),
+  )
   .post("/v1/auth/link", requireSameOrigin, validate("json", linkBodySchema), async (c) => {
-    await confirmLink(c, c.req.valid("json").token);
+    await confirmLink(c, c.req.valid("json"));
     return c.json({ ok: true });
   })
   .post("/v1/auth/signout", requireSameOrigin, requireWeb, async (c) => {
@@ -38,6 +44,7 @@ export const authRoutes = new Hono<AppEnv>()
     } satisfies Me);
   })
   .get("/v1/dev/outbox", validate("query", devOutboxQuerySchema), async (c) => {
-    if (!c.env.DEV_OUTBOX) throw new DomainError("not_found", "no such route");
+    // Sign-in links for anyone who asks: only ever to this machine (a tunnel must not expose them).
+    if (!isLocalRequest(c)) throw new DomainError("not_found", "no such route");
     return c.json({ messages: await listDevMessages(c.env.DB, c.req.valid("query").to) });
   });

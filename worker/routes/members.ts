@@ -17,6 +17,7 @@ import { listInvites, listMembers, previewInvite } from "../db";
 import { DomainError } from "../errors";
 import { appOrigin, validate } from "../http";
 import { deliverMail } from "../mail";
+import { limitMail } from "../rate-limits";
 import { ADMIN_ROLES } from "../roles";
 import { acceptInvite, changeRole, inviteMember, removeMember, revokeInvite } from "../team/members";
 import type { AppEnv } from "../types";
@@ -37,6 +38,7 @@ export const memberRoutes = new Hono<AppEnv>()
   .post("/v1/invites", validate("json", inviteBodySchema), async (c) => {
     const w = c.get("web");
     const { role, email } = c.req.valid("json");
+    if (email) await limitMail(c, email);
     const { id, token, expiresAt } = await inviteMember(c.env, w, { role, email: email ?? null });
     const url = `${appOrigin(c)}/invite?token=${token}`;
     if (email) {

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { pairingClaimBodySchema } from "../../sdk/src/human/auth";
 import { emptyBodySchema } from "../../sdk/src/human/common";
-import { requireRecentSignIn, requireSameOrigin, requireWeb, startWebSession } from "../auth";
+import { currentWeb, requireRecentSignIn, requireSameOrigin, requireWeb, startWebSession } from "../auth";
 import { sha256Hex } from "../crypto";
 import { appOrigin, validate } from "../http";
 import { claimPairing, createPairing } from "../team/pairing";
@@ -26,9 +26,12 @@ export const pairingRoutes = new Hono<AppEnv>()
     },
   )
   .post("/v1/pairing/claim", requireSameOrigin, validate("json", pairingClaimBodySchema), async (c) => {
+    const { token, confirm = false } = c.req.valid("json");
     const paired = await claimPairing(c.env, {
-      tokenHash: sha256Hex(c.req.valid("json").token),
+      tokenHash: sha256Hex(token),
       userAgent: c.req.header("User-Agent")?.slice(0, 200) ?? null,
+      current: await currentWeb(c),
+      confirm,
     });
     await startWebSession(c, paired.userId, paired.teamId, "pairing");
     return c.json({ ok: true });

@@ -44,11 +44,14 @@ import {
 } from "../db";
 import { DomainError } from "../errors";
 import { appOrigin, validate } from "../http";
+import { limitPerClient, RATE_LIMITS } from "../rate-limits";
 import { addPasskey, removePasskey } from "../team/passkeys";
 import { signUpWithPasskey, teamToSignInTo } from "../team/signup";
 import type { AppEnv } from "../types";
 
 const CHALLENGE_TTL_MS = 5 * 60 * 1000;
+/** Anyone may ask for a challenge, and each is a D1 row: counted per client. */
+const limitOptions = limitPerClient(RATE_LIMITS.passkeyOptionsPerClient);
 
 function relyingParty(c: Context<AppEnv>): { rpID: string; origin: string } {
   const origin = appOrigin(c);
@@ -166,7 +169,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
   .use("/v1/auth/passkey/*", requireSameOrigin)
   .use("/v1/auth/passkeys", requireWeb)
   .use("/v1/auth/passkeys/*", requireWeb, requireSameOrigin)
-  .post("/v1/auth/passkey/register/options", validate("json", registerOptionsBodySchema), async (c) => {
+  .post("/v1/auth/passkey/register/options", validate("json", registerOptionsBodySchema), limitOptions, async (c) => {
     const signup = c.req.valid("json");
     if (signup) {
       // No exclude list: it would tell a stranger whether the address has passkeys.
@@ -206,7 +209,7 @@ export const passkeyRoutes = new Hono<AppEnv>()
     }
     return c.json({ id: passkey.id }, 201);
   })
-  .post("/v1/auth/passkey/login/options", validate("json", emptyBodySchema), (c) => {
+  .post("/v1/auth/passkey/login/options", validate("json", emptyBodySchema), limitOptions, (c) => {
     const { rpID } = relyingParty(c);
     return issueChallenge(c, "login", { userId: null, signup: null }, (challenge) =>
       generateAuthenticationOptions({ rpID, challenge, timeout: CHALLENGE_TTL_MS, userVerification: "required" }),

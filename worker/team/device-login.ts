@@ -19,6 +19,7 @@ import {
   lookupDeviceCode,
 } from "../db";
 import { DomainError } from "../errors";
+import { rateLimited, rateLimitSecret } from "../rate-limits";
 import type { Env, WebIdentity } from "../types";
 import { appendAudit } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
@@ -39,12 +40,6 @@ const TOKEN_MESSAGES: Record<Exclude<DeviceExchange["outcome"], "issued">, strin
   expired_token: "this code is unknown, expired or already used; start again",
   access_denied: "the code was denied",
 };
-
-/** 429 with `Retry-After` in whole seconds (at least 1). */
-function rateLimited(retryAfterMs: number, message: string): DomainError {
-  const seconds = String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
-  return new DomainError("rate_limited", message, { headers: { "Retry-After": seconds } });
-}
 
 const unknownCode = () =>
   new DomainError("not_found", "no such code, or it expired: run `tapgate login` again for a new one");
@@ -153,21 +148,4 @@ export async function decideCode(
     ),
   );
   return decided;
-}
-
-/**
- * The key of the per-IP rate limit's hash: a secret, so a leaked database does not give away
- * addresses (IPv4 is small enough to hash every one). Without RATE_LIMIT_SECRET each isolate makes
- * its own, so the limit still holds per isolate, and says so once.
- */
-let isolateSecret: string | undefined;
-function rateLimitSecret(env: Env): string {
-  if (env.RATE_LIMIT_SECRET) return env.RATE_LIMIT_SECRET;
-  if (!isolateSecret) {
-    isolateSecret = newSecret().token;
-    console.warn(
-      "RATE_LIMIT_SECRET is not set: rate limits use a per-isolate key (wrangler secret put RATE_LIMIT_SECRET)",
-    );
-  }
-  return isolateSecret;
 }

@@ -6,11 +6,12 @@
  * (`db/passkeys.ts`), the web session (`auth.ts`).
  */
 import { newSecret } from "../crypto";
-import { claimPairingToken, createPairingToken } from "../db";
+import { claimPairingToken, createPairingToken, findPairingToken } from "../db";
 import { DomainError } from "../errors";
-import type { Env } from "../types";
+import type { Env, WebIdentity } from "../types";
 import { appendAudit, chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
+import { refuseUnaskedSwitch } from "./switch-account";
 
 const PAIRING_TTL_MS = 5 * 60 * 1000;
 
@@ -27,9 +28,17 @@ export async function createPairing(env: Env, p: { teamId: string; userId: strin
   return { token, expiresAt: now + PAIRING_TTL_MS };
 }
 
-/** Uses a pairing token up: whom the claiming device signs in as (400 `invalid_pairing` otherwise). */
-export async function claimPairing(env: Env, c: { tokenHash: string; userAgent: string | null }) {
+/**
+ * Uses a pairing token up: whom the claiming device signs in as (400 `invalid_pairing` otherwise).
+ * A browser signed in as someone else needs `confirm` (409 `signed_in_as_other`, the token unused).
+ */
+export async function claimPairing(
+  env: Env,
+  c: { tokenHash: string; userAgent: string | null; current: WebIdentity | null; confirm: boolean },
+) {
   const now = Date.now();
+  const pending = c.current && !c.confirm ? await findPairingToken(env.DB, c.tokenHash, now) : null;
+  if (pending) refuseUnaskedSwitch(c.current, pending, c.confirm);
   const paired = await claimPairingToken(env.DB, c.tokenHash, now);
   if (!paired) {
     throw new DomainError("invalid_pairing", "this pairing link is invalid, used or expired; make a new one");

@@ -10,13 +10,14 @@
  */
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { startWebSession } from "../auth";
+import { currentWeb, startWebSession } from "../auth";
 import { newSecret, sha256Hex } from "../crypto";
 import {
   consumeSignInLink,
   createSignInLink,
   createTeam,
   createUserWithTeam,
+  findSignInLink,
   findUserByEmail,
   firstMembership,
   type NewPasskey,
@@ -27,8 +28,10 @@ import {
 import { DomainError } from "../errors";
 import { appOrigin } from "../http";
 import { afterAnswering, deliverMail } from "../mail";
-import type { AppEnv } from "../types";
+import { limitMail } from "../rate-limits";
+import type { AppEnv, Env } from "../types";
 import { addPasskey } from "./passkeys";
+import { refuseUnaskedSwitch } from "./switch-account";
 
 const LINK_TTL_MS = 15 * 60 * 1000;
 /**
@@ -40,10 +43,12 @@ const SIGNUP_BROWSER_COOKIE = "__Host-tapgate-signup";
 
 /**
  * Sign-up, by email alone or with a parked passkey. An existing address gets a sign-in link
- * instead and the passkey is dropped; the answer is the same, so nothing leaks.
+ * instead and the passkey is dropped; the answer is the same, so nothing leaks. Both are counted
+ * by the mail rate limits before the address is looked up, so a 429 leaks nothing either.
  */
 export async function signUpByMail(c: Context<AppEnv>, details: SignupDetails, passkey: ParkedPasskey | null) {
   const { email, name, team } = details;
+  await limitMail(c, email);
   await afterAnswering(c, async () => {
     if (await findUserByEmail(c.env.DB, email))
       await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
@@ -71,6 +76,7 @@ export function signUpWithPasskey(c: Context<AppEnv>, details: SignupDetails, pa
 
 /** Sign-in by mail: a link only if the address has an account; the answer is the same either way. */
 export async function signInByMail(c: Context<AppEnv>, email: string) {
+  await limitMail(c, email);
   await afterAnswering(c, async () => {
     if (await findUserByEmail(c.env.DB, email))
       await sendLink(c, { purpose: "signin", email, name: null, team_name: null });
@@ -78,15 +84,31 @@ export async function signInByMail(c: Context<AppEnv>, email: string) {
   return c.json({ ok: true, message: "if that address has an account, a link is on its way" }, 202);
 }
 
+/** Whom a mailed link signs in, for its page to say before it is used (400 `invalid_link` otherwise). */
+export async function previewLink(env: Env, token: string) {
+  const link = await findSignInLink(env.DB, sha256Hex(token), Date.now());
+  if (!link) throw invalidLink();
+  return { email: link.email, purpose: link.purpose };
+}
+
+const invalidLink = () => new DomainError("invalid_link", "this link is invalid, used or expired; ask for a new one");
+
 /**
  * Confirms a mailed link: signs its address in, making the account and its team first for a
- * sign-up link (400 `invalid_link` for a link that is unknown, used or expired).
+ * sign-up link (400 `invalid_link` for a link that is unknown, used or expired). A browser signed
+ * in as another account needs `confirm` (409 `signed_in_as_other`, the link still unused).
  */
-export async function confirmLink(c: Context<AppEnv>, token: string): Promise<void> {
+export async function confirmLink(
+  c: Context<AppEnv>,
+  { token, confirm = false }: { token: string; confirm?: boolean },
+) {
   const now = Date.now();
   const browser = getCookie(c, SIGNUP_BROWSER_COOKIE);
+  const current = await currentWeb(c);
+  const pending = current && !confirm ? await findSignInLink(c.env.DB, sha256Hex(token), now) : null;
+  if (pending) refuseUnaskedSwitch(current, { userId: null, email: pending.email, name: pending.name }, confirm);
   const link = await consumeSignInLink(c.env.DB, sha256Hex(token), now);
-  if (!link) throw new DomainError("invalid_link", "this link is invalid, used or expired; ask for a new one");
+  if (!link) throw invalidLink();
   const user = await findUserByEmail(c.env.DB, link.email);
   const signedIn = user
     ? { userId: user.id, teamId: await teamToSignInTo(c.env.DB, user.id, now) }

@@ -1,11 +1,12 @@
-import { useEffect, useRef, useState } from "preact/hooks";
-import { api } from "../api";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { api, type SignedInAsOther, signedInAsOther } from "../api";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { CreatePasskey } from "../components/CreatePasskey";
 import { EnableNotifications } from "../components/EnableNotifications";
 import { withReauth } from "../reauth";
+import { SwitchAccount } from "../components/SwitchAccount";
 import { Link, navigate } from "../router";
 import { useMe, useSession } from "../session";
 
@@ -73,21 +74,52 @@ function QrCanvas({ text }: { text: string }) {
   return <canvas ref={ref} class="qr" role="img" aria-label="Pairing QR code" data-testid="pairing-qr" />;
 }
 
-/** On the phone that opened the pairing link: claim it (it signs this browser in), then set up. */
+/**
+ * On the phone that opened the pairing link: claim it (it signs this browser in), then set up. A
+ * browser signed in as someone else is asked first, naming both accounts.
+ */
 export function PairClaim({ token }: { token: string }) {
   const { refresh } = useSession();
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    api.claimPairing(token).then(
-      async () => {
+  const [asking, setAsking] = useState<SignedInAsOther | null>(null);
+  const [busy, setBusy] = useState(false);
+  const claim = useCallback(
+    async (confirm: boolean) => {
+      setBusy(true);
+      try {
+        await api.claimPairing(token, confirm);
         await refresh();
         // The token is spent: take it out of the address bar and history.
         navigate("/pair?step=setup", { replace: true });
-      },
-      (e: Error) => setError(e.message),
-    );
-  }, [token, refresh]);
+      } catch (e) {
+        const other = signedInAsOther(e);
+        if (other) setAsking(other);
+        else setError((e as Error).message);
+        setBusy(false);
+      }
+    },
+    [token, refresh],
+  );
+  const started = useRef(false);
+  useEffect(() => {
+    if (started.current) return;
+    started.current = true;
+    void claim(false);
+  }, [claim]);
 
+  if (asking && !error) {
+    return (
+      <section class="screen narrow" data-testid="screen-pair-claim">
+        <h1>Switch accounts?</h1>
+        <SwitchAccount
+          accounts={asking}
+          busy={busy}
+          onContinue={() => void claim(true)}
+          onStay={() => navigate("/", { replace: true })}
+        />
+      </section>
+    );
+  }
   if (!error) return <p class="muted center">Signing this phone in…</p>;
   return (
     <section class="screen narrow" data-testid="screen-pair-claim">

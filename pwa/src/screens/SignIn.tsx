@@ -1,11 +1,12 @@
 import { startAuthentication } from "@simplewebauthn/browser";
 import { useEffect, useState } from "preact/hooks";
-import { api } from "../api";
+import { api, type LinkPreview, type SignedInAsOther, signedInAsOther } from "../api";
 import { Banner } from "../components/Banner";
 import { passkeyError } from "../components/CreatePasskey";
 import { Field } from "../components/Field";
+import { SwitchAccount } from "../components/SwitchAccount";
 import { Link, navigate, safeNext } from "../router";
-import { useSession } from "../session";
+import { useMe, useSession } from "../session";
 import { useAction } from "../use-action";
 
 // The link may open in another tab, or after the app was closed: remember where to go on.
@@ -47,27 +48,66 @@ export function SignIn({ token, next }: { token: string | null; next: string | n
   );
 }
 
-/** Mail scanners open links: only this button's POST consumes the token. */
+/**
+ * Mail scanners open links: only this button's POST consumes the token. The page first says which
+ * account the link signs in; a browser signed in as another account is asked to switch.
+ */
 function ConfirmLink({ token, onDone }: { token: string; onDone: (next: string) => Promise<void> }) {
+  const me = useMe();
+  const [preview, setPreview] = useState<LinkPreview | null>(null);
+  const [asking, setAsking] = useState<SignedInAsOther | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const confirm = async () => {
+  useEffect(() => {
+    api.linkPreview(token).then(setPreview, (e: Error) => setError(e.message));
+  }, [token]);
+  const confirm = async (switching: boolean) => {
     setBusy(true);
     setError(null);
     try {
-      await api.confirmLink(token);
+      await api.confirmLink(token, switching);
       const next = localStorage.getItem(NEXT_KEY);
       localStorage.removeItem(NEXT_KEY);
       await onDone(next ?? "/");
     } catch (e) {
-      setError((e as Error).message);
+      const other = signedInAsOther(e);
+      if (other) setAsking(other);
+      else setError((e as Error).message);
       setBusy(false);
     }
   };
+  const other =
+    asking ??
+    (me && preview && me.user.email !== preview.email
+      ? { account: { email: preview.email, name: null }, signedInAs: { email: me.user.email, name: me.user.name } }
+      : null);
+  if (other && !error) {
+    return (
+      <SwitchAccount
+        accounts={other}
+        busy={busy}
+        onContinue={() => void confirm(true)}
+        onStay={() => navigate("/", { replace: true })}
+      />
+    );
+  }
   return (
     <div class="stack">
-      <p>Confirm to finish signing in on this device.</p>
-      <button type="button" class="button primary wide" onClick={confirm} disabled={busy} data-testid="confirm-link">
+      {preview ? (
+        <p data-testid="link-account">
+          {preview.purpose === "signup" ? "This link finishes creating the account for " : "This link signs you in as "}
+          <strong>{preview.email}</strong>. Confirm to continue on this device.
+        </p>
+      ) : (
+        <p>Confirm to finish signing in on this device.</p>
+      )}
+      <button
+        type="button"
+        class="button primary wide"
+        onClick={() => void confirm(false)}
+        disabled={busy}
+        data-testid="confirm-link"
+      >
         {busy ? "Signing in…" : "Continue"}
       </button>
       {error && (

@@ -18,8 +18,24 @@ export type SignupBody = z.input<typeof signupBodySchema>;
 export type Signup = z.output<typeof signupBodySchema>;
 /** `POST /v1/auth/signin`. */
 export const signinBodySchema = z.object({ email });
-/** `POST /v1/auth/link`: the token from the mailed link. */
-export const linkBodySchema = z.object({ token: z.string().min(20).max(100) });
+const linkToken = z.string().min(20).max(100);
+/**
+ * `POST /v1/auth/link`: the token from the mailed link. A browser signed in as someone else must
+ * send `confirm: true` (else `409 signed_in_as_other`): nobody is switched accounts unasked.
+ */
+export const linkBodySchema = z.object({ token: linkToken, confirm: z.boolean().optional() });
+/** `GET /v1/auth/link?token=`: whom a link signs in, without using it up. */
+export const linkPreviewQuerySchema = z.object({ token: linkToken });
+export const linkPreviewSchema = z.object({ email: z.string(), purpose: z.enum(["signup", "signin"]) });
+export type LinkPreview = z.infer<typeof linkPreviewSchema>;
+
+/**
+ * The extra fields of `409 signed_in_as_other` (`POST /v1/auth/link`, `POST /v1/pairing/claim`):
+ * whom the link or pairing signs in, and who this browser is signed in as now.
+ */
+const accountSchema = z.object({ email: z.string(), name: z.string().nullable() });
+export const signedInAsOtherSchema = z.object({ account: accountSchema, signedInAs: accountSchema });
+export type SignedInAsOther = z.infer<typeof signedInAsOtherSchema>;
 /** `GET /v1/dev/outbox?to` (local mode only). */
 export const devOutboxQuerySchema = z.object({ to: email.optional() });
 
@@ -140,4 +156,6 @@ export const pairingAnswerSchema = z.object({ url: z.string(), expiresAt: z.numb
 /** `POST /v1/pairing/claim`. */
 export const pairingClaimBodySchema = z.object({
   token: z.string().regex(/^[A-Za-z0-9_-]{43}$/, "not a pairing token"),
+  /** Needed when this browser is signed in as someone else (else `409 signed_in_as_other`). */
+  confirm: z.boolean().optional(),
 });
