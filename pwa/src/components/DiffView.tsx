@@ -34,7 +34,7 @@ export function DiffView({
         ) : null}
       </figcaption>
       {withheld !== null && (
-        <p class="muted small" data-testid="diff-withheld-reason">
+        <p class="muted small diff-note" data-testid="diff-withheld-reason">
           The file's current content was not sent (<SafeText text={withheld} />
           ). Below is the whole new content, not a change against it.
         </p>
