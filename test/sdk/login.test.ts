@@ -212,6 +212,21 @@ describe("tapgate login, status, logout", () => {
     const status = cli(signedIn, "status");
     expect(await status.exited).toBe(1);
     expect(status.stderr()).toContain("refusing plain http:// to 192.0.2.1:8787");
+    // The agent never starts: it would run with a gate that sends the key in the clear.
+    const marker = join(signedIn, "agent-started");
+    const run = cli(
+      signedIn,
+      "run",
+      "--prompt",
+      "hi",
+      "--",
+      process.execPath,
+      "-e",
+      `require("fs").writeFileSync(${JSON.stringify(marker)}, "")`,
+    );
+    expect(await run.exited).toBe(1);
+    expect(run.stderr()).toContain("refusing plain http:// to 192.0.2.1:8787");
+    expect(existsSync(marker)).toBe(false);
     const logout = cli(signedIn, "logout");
     expect(await logout.exited).toBe(0);
     expect(logout.stderr()).toContain("refusing plain http://");

@@ -1,5 +1,5 @@
 /** The hook's file reads on a real file system: symlinks are followed before the checks, never after. */
-import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -57,6 +57,9 @@ describe("oldTextReader", () => {
     expect(read(join(s.cwd, "settings.txt"))).toEqual({
       withheld: "the path looks like it holds secrets (after following symlinks)",
     });
+    // A hard link has no "real path" to check: another name for the file may be anywhere.
+    linkSync(join(s.home, ".ssh", "id_ed25519"), join(s.cwd, "notes.txt"));
+    expect(read(join(s.cwd, "notes.txt"))).toEqual({ withheld: "the file has other hard links" });
     // A session started in the home directory still never reads ~/.ssh.
     expect(oldTextReader(s.home, s.home)(join(s.home, ".ssh", "id_ed25519"))).toEqual({
       withheld: "the path looks like it holds secrets",

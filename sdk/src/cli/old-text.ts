@@ -64,6 +64,8 @@ function readRegularFile(real: string): string | { withheld: string } {
   try {
     const stat = fstatSync(fd);
     if (!stat.isFile()) return withheld("it is not a regular file");
+    // Another name for the same file could be anywhere (`ln ~/.ssh/id_rsa notes.txt`).
+    if (stat.nlink > 1) return withheld("the file has other hard links");
     if (stat.size > MAX_OLD_TEXT_BYTES) return withheld(`the file is larger than ${MAX_OLD_TEXT_BYTES / 1024} KiB`);
     return readFileSync(fd, "utf8");
   } catch {
