@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { Approval } from "../../sdk/src/approval";
-import { sanitizeSessionId, summarize, title, toolKind } from "../../sdk/src/claude/hook";
+import { diffs, sanitizeSessionId, summarize, title, toolKind } from "../../sdk/src/claude/hook";
 import { denyReason, parseTimeout } from "../../sdk/src/cli/claude-hook";
 import { Person, unique } from "./helpers";
 
@@ -326,6 +326,19 @@ describe("the Claude tool mapping", () => {
       ),
     ).toEqual(["execute", "edit", "edit", "edit", "edit", "read", "fetch", "fetch", "search", "search"]);
     expect(toolKind("mcp__github__create_issue")).toBe("other");
+  });
+
+  it("a Write's diff: the old text, a new file (null), or withheld with the marker the card shows", () => {
+    const write = { file_path: "/p/a.txt", content: "new" };
+    expect(diffs("Write", write, () => "old")).toEqual([
+      { type: "diff", path: "/p/a.txt", oldText: "old", newText: "new" },
+    ]);
+    expect(diffs("Write", write, () => null)).toEqual([
+      { type: "diff", path: "/p/a.txt", oldText: null, newText: "new" },
+    ]);
+    expect(diffs("Write", write, () => ({ withheld: "why" }))).toEqual([
+      { type: "diff", path: "/p/a.txt", oldText: null, newText: "new", _meta: { tapgate: { oldTextWithheld: "why" } } },
+    ]);
   });
 
   it("summarises the argument a human recognises, on one line, within 80 characters", () => {
