@@ -38,7 +38,7 @@ export default defineConfig({
         // Unit tests of pure modules, beside them: plain Node, no workerd, no Worker.
         test: {
           name: "unit",
-          include: ["worker/**/*.test.ts", "sdk/src/**/*.test.ts"],
+          include: ["worker/**/*.test.ts", "sdk/src/**/*.test.ts", "pwa/src/**/*.test.ts"],
           environment: "node",
         },
       },

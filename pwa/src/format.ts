@@ -51,7 +51,7 @@ export function outcome(a: ApprovalView, myUserId?: string): string {
   if (a.state === "pending") return word;
   if (a.reason === "decided" && a.decidedBy) {
     const option = a.options.find((o) => o.optionId === a.optionId);
-    const chose = option ? ` (${option.name})` : "";
+    const chose = option ? ` (${optionWords(option.kind).label})` : "";
     const where = a.decidedBy.device && a.decidedBy.device !== "web" ? ` on ${a.decidedBy.device}` : "";
     const who = a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name;
     return `${word}${chose} by ${who}${where}`;
@@ -67,7 +67,22 @@ export function outcomeWithTime(a: ApprovalView, now: number, myUserId?: string)
 }
 
 export function isAllow(kind: string): boolean {
-  return kind.startsWith("allow");
+  return kind === "allow_once" || kind === "allow_always";
+}
+
+/**
+ * What an option does, in Tapgate's words, from its ACP `kind`: the button's label and colour.
+ * The agent's own `name` is only secondary text, so an agent cannot label an allow "Deny".
+ */
+const OPTION_WORDS: Record<string, { label: string; tone: "allow" | "reject" }> = {
+  allow_once: { label: "Allow once", tone: "allow" },
+  allow_always: { label: "Allow always", tone: "allow" },
+  reject_once: { label: "Deny", tone: "reject" },
+  reject_always: { label: "Deny always", tone: "reject" },
+};
+
+export function optionWords(kind: string): { label: string; tone: "allow" | "reject" | "unknown" } {
+  return OPTION_WORDS[kind] ?? { label: `Unrecognised option (${kind})`, tone: "unknown" };
 }
 
 /** The strings a card is headed by; each may be missing from what the agent sent. */

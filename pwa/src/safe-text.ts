@@ -1,7 +1,9 @@
 /**
  * Agent-supplied text, made safe to look at: characters that reorder, hide or smuggle text
- * (bidi overrides and isolates, zero-width and other invisible characters, terminal escapes,
- * C0/C1 controls, lone surrogates) become visible tokens like ⟨U+202E⟩ or ⟨ESC⟩, and very long
+ * (bidi overrides and isolates, zero-width and other invisible characters, blank "letters" such as
+ * the Hangul fillers, tag characters that spell hidden ASCII, variation selectors, line and
+ * paragraph separators, terminal escapes, C0/C1 controls, lone surrogates) become visible tokens
+ * like ⟨U+202E⟩ or ⟨ESC⟩, and very long
  * lines are cut, so what a person approves is what the agent sent. Pure: no DOM.
  */
 
@@ -32,7 +34,13 @@ const C0_NAMES = [
 const NAMES: Record<number, string> = {
   127: "delete",
   173: "soft hyphen",
+  847: "combining grapheme joiner",
   1564: "Arabic letter mark",
+  4447: "Hangul choseong filler (a blank letter)",
+  4448: "Hangul jungseong filler (a blank letter)",
+  6068: "Khmer vowel inherent aq (invisible)",
+  6069: "Khmer vowel inherent aa (invisible)",
+  6158: "Mongolian vowel separator",
   8203: "zero-width space",
   8204: "zero-width non-joiner",
   8205: "zero-width joiner",
@@ -48,20 +56,28 @@ const NAMES: Record<number, string> = {
   8295: "right-to-left isolate",
   8296: "first strong isolate",
   8297: "pop directional isolate",
+  8232: "line separator",
+  8233: "paragraph separator",
+  10240: "Braille pattern blank",
+  12644: "Hangul filler (a blank letter)",
   65279: "zero-width no-break space (BOM)",
+  65440: "halfwidth Hangul filler (a blank letter)",
 };
 
 /**
  * One unsafe character each: controls except tab and newline (CRLF line ends are split off
  * first, so any CR left is a lone one that could overwrite a terminal line), C1 controls,
- * invisible formatting and bidi controls, and lone surrogates.
+ * invisible formatting and bidi controls, characters that draw nothing but count as letters
+ * (Hangul fillers, U+180E, U+034F, Braille blank), line and paragraph separators, variation
+ * selectors (U+FE00–FE0F, and U+E0100–E01EF as surrogate pairs), tag characters (U+E0000–E007F,
+ * which can spell hidden ASCII), invisible musical format characters, and lone surrogates.
  */
 const UNSAFE =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u2800\u3164\ufeff\uffa0\ufff9-\ufffb]|\u034f|\u17b4|\u17b5|[\ufe00-\ufe0f]|\udb40[\udc00-\udc7f\udd00-\uddef]|\ud834[\udd73-\udd7a]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 function describe(ch: string): { label: string; name: string } {
-  const code = ch.charCodeAt(0);
+  const code = ch.codePointAt(0) ?? 0;
   const hex = `U+${code.toString(16).toUpperCase().padStart(4, "0")}`;
   if (code < 0x20) {
     const abbr = C0_NAMES[code] ?? hex;
@@ -69,7 +85,17 @@ function describe(ch: string): { label: string; name: string } {
   }
   if (code >= 0xd800 && code <= 0xdfff) return { label: hex, name: `${hex} lone surrogate` };
   if (code >= 0x80 && code <= 0x9f) return { label: hex, name: `${hex} C1 control character` };
+  if (code >= 0xe0000 && code <= 0xe007f) return { label: hex, name: `${hex} ${tagName(code)}` };
+  if ((code >= 0xfe00 && code <= 0xfe0f) || (code >= 0xe0100 && code <= 0xe01ef)) {
+    return { label: hex, name: `${hex} variation selector (changes how the character before it looks)` };
+  }
   return { label: hex, name: `${hex} ${NAMES[code] ?? "invisible formatting character"}` };
+}
+
+/** Tag characters mirror ASCII (U+E0041 is a hidden "A"): say which, since that is what they smuggle. */
+function tagName(code: number): string {
+  const ascii = code - 0xe0000;
+  return ascii > 0x20 && ascii < 0x7f ? `tag character (a hidden "${String.fromCharCode(ascii)}")` : "tag character";
 }
 
 /** `lineLimit: null` shows every character. */
@@ -98,6 +124,11 @@ export function toSafeText(input: string, lineLimit: number | null = DEFAULT_LIN
     if (i < lines.length - 1) segments.push({ kind: "text", text: "\n" });
   });
   return { segments: mergeText(segments), suspicious, hidden };
+}
+
+/** Plain text with every unsafe character replaced by its ⟨token⟩: for surfaces that render raw text (lock screens). */
+export function withVisibleTokens(text: string): string {
+  return text.replace(UNSAFE, (ch) => `⟨${describe(ch).label}⟩`);
 }
 
 // Not global: `test` on a global regex moves its lastIndex, which `matchAll` would then inherit.

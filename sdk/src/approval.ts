@@ -59,7 +59,7 @@ export const approvalSnapshotSchema = z.object({
   /** The agent's ACP tool call, as it sent it: unknown fields pass through. */
   toolCall: z.looseObject({ toolCallId: z.string() }),
   session: sessionInfoSchema,
-  /** The request's `_meta` (policy metadata), when the agent sent one. */
+  /** The request's `_meta`, when the agent sent one: the agent's own words, unverified (not policy). */
   meta: z.record(z.string(), z.unknown()).optional(),
 });
 export type ApprovalSnapshot = z.infer<typeof approvalSnapshotSchema>;

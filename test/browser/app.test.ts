@@ -43,7 +43,7 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
     expect(errors).toEqual([]);
   });
 
-  it("agent text with bidi overrides, zero-width and ANSI characters, a 50 KB line or markup is shown, never obeyed", async () => {
+  it("agent text with bidi overrides, zero-width, blank-letter, tag and ANSI characters, a 50 KB line or markup is shown, never obeyed", async () => {
     await page.evaluate(() => {
       (window as { pwned?: boolean }).pwned = false;
     });
@@ -51,7 +51,11 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
     try {
       const sessionId = unique("unsafe");
       const session = await tapgate.session(sessionId, { title: "innocent\u200B session" });
-      const title = 'Open invoice\u202Efdp.exe\u202C \u200Bnow \u001b[31mred <img src=x onerror="window.pwned=true">';
+      // Hidden ASCII in tag characters ("rm"), blank Hangul letters, a variation selector, a line separator.
+      const tags = "\u{E0072}\u{E006D}";
+      const title =
+        'Open invoice\u202Efdp.exe\u202C \u200Bnow \u001b[31mred <img src=x onerror="window.pwned=true">' +
+        ` ok${tags}\u3164\u115F\u1160\uFFA0\u180E\u034F\uFE0F\u{E0100}\u2028\u2029`;
       const longLine = "A".repeat(50_000);
       const answer = session.requestPermission({
         sessionId,
@@ -80,6 +84,17 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
       await page.getByTestId("screen-approval").waitFor();
       const titleText = (await page.getByTestId("card-title").textContent()) ?? "";
       for (const token of ["⟨U+202E⟩", "⟨U+202C⟩", "⟨U+200B⟩", "⟨ESC⟩"]) expect(titleText).toContain(token);
+      expect(titleText).toContain(
+        "ok⟨U+E0072⟩⟨U+E006D⟩⟨U+3164⟩⟨U+115F⟩⟨U+1160⟩⟨U+FFA0⟩⟨U+180E⟩⟨U+034F⟩⟨U+FE0F⟩⟨U+E0100⟩⟨U+2028⟩⟨U+2029⟩",
+      );
+      // Hovering a tag token says what it hides.
+      expect(
+        await page
+          .getByTestId("card-title")
+          .getByTestId("escaped-char")
+          .filter({ hasText: "U+E0072" })
+          .getAttribute("title"),
+      ).toBe('U+E0072 tag character (a hidden "r")');
       expect(titleText).toContain('<img src=x onerror="window.pwned=true">'); // as text
       await page.getByTestId("unsafe-warning").waitFor();
       expect(await page.getByTestId("card-session").textContent()).toContain("innocent⟨U+200B⟩ session");
@@ -97,6 +112,8 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
       const body = await page.evaluate(() => document.body.textContent ?? "");
       // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for them is the point
       expect(body).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200B-\u200F\u001b]/);
+      expect(body).not.toMatch(/[\u3164\u115F\u1160\uFFA0\u180E\u2028\u2029]/);
+      expect(body).not.toMatch(/\u034F|\uFE0F|\uDB40[\uDC00-\uDDEF]/);
       expect(await page.locator("img[src='x']").count()).toBe(0);
       expect(await page.evaluate(() => (window as { pwned?: boolean }).pwned)).toBe(false);
 
@@ -113,7 +130,8 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
       await expect.poll(async () => (await shownNotifications(page, approval.id)).length).toBe(1);
       const [shown] = await shownNotifications(page, approval.id);
       expect(shown?.title).toContain("⟨U+202E⟩");
-      expect(shown?.title).not.toMatch(/[\u202E\u200B]/);
+      expect(shown?.title).not.toMatch(/[\u202E\u200B\u3164]/);
+      expect(shown?.title).toContain("⟨U+3164⟩");
 
       await page.getByTestId("option-deny").click();
       expect(await answer).toMatchObject({ outcome: { outcome: "selected", optionId: "deny" } });
@@ -124,10 +142,74 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
     }
   });
 
-  it("approves a terminal's sign-in code on the /device page", async () => {
+  it("buttons say what an option does (its kind), not what the agent calls it; the agent's _meta and withheld old text are labelled", async () => {
+    const tapgate = new Tapgate({ url: app.direct, apiKey: await human.createKey(), onLog: () => undefined });
+    try {
+      const sessionId = unique("labels");
+      const session = await tapgate.session(sessionId, { title: "labels" });
+      const answer = session.requestPermission({
+        sessionId,
+        toolCall: {
+          toolCallId: "t1",
+          title: "Write: .env",
+          kind: "edit",
+          content: [
+            {
+              type: "diff",
+              path: "/home/grace/demo/.env",
+              oldText: null,
+              newText: "TOKEN=new\n",
+              _meta: { tapgate: { oldTextWithheld: "the path looks like it holds secrets" } },
+            },
+          ],
+        },
+        // An agent that names its allow "Deny" and its deny "Allow".
+        options: [
+          { optionId: "yes", name: "Deny\u200B (safe)", kind: "allow_once" },
+          { optionId: "no", name: "Allow", kind: "reject_once" },
+        ],
+        _meta: { policy: "pre-approved by security" },
+      });
+      const approval = await human.waitForOne(sessionId);
+      await page.goto(`/approvals/${approval.id}`);
+      await page.getByTestId("screen-approval").waitFor();
+
+      const allow = page.getByTestId("option-yes");
+      const deny = page.getByTestId("option-no");
+      expect(await allow.getByTestId("option-label").textContent()).toBe("Allow once");
+      expect(await allow.getAttribute("class")).toContain("allow");
+      expect(await allow.getByTestId("option-agent-name").textContent()).toBe(
+        "the agent calls it “Deny⟨U+200B⟩ (safe)”",
+      );
+      expect(await deny.getByTestId("option-label").textContent()).toBe("Deny");
+      expect(await deny.getAttribute("class")).toContain("reject");
+      expect(await deny.getByTestId("option-agent-name").textContent()).toBe("the agent calls it “Allow”");
+      // The accessible name leads with Tapgate's words.
+      expect(await page.getByRole("button", { name: /^Allow once/ }).getAttribute("data-testid")).toBe("option-yes");
+
+      const meta = page.getByTestId("card-meta");
+      expect(await meta.textContent()).toContain("pre-approved by security");
+      expect(await page.getByRole("heading", { name: "From the agent (unverified)" }).count()).toBe(1);
+      expect(await page.getByText("Policy metadata").count()).toBe(0);
+
+      await page.getByTestId("diff-withheld").waitFor();
+      expect(await page.getByTestId("diff-withheld-reason").textContent()).toContain(
+        "the path looks like it holds secrets",
+      );
+      expect(await page.getByTestId("diff").textContent()).not.toContain("new file");
+
+      await deny.click();
+      expect(await answer).toMatchObject({ outcome: { outcome: "selected", optionId: "no" } });
+      expect(await page.getByTestId("outcome").textContent()).toMatch(/^Denied \(Deny\) by you/);
+    } finally {
+      tapgate.close();
+    }
+  });
+
+  it("approves a terminal's sign-in code on the /device page, which says where and when it was asked", async () => {
     const res = await fetch(`${app.direct}/v1/device/code`, {
       method: "POST",
-      headers: { "Content-Type": "application/json" },
+      headers: { "Content-Type": "application/json", "CF-Connecting-IP": "203.0.113.45" },
       body: JSON.stringify({ clientName: "grace-laptop" }),
     });
     expect(res.status).toBe(200);
@@ -137,7 +219,11 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
     await page.goto(code.verificationUriComplete);
     await page.getByTestId("screen-device").waitFor();
     expect(await page.getByTestId("device-user-code").textContent()).toBe(code.userCode);
-    expect(await page.getByTestId("screen-device").textContent()).toContain("grace-laptop");
+    expect(await page.getByTestId("device-client-name").textContent()).toBe("grace-laptop");
+    expect(await page.getByTestId("screen-device").textContent()).toContain("its own words, not checked");
+    const requested = (await page.getByTestId("device-requested").textContent()) ?? "";
+    expect(requested).toMatch(/^Requested (just now|\d+ s ago) from 203\.0\.113\.0\/24( \(.+\))?\./);
+    expect(requested).not.toContain("203.0.113.45");
     await page.getByTestId("device-approve").click();
     expect(await page.getByTestId("device-result").textContent()).toContain("Approved");
 

@@ -1,13 +1,13 @@
 /** `tapgate claude-hook` as Claude Code runs it: a child process, hook JSON on stdin, against `wrangler dev`. */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { Approval } from "../../sdk/src/approval";
-import { sanitizeSessionId, summarize, title, toolKind } from "../../sdk/src/claude/hook";
+import { diffs, sanitizeSessionId, summarize, title, toolKind } from "../../sdk/src/claude/hook";
 import { denyReason, parseTimeout } from "../../sdk/src/cli/claude-hook";
 import { Person, unique } from "./helpers";
 
@@ -214,9 +214,44 @@ describe("tapgate claude-hook against wrangler dev", () => {
     ];
     for (const c of cases) {
       const sessionId = unique("claude");
-      const run = runHook(preToolUse(sessionId, c.tool, c.input), { env: signedIn() });
+      const run = runHook({ ...preToolUse(sessionId, c.tool, c.input), cwd: dir }, { env: signedIn() });
       const approval = await person.waitForOne(sessionId);
       expect(approval.snapshot.toolCall).toMatchObject({ kind: "edit", content: c.content, rawInput: c.input });
+      await person.decide(approval, "deny");
+      expect((await run).code).toBe(0);
+    }
+  });
+
+  it("Write outside the hook's cwd, through a symlink, or over a secret: the old text is withheld, with why", async () => {
+    const root = mkdtempSync(join(tmpdir(), "tapgate-hook-withheld-"));
+    const project = join(root, "project");
+    mkdirSync(project);
+    writeFileSync(join(root, "outside.txt"), "OUTSIDE-SECRET\n");
+    writeFileSync(join(project, ".env"), "API_TOKEN=ENV-SECRET\n");
+    symlinkSync(join(root, "outside.txt"), join(project, "innocent.txt"));
+    const cases = [
+      { path: join(root, "outside.txt"), reason: "outside the session's working directory" },
+      {
+        path: join(project, "innocent.txt"),
+        reason: "outside the session's working directory (after following symlinks)",
+      },
+      { path: join(project, ".env"), reason: "the path looks like it holds secrets" },
+    ];
+    for (const c of cases) {
+      const sessionId = unique("claude");
+      const input = { file_path: c.path, content: "new\n" };
+      const run = runHook({ ...preToolUse(sessionId, "Write", input), cwd: project }, { env: signedIn() });
+      const approval = await person.waitForOne(sessionId);
+      expect(approval.snapshot.toolCall.content).toEqual([
+        {
+          type: "diff",
+          path: c.path,
+          oldText: null,
+          newText: "new\n",
+          _meta: { tapgate: { oldTextWithheld: c.reason } },
+        },
+      ]);
+      expect(JSON.stringify(approval)).not.toMatch(/OUTSIDE-SECRET|ENV-SECRET/);
       await person.decide(approval, "deny");
       expect((await run).code).toBe(0);
     }
@@ -234,6 +269,18 @@ describe("tapgate claude-hook against wrangler dev", () => {
     });
     await person.decide(approval, "allow");
     expect(answerOf(await run)).toMatchObject({ hookSpecificOutput: { permissionDecision: "allow" } });
+  });
+
+  it("plain http:// to another machine: a deny that says so, and the key is never sent", async () => {
+    const run = await runHook(preToolUse(unique("claude"), "Bash", { command: "ls" }), {
+      env: { TAPGATE_URL: "http://192.0.2.1:8787", TAPGATE_API_KEY: key },
+    });
+    expect(answerOf(run)).toMatchObject({
+      hookSpecificOutput: {
+        permissionDecision: "deny",
+        permissionDecisionReason: expect.stringContaining("Tapgate: refusing plain http:// to 192.0.2.1:8787"),
+      },
+    });
   });
 
   it("no credentials: a deny that names `tapgate login`, without touching the network", async () => {
@@ -279,6 +326,19 @@ describe("the Claude tool mapping", () => {
       ),
     ).toEqual(["execute", "edit", "edit", "edit", "edit", "read", "fetch", "fetch", "search", "search"]);
     expect(toolKind("mcp__github__create_issue")).toBe("other");
+  });
+
+  it("a Write's diff: the old text, a new file (null), or withheld with the marker the card shows", () => {
+    const write = { file_path: "/p/a.txt", content: "new" };
+    expect(diffs("Write", write, () => "old")).toEqual([
+      { type: "diff", path: "/p/a.txt", oldText: "old", newText: "new" },
+    ]);
+    expect(diffs("Write", write, () => null)).toEqual([
+      { type: "diff", path: "/p/a.txt", oldText: null, newText: "new" },
+    ]);
+    expect(diffs("Write", write, () => ({ withheld: "why" }))).toEqual([
+      { type: "diff", path: "/p/a.txt", oldText: null, newText: "new", _meta: { tapgate: { oldTextWithheld: "why" } } },
+    ]);
   });
 
   it("summarises the argument a human recognises, on one line, within 80 characters", () => {

@@ -1,7 +1,7 @@
 /** `tapgate login` / `status` / `logout`: the built CLI as a child process, against wrangler dev. */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -84,6 +84,7 @@ describe("tapgate login, status, logout", () => {
 
     expect(await login.exited).toBe(0);
     expect(statSync(configFile(home)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(home, "tapgate")).mode & 0o777).toBe(0o700);
     const config = JSON.parse(readFileSync(configFile(home), "utf8"));
     expect(config).toMatchObject({
       url: worker.url,
@@ -175,5 +176,60 @@ describe("tapgate login, status, logout", () => {
     const status = cli(home, "status");
     expect(await status.exited).toBe(1);
     expect(status.stderr()).toContain("key rejected (401): run `tapgate login` again");
+  }, 30_000);
+
+  it("an existing config directory and file readable by others are tightened to 0700 and 0600", async () => {
+    const home = newHome();
+    mkdirSync(join(home, "tapgate"), { mode: 0o755 });
+    chmodSync(join(home, "tapgate"), 0o755);
+    writeFileSync(configFile(home), "{}", { mode: 0o644 });
+    chmodSync(configFile(home), 0o644);
+    const login = cli(home, "login", "--url", worker.url);
+    await person.fetch(`/v1/device/${await shownCode(login)}/approve`, { method: "POST" });
+    expect(await login.exited).toBe(0);
+    expect(statSync(join(home, "tapgate")).mode & 0o777).toBe(0o700);
+    expect(statSync(configFile(home)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(configFile(home), "utf8"))).toMatchObject({ url: worker.url });
+  }, 30_000);
+
+  it("plain http:// to another machine is refused before anything is sent; logout still forgets the key", async () => {
+    // TEST-NET-1: nothing answers there, so a refusal that came from trying would take the 10 s timeout.
+    const remote = "http://192.0.2.1:8787";
+    const home = newHome();
+    const login = cli(home, "login", "--url", remote);
+    expect(await login.exited).toBe(2);
+    expect(login.stderr()).toContain("refusing plain http:// to 192.0.2.1:8787");
+    expect(login.stderr()).toContain("use https://192.0.2.1:8787");
+    expect(existsSync(configFile(home))).toBe(false);
+
+    // A config stored (by an older CLI, or by hand) for a plain-http remote server.
+    const signedIn = newHome();
+    const first = cli(signedIn, "login", "--url", worker.url);
+    await person.fetch(`/v1/device/${await shownCode(first)}/approve`, { method: "POST" });
+    expect(await first.exited).toBe(0);
+    const config = JSON.parse(readFileSync(configFile(signedIn), "utf8"));
+    writeFileSync(configFile(signedIn), JSON.stringify({ ...config, url: remote }));
+    const status = cli(signedIn, "status");
+    expect(await status.exited).toBe(1);
+    expect(status.stderr()).toContain("refusing plain http:// to 192.0.2.1:8787");
+    // The agent never starts: it would run with a gate that sends the key in the clear.
+    const marker = join(signedIn, "agent-started");
+    const run = cli(
+      signedIn,
+      "run",
+      "--prompt",
+      "hi",
+      "--",
+      process.execPath,
+      "-e",
+      `require("fs").writeFileSync(${JSON.stringify(marker)}, "")`,
+    );
+    expect(await run.exited).toBe(1);
+    expect(run.stderr()).toContain("refusing plain http:// to 192.0.2.1:8787");
+    expect(existsSync(marker)).toBe(false);
+    const logout = cli(signedIn, "logout");
+    expect(await logout.exited).toBe(0);
+    expect(logout.stderr()).toContain("refusing plain http://");
+    expect(existsSync(configFile(signedIn))).toBe(false);
   }, 30_000);
 });

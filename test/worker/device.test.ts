@@ -116,6 +116,33 @@ describe("device code sign-in", () => {
     expect(results.map((r) => r.action)).toEqual(["team.created", "auth.signed_in", "device.approved", "key.created"]);
   });
 
+  it("shows the approver where the code was asked from, coarsely, and stores no full address", async () => {
+    const ada = await signUp();
+    const shown = async (headers: Record<string, string>, cf?: { country: string }) => {
+      const response = await api("/v1/device/code", {
+        method: "POST",
+        body: JSON.stringify({ clientName: "ada-laptop" }),
+        headers,
+        ...(cf ? { cf } : {}),
+      } as RequestInit);
+      const code = await json<CodeAnswer>(response);
+      return json(await api(`/v1/device/${code.userCode}`, { cookie: ada.cookie }));
+    };
+    const v4 = await shown({ "CF-Connecting-IP": "198.51.100.77" }, { country: "NL" });
+    expect(v4).toMatchObject({
+      clientName: "ada-laptop",
+      requestedFrom: { network: "198.51.100.0/24", country: "NL" },
+      createdAt: expect.any(Number),
+    });
+    const v6 = await shown({ "CF-Connecting-IP": "2001:db8:beef:42::7" });
+    expect(v6).toMatchObject({ requestedFrom: { network: "2001:db8:beef::/48" } });
+    expect(await shown({})).toMatchObject({ requestedFrom: { network: null } });
+
+    const stored = JSON.stringify((await env.DB.prepare("SELECT * FROM device_codes").all()).results);
+    expect(stored).not.toContain("198.51.100.77");
+    expect(stored).not.toContain("2001:db8:beef:42");
+  });
+
   it("parallel polls of an approved code yield one key", async () => {
     const ada = await signUp();
     const code = await newCode();
@@ -236,16 +263,17 @@ describe("device code sign-in", () => {
     expect((await requestCode({})).status).toBe(200);
   });
 
-  it("stores only hashes: neither the device code nor the key is in D1", async () => {
+  it("stores only hashes: neither the device code, the key nor the full address is in D1", async () => {
     const ada = await signUp();
-    const code = await newCode();
+    const code = await json<CodeAnswer>(await requestCode({ clientName: "ada-laptop" }, "192.0.2.213"));
     await decide(ada, code.userCode, "approve");
     const token = await json<TokenAnswer>(await poll(code.deviceCode));
     const row = await env.DB.prepare("SELECT * FROM device_codes WHERE key_id = ?").bind(token.keyId).first();
     expect(row?.device_code_hash).toBe(sha256Hex(code.deviceCode));
     expect(row?.ip_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(JSON.stringify(row)).not.toContain(code.deviceCode);
-    expect(JSON.stringify(row)).not.toContain("203.0.113.");
+    expect(JSON.stringify(row)).not.toContain("192.0.2.213");
+    expect(row?.client_network).toBe("192.0.2.0/24"); // only the network, for the approver
     const key = await env.DB.prepare("SELECT * FROM api_keys WHERE id = ?").bind(token.keyId).first();
     expect(key?.key_hash).toBe(sha256Hex(token.key));
     expect(JSON.stringify(key)).not.toContain(token.key);

@@ -6,6 +6,10 @@ export interface DeviceCode {
   id: string;
   userCode: string;
   clientName: string;
+  /** The requester's IPv4 /24 or IPv6 /48 (`203.0.113.0/24`), never the full address. */
+  clientNetwork: string | null;
+  /** Cloudflare's country guess for the requester (`NL`). */
+  clientCountry: string | null;
   createdAt: number;
   expiresAt: number;
   status: DeviceCodeStatus;
@@ -13,7 +17,8 @@ export interface DeviceCode {
   teamId: string | null;
 }
 
-const DEVICE_CODE_COLUMNS = `id, user_code AS userCode, client_name AS clientName, created_at AS createdAt,
+const DEVICE_CODE_COLUMNS = `id, user_code AS userCode, client_name AS clientName,
+  client_network AS clientNetwork, client_country AS clientCountry, created_at AS createdAt,
   expires_at AS expiresAt, status, team_id AS teamId`;
 
 /** Rows are kept a while after expiry so the rate limit and late polls still see them. */
@@ -30,6 +35,8 @@ export async function createDeviceCode(
     deviceCodeHash: string;
     userCode: string;
     clientName: string;
+    clientNetwork: string | null;
+    clientCountry: string | null;
     ipHash: string;
     now: number;
     ttlMs: number;
@@ -41,13 +48,26 @@ export async function createDeviceCode(
     db.prepare("DELETE FROM device_codes WHERE expires_at < ?").bind(d.now - DEVICE_CODE_KEEP_MS),
     db
       .prepare(
-        `INSERT INTO device_codes (id, device_code_hash, user_code, client_name, ip_hash, created_at, expires_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+        `INSERT INTO device_codes (id, device_code_hash, user_code, client_name, ip_hash, created_at, expires_at,
+                                   client_network, client_country)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?11
           WHERE (SELECT COUNT(*) FROM device_codes WHERE ip_hash = ?5 AND created_at > ?6 - ?8) < ?9
          ON CONFLICT DO NOTHING
          RETURNING id`,
       )
-      .bind(d.id, d.deviceCodeHash, d.userCode, d.clientName, d.ipHash, d.now, d.now + d.ttlMs, d.windowMs, d.limit),
+      .bind(
+        d.id,
+        d.deviceCodeHash,
+        d.userCode,
+        d.clientName,
+        d.ipHash,
+        d.now,
+        d.now + d.ttlMs,
+        d.windowMs,
+        d.limit,
+        d.clientNetwork,
+        d.clientCountry,
+      ),
   ]);
   if (inserted?.results.length) return { created: true };
   // Not inserted: either the IP is over its limit, or (rarely) the user code is taken.

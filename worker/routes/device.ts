@@ -28,6 +28,7 @@ export const deviceRoutes = new Hono<AppEnv>()
     const started = await startDeviceLogin(c.env, {
       clientName: c.req.valid("json").clientName ?? "tapgate login",
       ip: c.req.header("CF-Connecting-IP"),
+      country: c.req.raw.cf?.country,
     });
     return c.json(codeAnswer(c, started.deviceCode, started.userCode));
   })
@@ -64,6 +65,13 @@ function codeAnswer(c: Context<AppEnv>, deviceCode: string, code: string) {
 }
 
 function describeCode(code: DeviceCode) {
-  const { userCode, clientName, createdAt, expiresAt, status } = code;
-  return { userCode: displayCode(userCode), clientName, createdAt, expiresAt, status };
+  const { userCode, clientName, clientNetwork, clientCountry, createdAt, expiresAt, status } = code;
+  return {
+    userCode: displayCode(userCode),
+    clientName,
+    requestedFrom: { network: clientNetwork, country: clientCountry },
+    createdAt,
+    expiresAt,
+    status,
+  } satisfies DeviceCodeInfo;
 }

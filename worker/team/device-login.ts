@@ -8,6 +8,7 @@
  * (`db/device-codes.ts`), the answers' wording for humans (`routes/device.ts`).
  */
 import { USER_CODE_ALPHABET, USER_CODE_LENGTH } from "../../sdk/src/human/device-code";
+import { coarseNetwork, countryCode } from "../coarse-address";
 import { hmacSha256Hex, newApiKey, newId, newSecret, randomString, sha256Hex } from "../crypto";
 import {
   createDeviceCode,
@@ -49,10 +50,13 @@ const alreadyDecided = (code: DeviceCode) =>
     extra: { status: code.status },
   });
 
-/** A new code for a terminal: the secret it polls with and the code a person types. */
+/**
+ * A new code for a terminal: the secret it polls with and the code a person types. The code keeps
+ * only a coarse trace of where it was asked from (the network and country), for the approver.
+ */
 export async function startDeviceLogin(
   env: Env,
-  s: { clientName: string; ip: string | undefined },
+  s: { clientName: string; ip: string | undefined; country: unknown },
 ): Promise<{ deviceCode: string; userCode: string }> {
   const deviceCode = newSecret();
   const now = Date.now();
@@ -65,6 +69,8 @@ export async function startDeviceLogin(
       deviceCodeHash: deviceCode.hash,
       userCode,
       clientName: s.clientName,
+      clientNetwork: coarseNetwork(s.ip),
+      clientCountry: countryCode(s.country),
       ipHash,
       now,
       ttlMs: CODE_TTL_MS,

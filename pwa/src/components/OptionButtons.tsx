@@ -1,10 +1,16 @@
 import type { ApprovalView } from "../api";
-import { isAllow } from "../format";
+import { optionWords } from "../format";
 import { SafeText } from "./SafeText";
 
 type Option = ApprovalView["options"][number];
 
-/** One big button per offered option, allow green and reject red, in the order the agent offered them. */
+const sameWords = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase();
+
+/**
+ * One big button per offered option, in the order the agent offered them. Label and colour come
+ * from the option's `kind` (allow green, reject red); the agent's own wording is secondary text
+ * under it, marked as the agent's, and only when it says something else.
+ */
 export function OptionButtons({
   options,
   busy,
@@ -16,21 +22,29 @@ export function OptionButtons({
 }) {
   return (
     <div class="options" data-testid="options">
-      {options.map((o) => (
-        <button
-          key={o.optionId}
-          type="button"
-          class={`option ${isAllow(o.kind) ? "allow" : "reject"}`}
-          disabled={busy !== null}
-          aria-busy={busy === o.optionId}
-          onClick={() => onChoose(o)}
-          data-testid={`option-${o.optionId}`}
-          data-kind={o.kind}
-        >
-          <SafeText text={o.name} />
-          {o.kind.endsWith("_always") && <span class="option-note">remembered for this session</span>}
-        </button>
-      ))}
+      {options.map((o) => {
+        const words = optionWords(o.kind);
+        return (
+          <button
+            key={o.optionId}
+            type="button"
+            class={`option ${words.tone}`}
+            disabled={busy !== null}
+            aria-busy={busy === o.optionId}
+            onClick={() => onChoose(o)}
+            data-testid={`option-${o.optionId}`}
+            data-kind={o.kind}
+          >
+            <span data-testid="option-label">{words.label}</span>
+            {o.kind.endsWith("_always") && <span class="option-note">remembered for this session</span>}
+            {o.name && !sameWords(o.name, words.label) && (
+              <span class="option-agent" data-testid="option-agent-name">
+                the agent calls it “<SafeText text={o.name} />”
+              </span>
+            )}
+          </button>
+        );
+      })}
     </div>
   );
 }

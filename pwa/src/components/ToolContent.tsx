@@ -15,7 +15,14 @@ export function ToolContent({ blocks }: { blocks: unknown[] }) {
 function ContentBlock({ block }: { block: unknown }) {
   const b = asRecord(block);
   if (b.type === "diff" && typeof b.path === "string" && typeof b.newText === "string") {
-    return <DiffView path={b.path} oldText={typeof b.oldText === "string" ? b.oldText : null} newText={b.newText} />;
+    return (
+      <DiffView
+        path={b.path}
+        oldText={typeof b.oldText === "string" ? b.oldText : null}
+        newText={b.newText}
+        withheld={withheldReason(b)}
+      />
+    );
   }
   const inner = asRecord(b.content);
   if (b.type === "content" && inner.type === "text" && typeof inner.text === "string") {
@@ -29,6 +36,13 @@ function ContentBlock({ block }: { block: unknown }) {
     );
   }
   return <SafeText text={prettyJson(block)} block testId="content-json" />;
+}
+
+/** `tapgate claude-hook` kept the old text back (`_meta.tapgate.oldTextWithheld`: why). */
+function withheldReason(block: Record<string, unknown>): string | null {
+  if (typeof block.oldText === "string") return null;
+  const reason = asRecord(asRecord(block._meta).tapgate).oldTextWithheld;
+  return typeof reason === "string" ? reason : null;
 }
 
 export function asRecord(value: unknown): Record<string, unknown> {

@@ -163,11 +163,7 @@ function Card({
           <SafeText text={prettyJson(rawInput)} block testId="card-raw-input" />
         </Section>
       )}
-      {approval.snapshot.meta && Object.keys(approval.snapshot.meta).length > 0 && (
-        <Section title="Policy metadata">
-          <SafeText text={prettyJson(approval.snapshot.meta)} block testId="card-meta" />
-        </Section>
-      )}
+      <AgentMeta request={approval.snapshot.meta} toolCall={tc._meta} />
       {approval.delivery && approval.delivery.length > 0 && <DeliveryList delivery={approval.delivery} />}
 
       <p class="muted small break" data-testid="card-id">
@@ -203,6 +199,29 @@ function Outcome({ approval }: { approval: ApprovalView }) {
         <SafeText text={outcomeWithTime(approval, now, me?.user.id)} />
       </strong>
     </Banner>
+  );
+}
+
+/**
+ * The agent's own `_meta` (on the request and on its tool call): whatever the agent chose to
+ * say, in its words. It is not Tapgate's policy and nothing checked it, so the heading says so.
+ */
+function AgentMeta({ request, toolCall }: { request: unknown; toolCall: unknown }) {
+  const blocks = [
+    ["request", request],
+    ["tool call", toolCall],
+  ].filter(([, meta]) => Object.keys(asRecord(meta)).length > 0);
+  if (blocks.length === 0) return null;
+  return (
+    <Section title="From the agent (unverified)">
+      <p class="muted small">Extra data the agent attached. Tapgate did not check it; it is not the team's policy.</p>
+      {blocks.map(([where, meta]) => (
+        <div key={String(where)}>
+          {blocks.length > 1 && <h3 class="small">On the {String(where)}</h3>}
+          <SafeText text={prettyJson(meta)} block testId="card-meta" />
+        </div>
+      ))}
+    </Section>
   );
 }
 

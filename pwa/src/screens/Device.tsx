@@ -1,9 +1,11 @@
 import { useEffect, useState } from "preact/hooks";
 import { type ApiError, api, type DeviceCode } from "../api";
+import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { Field } from "../components/Field";
 import { SafeText } from "../components/SafeText";
+import { ago } from "../format";
 import { navigate } from "../router";
 import { useMe } from "../session";
 
@@ -92,15 +94,16 @@ export function DeviceApproval({ code }: { code: string }) {
       {info && (
         <>
           <p>
-            A terminal named{" "}
+            A terminal that calls itself{" "}
             <strong>
-              <SafeText text={info.clientName} />
+              <SafeText text={info.clientName} testId="device-client-name" />
             </strong>{" "}
-            asks to sign in with the code
+            <span class="muted">(its own words, not checked)</span> asks to sign in with the code
           </p>
           <p class="user-code" data-testid="device-user-code">
             {info.userCode}
           </p>
+          <RequestedFrom info={info} />
           {info.status === "pending" && !result ? (
             <>
               <p>
@@ -133,4 +136,30 @@ export function DeviceApproval({ code }: { code: string }) {
       )}
     </section>
   );
+}
+
+/** "Requested 2 min ago from 203.0.113.0/24 (Netherlands)": is this the terminal in front of me? */
+function RequestedFrom({ info }: { info: DeviceCode }) {
+  const now = useNow();
+  const { network, country } = info.requestedFrom;
+  const place = network
+    ? ` from ${network}${country ? ` (${countryName(country)})` : ""}`
+    : country
+      ? ` from ${countryName(country)}`
+      : "";
+  return (
+    <p class="muted" data-testid="device-requested">
+      Requested {ago(info.createdAt, now)}
+      {place || " from an unknown address"}. If that is not your terminal, deny.
+    </p>
+  );
+}
+
+function countryName(code: string): string {
+  try {
+    const name = new Intl.DisplayNames(undefined, { type: "region" }).of(code);
+    return name && name !== code ? `${name}, ${code}` : code;
+  } catch {
+    return code; // T1 (Tor) and other codes that are not regions
+  }
 }

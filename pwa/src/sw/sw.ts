@@ -9,6 +9,7 @@ import { config } from "zod";
 import { approvalSchema } from "../../../sdk/src/approval";
 import { errorBodySchema } from "../../../sdk/src/errors";
 import { type PushPayload, pushPayloadSchema } from "../../../sdk/src/human/push";
+import { withVisibleTokens } from "../safe-text";
 import { META_CACHE, META_KEY, type ThisDevice } from "./shared";
 
 declare const self: ServiceWorkerGlobalScope;
@@ -210,12 +211,7 @@ async function thisDevice(): Promise<ThisDevice | null> {
   return stored ? (stored.json() as Promise<ThisDevice>).catch(() => null) : null;
 }
 
-/** Lock screens render text raw: make direction overrides and invisible characters visible. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
-
+/** Lock screens render text raw: make direction overrides and invisible characters visible (as the app does). */
 function visible(text: string): string {
-  return text
-    .replace(UNSAFE, (c) => `⟨U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`)
-    .slice(0, 200);
+  return withVisibleTokens(text).slice(0, 200);
 }

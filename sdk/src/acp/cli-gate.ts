@@ -1,3 +1,4 @@
+import { baseUrl } from "../cli/account.js";
 import { credentials } from "../cli/config.js";
 import { Tapgate } from "../client.js";
 
@@ -8,10 +9,12 @@ export function logToStderr(message: string): void {
 
 /**
  * The gate of `tapgate acp` / `tapgate run`. Missing credentials do not stop the agent: it starts,
- * and each permission request is refused with the fix named.
+ * and each permission request is refused with the fix named. A URL that is not allowed (plain
+ * http:// to another machine) throws before the agent starts.
  */
 export function cliGate(): Tapgate {
-  const { url, apiKey } = credentials();
+  const { url: configured, apiKey } = credentials();
+  const url = baseUrl(configured);
   if (!apiKey) logToStderr("not signed in: run `tapgate login` — until then every permission request is refused");
   return new Tapgate({ url, apiKey, onLog: (level, message) => level !== "debug" && logToStderr(message) });
 }

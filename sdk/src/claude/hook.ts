@@ -1,7 +1,7 @@
 /**
  * Claude Code hooks ↔ ACP: turns a `PreToolUse` / `PermissionRequest` hook input into the ACP
  * `session/request_permission` params Tapgate relays, and a decision into the hook's JSON answer.
- * Pure: the only I/O (reading a file that `Write` would overwrite) is passed in.
+ * Pure: the only I/O (reading a file that `Write` would overwrite, `cli/old-text.ts`) is passed in.
  *
  * Hook contract (code.claude.com/docs/en/hooks): stdin carries `session_id`, `transcript_path`,
  * `cwd`, `permission_mode`, `hook_event_name`, `tool_name`, `tool_input` and, for `PreToolUse`
@@ -116,13 +116,24 @@ export function locations(toolName: string, input: Record<string, unknown>): Loc
   return [line !== undefined && Number.isInteger(line) && line >= 0 ? { path, line } : { path }];
 }
 
-/** A file's current text; null when there is no such file; undefined when it cannot be shown. */
-export type ReadExisting = (path: string) => string | null | undefined;
+/** Why a file's old text is not on the card: shown there as "old content withheld". */
+export interface Withheld {
+  withheld: string;
+}
+
+/** A file's current text; null when there is no such file; `{withheld}` when it may not or cannot be shown. */
+export type ReadExisting = (path: string) => string | null | Withheld;
+
+/**
+ * The marker a diff carries when its old text was withheld (`oldText` is then null, which ACP
+ * alone would read as a new file): `_meta.tapgate.oldTextWithheld`, the reason. The card renders it.
+ */
+export const withheldMeta = (reason: string) => ({ tapgate: { oldTextWithheld: reason } });
 
 /**
  * ACP `diff` blocks wherever the old and new text are known. A `Write` over an existing file shows
- * that file as the old text; `oldText: null` means a new file, so a file that exists but cannot be
- * read gets no diff at all (the card still has the raw input).
+ * that file as the old text; `oldText: null` means a new file, unless the diff carries the
+ * withheld marker (outside `cwd`, a secret-looking path, too big, unreadable).
  */
 export function diffs(toolName: string, input: Record<string, unknown>, readExisting: ReadExisting): Content[] {
   const path = str(input.file_path);
@@ -141,8 +152,10 @@ export function diffs(toolName: string, input: Record<string, unknown>, readExis
   }
   if (toolName === "Write") {
     const newText = str(input.content);
-    const oldText = newText === undefined ? undefined : readExisting(path);
-    return newText === undefined || oldText === undefined ? [] : [diff(oldText, newText)];
+    if (newText === undefined) return [];
+    const old = readExisting(path);
+    if (old === null || typeof old === "string") return [diff(old, newText)];
+    return [{ ...diff(null, newText), _meta: withheldMeta(old.withheld) }];
   }
   return [];
 }

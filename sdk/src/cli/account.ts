@@ -19,13 +19,29 @@ export class Unreachable extends Error {
   override readonly name = "Unreachable";
 }
 
-/** An http(s) base URL without a trailing slash; anything else is a usage error. */
+/**
+ * An http(s) base URL without a trailing slash; anything else is a usage error. Plain `http://`
+ * only to this machine (localhost, 127.0.0.0/8, ::1): anywhere else the API key, and every
+ * request's arguments, would cross the network readable by anyone on the path.
+ */
 export function baseUrl(url: string): string {
   const parsed = URL.canParse(url) ? new URL(url) : undefined;
   if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
     throw new TypeError(`invalid Tapgate URL ${JSON.stringify(url)}: use http(s)://host[:port]`);
   }
+  if (parsed.protocol === "http:" && !isLoopback(parsed.hostname)) {
+    throw new TypeError(
+      `refusing plain http:// to ${parsed.host}: the API key would travel unencrypted; use https://${parsed.host} ` +
+        "(http:// is only for localhost, 127.0.0.0/8 and [::1])",
+    );
+  }
   return parsed.origin + parsed.pathname.replace(/\/+$/, "");
+}
+
+/** `hostname` as the URL parser normalised it (`127.1` is `127.0.0.1`, IPv6 in brackets). */
+export function isLoopback(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/\.$/, "");
+  return host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 export async function callServer(

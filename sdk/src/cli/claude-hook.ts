@@ -7,7 +7,6 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
 import {
   HOOK_EVENTS,
   type HookDecision,
@@ -16,20 +15,19 @@ import {
   hookInputSchema,
   hookOutput,
   OPTIONS,
-  type ReadExisting,
   sanitizeSessionId,
   toPermissionRequest,
 } from "../claude/hook.js";
 import { type LogLevel, Tapgate } from "../client.js";
 import { parseJson, type TapgateAnswerMeta, tapgateAnswerMeta } from "../protocol.js";
+import { baseUrl } from "./account.js";
 import { credentials } from "./config.js";
+import { oldTextReader } from "./old-text.js";
 
 /** Below Claude Code's 600 s default hook timeout, so Claude always gets our answer, not a killed hook. */
 const DEFAULT_TIMEOUT_S = 540;
 const MAX_TIMEOUT_S = 24 * 60 * 60;
 const CONNECT_TIMEOUT_MS = 10_000;
-/** A `Write` over a bigger file is shown without its old text rather than overflowing the 256 KiB frame. */
-const MAX_OLD_TEXT_BYTES = 64 * 1024;
 
 const USAGE = `usage: tapgate claude-hook [--timeout SECONDS]
 
@@ -76,7 +74,13 @@ async function decide(input: unknown, args: string[]): Promise<HookDecision> {
   }
   const { url, apiKey } = credentials();
   if (!apiKey) return deny("Tapgate: not signed in — run `tapgate login`");
-  return ask(parsed.data, url, apiKey, timeout * 1000);
+  let base: string;
+  try {
+    base = baseUrl(url);
+  } catch (err) {
+    return deny(`Tapgate: ${(err as Error).message}`);
+  }
+  return ask(parsed.data, base, apiKey, timeout * 1000);
 }
 
 async function ask(input: HookInput, url: string, apiKey: string, timeoutMs: number): Promise<HookDecision> {
@@ -96,7 +100,7 @@ async function ask(input: HookInput, url: string, apiKey: string, timeoutMs: num
       ...(input.cwd ? { cwd: input.cwd } : {}),
     });
     const toolCallId = input.tool_use_id ?? `claude-${randomUUID()}`;
-    const params = toPermissionRequest(input, sessionId, toolCallId, readExisting);
+    const params = toPermissionRequest(input, sessionId, toolCallId, oldTextReader(input.cwd));
     const asked = Date.now();
     const answer = await session.requestPermission(params, { timeoutMs });
     const outcome = answer.outcome;
@@ -165,15 +169,6 @@ function eventOf(input: unknown): HookEvent | undefined {
   const name = input && typeof input === "object" ? (input as Record<string, unknown>).hook_event_name : undefined;
   return HOOK_EVENTS.find((e) => e === name);
 }
-
-const readExisting: ReadExisting = (path) => {
-  try {
-    const stat = statSync(path);
-    return stat.isFile() && stat.size <= MAX_OLD_TEXT_BYTES ? readFileSync(path, "utf8") : undefined;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "ENOENT" ? null : undefined;
-  }
-};
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];

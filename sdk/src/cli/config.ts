@@ -1,8 +1,9 @@
 /**
  * Where the CLI keeps its credentials: `$XDG_CONFIG_HOME/tapgate/config.json` (default
- * `~/.config/tapgate/config.json`), mode 0600. Environment variables win over the file.
+ * `~/.config/tapgate/config.json`), mode 0600 in a directory of mode 0700. Environment variables
+ * win over the file.
  */
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { z } from "zod";
@@ -34,11 +35,20 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): CliConfig | nu
   }
 }
 
+/**
+ * Writes the config: the directory is made (or tightened to) 0700, and the file is written beside
+ * it as a new 0600 file and renamed over the old one, so the key is never readable by others,
+ * not even for a moment through an older file's looser mode, and never half written.
+ */
 export function writeConfig(config: CliConfig, env: NodeJS.ProcessEnv = process.env): string {
   const path = configPath(env);
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(path, 0o600); // writeFileSync keeps an existing file's mode
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700); // mkdirSync leaves an existing directory's mode alone
+  const temporary = `${path}.${process.pid}.tmp`;
+  rmSync(temporary, { force: true });
+  writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: "wx" });
+  renameSync(temporary, path);
   return path;
 }
 

@@ -17,7 +17,7 @@ const USAGE = `usage: tapgate login [--url URL]
 
 Signs this machine in: approve the code it shows in a browser where you use Tapgate, and the
 agent key is stored in the config file. URL default: TAPGATE_URL, then the stored URL, then
-http://localhost:8787.
+http://localhost:8787. Plain http:// is refused except to localhost, 127.0.0.0/8 and [::1].
 `;
 
 /** RFC 8628 §3.5: a client told to slow down adds 5 s to its interval for good. */

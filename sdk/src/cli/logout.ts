@@ -37,7 +37,8 @@ async function revoke(stored: CliConfig): Promise<void> {
     else if (reply.status === 401) say(process.stdout, `Key ${key} was already revoked.`);
     else say(process.stderr, `Could not revoke key ${key}: ${detail(reply)}; ${fallback}.`);
   } catch (error) {
-    if (!(error instanceof Unreachable)) throw error;
+    // Unreachable, or a URL the key may not be sent to (plain http:// to another machine).
+    if (!(error instanceof Unreachable || error instanceof TypeError)) throw error;
     say(process.stderr, `Could not revoke key ${key} (${error.message}); ${fallback}.`);
   }
 }

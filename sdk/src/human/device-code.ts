@@ -55,7 +55,10 @@ export type DeviceTokenAnswer = z.infer<typeof deviceTokenAnswerSchema>;
 /** `GET /v1/device/:userCode` and `POST …/approve|deny`: the code as the approver sees it. */
 export const deviceCodeInfoSchema = z.object({
   userCode: z.string(),
+  /** What the terminal calls itself (its host name): the requester's words, not verified. */
   clientName: z.string(),
+  /** Where the code was asked from, coarsely: `203.0.113.0/24` or `2001:db8:1::/48`, and `NL`; null when unknown. */
+  requestedFrom: z.object({ network: z.string().nullable(), country: z.string().nullable() }),
   createdAt: z.number(),
   expiresAt: z.number(),
   status: deviceCodeStatusSchema,
