@@ -32,6 +32,8 @@ const MIGRATIONS: MigrationStep[] = [
     sql.exec(`CREATE TABLE IF NOT EXISTS outbox_dead (seq INTEGER PRIMARY KEY, op TEXT NOT NULL,
       attempts INTEGER NOT NULL, dead_at INTEGER NOT NULL, error TEXT)`);
   },
+  // The push budget moved to the team's hub (per device, across the team's sessions).
+  "DROP TABLE IF EXISTS push_log; DELETE FROM meta WHERE k = 'summary_at';",
 ];
 
 /** The version every object reaches on its next start. */

@@ -30,8 +30,6 @@ export interface ApprovalNews {
   ownerUserId: string;
   recipients: "session_owner" | "all_approvers";
   lockScreen: "tool_title" | "generic";
-  /** "approval": push this request · "summary": fatigue limit reached, one summary · "none". */
-  push: { kind: "approval" } | { kind: "summary"; waiting: number } | { kind: "none" };
 }
 
 /** What a SessionGate reports when its connection state or metadata may have changed. */
@@ -56,7 +54,7 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   /** The live feed: a WebSocket upgrade built by `hubJoinRequest` (live-feed.ts). */
   fetch(request: Request): Promise<Response>;
 
-  /** A SessionGate opened a request: shown live, pushed to the recipients' devices. */
+  /** A SessionGate opened a request: shown live, pushed to the recipients' devices as each one's budget allows. */
   approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
   /** A request left `pending`: shown live; unsent pushes dropped, sent notifications closed. */
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;

@@ -5,7 +5,8 @@
  *
  * Owns: every CREATE/ALTER of the hub's tables and the `meta('schema_version')` row. Does not
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
- * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `sessions.ts` sessions; the
+ * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
+ * push_budget/push_summaries, `sessions.ts` sessions; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -28,6 +29,12 @@ const MIGRATIONS: MigrationStep[] = [
    CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, owner_user_id TEXT NOT NULL,
      info TEXT NOT NULL, connected INTEGER NOT NULL, connected_at INTEGER, disconnected_at INTEGER,
      last_seen_at INTEGER NOT NULL, pending INTEGER NOT NULL);`,
+  // The push budget, per device across the team's sessions: which requests went to which
+  // device (pushed or held back), and each device's last summary.
+  `CREATE TABLE IF NOT EXISTS push_budget (device_id TEXT NOT NULL, approval_id TEXT NOT NULL, at INTEGER NOT NULL,
+     pushed INTEGER NOT NULL, PRIMARY KEY (device_id, approval_id));
+   CREATE INDEX IF NOT EXISTS push_budget_at ON push_budget (at);
+   CREATE TABLE IF NOT EXISTS push_summaries (device_id TEXT PRIMARY KEY, at INTEGER NOT NULL);`,
 ];
 
 /** The version every hub reaches on its next start. */
