@@ -66,6 +66,15 @@ export class GateStore {
     return row ? (JSON.parse(row.v as string) as SessionMeta) : null;
   }
 
+  /** When the session last reported its connection state (to D1 and the hub); 0 before any. */
+  reportedAt(): number {
+    return Number(this.sql.exec("SELECT v FROM meta WHERE k = 'reported_at'").toArray()[0]?.v ?? 0);
+  }
+
+  setReportedAt(at: number): void {
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('reported_at', ?)", String(at));
+  }
+
   saveMeta(meta: SessionMeta): void {
     this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)", JSON.stringify(meta));
   }

@@ -21,6 +21,14 @@ export interface HubJoin {
   tokenHash: string;
 }
 
+/**
+ * A gate with an open socket reports to its hub at least this often (from its alarm), so the
+ * hub can tell a live session from a row left by a gate that died without reporting.
+ */
+export const PRESENCE_REPORT_MS = 10 * 60 * 1000;
+/** A "connected" session whose last report is older than this is not live: the hub marks it disconnected. */
+export const SESSION_LIVE_MS = 3 * PRESENCE_REPORT_MS;
+
 /** The hub's copy of a push device: D1's row without its timestamps. */
 export type HubDevice = Omit<DeviceRow, "createdAt" | "lastSeenAt">;
 
@@ -83,9 +91,10 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   /** The team's current policy (read from D1, so never older than the hub's copy). */
   policy(teamId: string): Promise<VersionedPolicy>;
   /**
-   * The policy changed in D1: the hub takes it up and hands it to every connected session, in
-   * batches of 20. Resolves once each has answered or failed; a gate that missed it gets it
-   * from the hub's answer when it next reports, or at its next join.
+   * The policy changed in D1: the hub takes it up and hands it to every live session (a report
+   * within SESSION_LIVE_MS), at most 40 calls per invocation, 20 at a time; the rest continue
+   * from the hub's alarm. Resolves once the first 40 have answered or failed; a gate that
+   * missed it gets it from the hub's answer when it next reports, or at its next join.
    */
   policyChanged(): Promise<void>;
 

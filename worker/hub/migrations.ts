@@ -6,7 +6,7 @@
  * Owns: every CREATE/ALTER of the hub's tables and the `meta('schema_version')` row. Does not
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
- * push_budget/push_summaries, `sessions.ts` sessions; the
+ * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -35,6 +35,10 @@ const MIGRATIONS: MigrationStep[] = [
      pushed INTEGER NOT NULL, PRIMARY KEY (device_id, approval_id));
    CREATE INDEX IF NOT EXISTS push_budget_at ON push_budget (at);
    CREATE TABLE IF NOT EXISTS push_summaries (device_id TEXT PRIMARY KEY, at INTEGER NOT NULL);`,
+  // Sessions stay bounded (stale rows found, idle rows pruned, by last report), and a policy
+  // change reaches live sessions a bounded number per invocation: the rest wait here.
+  `CREATE INDEX IF NOT EXISTS sessions_seen ON sessions (connected, last_seen_at);
+   CREATE TABLE IF NOT EXISTS policy_fanout (session_id TEXT PRIMARY KEY);`,
 ];
 
 /** The version every hub reaches on its next start. */

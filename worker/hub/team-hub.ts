@@ -43,7 +43,10 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
       teamId: () => this.teamId(),
       sockets: (tag) => ctx.getWebSockets(tag),
       accept: (ws, tags) => ctx.acceptWebSocket(ws, tags),
-      setAlarm: (at) => ctx.storage.setAlarm(at),
+      setAlarm: async (at) => {
+        const set = await ctx.storage.getAlarm();
+        if (set === null || set > at || set <= Date.now()) await ctx.storage.setAlarm(at);
+      },
     };
     this.directory = new Directory(this.host);
     this.push = new PushQueue(this.host, this.directory, {
@@ -70,7 +73,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   override async alarm(): Promise<void> {
-    await this.push.drain();
+    await this.wake(Date.now());
   }
 
   // ── news from SessionGates ───────────────────────────────────────────────
@@ -117,6 +120,18 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   /** Sends what is due at `now` (the alarm's work; tests run it at a chosen moment). */
   async drain(now = Date.now()): Promise<void> {
     await this.push.drain(now);
+  }
+
+  /**
+   * The alarm's work at `now` (tests run it at a chosen moment): pushes due, stale sessions
+   * corrected and idle ones pruned, the next part of a policy fan-out.
+   */
+  async wake(now = Date.now()): Promise<void> {
+    try {
+      await this.push.drain(now);
+    } finally {
+      await this.sessions.alarm(now);
+    }
   }
 
   async deviceSaved(teamId: string, device: HubDevice): Promise<void> {

@@ -10,6 +10,7 @@ import { requireWeb } from "../auth";
 import { getSession, listSessionApprovals, listSessions } from "../db";
 import { DomainError } from "../errors";
 import { cursorParam, nextCursor, validate } from "../http";
+import { SESSION_LIVE_MS } from "../hub/api";
 import type { AppEnv } from "../types";
 
 const pageQuery = sessionPageQuerySchema.extend({ cursor: cursorParam.optional() });
@@ -19,7 +20,8 @@ export const sessionRoutes = new Hono<AppEnv>()
   .use("/v1/sessions/*", requireWeb)
   .get("/v1/sessions", validate("query", sessionListQuerySchema), async (c) => {
     const { state, limit } = c.req.valid("query");
-    return c.json({ sessions: await listSessions(c.env.DB, { teamId: c.get("web").teamId, state, limit }) });
+    const liveSince = Date.now() - SESSION_LIVE_MS;
+    return c.json({ sessions: await listSessions(c.env.DB, { teamId: c.get("web").teamId, state, limit, liveSince }) });
   })
   .get("/v1/sessions/:sessionId", validate("param", sessionParamSchema), validate("query", pageQuery), async (c) => {
     const teamId = c.get("web").teamId;
