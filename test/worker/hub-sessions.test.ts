@@ -122,11 +122,18 @@ describe("the hub's sessions", () => {
     const hub = hubOf(owner.teamId);
     const feed = await openLive(owner);
     const now = Date.now();
-    const [fresh, silent, idle, gone] = ["fresh", "silent", "idle", "gone"].map((n) => unique(n)) as string[];
+    const [fresh, silent, idle, gone, unsaved] = ["fresh", "silent", "idle", "gone", "unsaved"].map((n) =>
+      unique(n),
+    ) as string[];
     await hub.sessionChanged(owner.teamId, news(fresh as string, owner.userId, true, now));
     await hub.sessionChanged(owner.teamId, news(idle as string, owner.userId, false, now - KEEP_SESSIONS_MS + 60_000));
     await hub.sessionChanged(owner.teamId, news(gone as string, owner.userId, false, now - KEEP_SESSIONS_MS - 60_000));
     await hub.sessionChanged(owner.teamId, news(silent as string, owner.userId, true, now - 60_000));
+    // A session with dead letters stays listed past the week, so the dashboard keeps showing them.
+    await hub.sessionChanged(owner.teamId, {
+      ...news(unsaved as string, owner.userId, false, now - KEEP_SESSIONS_MS - 60_000),
+      deadLetters: 3,
+    });
 
     // Later, the silent gate has not reported for longer than SESSION_LIVE_MS; the fresh one has.
     const later = now + SESSION_LIVE_MS;
@@ -137,7 +144,11 @@ describe("the hub's sessions", () => {
     expect(rows.get(silent as string)).toMatchObject({ connected: 0, disconnected_at: now - 60_000 });
     expect(rows.has(idle as string)).toBe(false); // a week idle by `later`
     expect(rows.has(gone as string)).toBe(false);
-    expect(rows.size).toBe(2);
+    expect(rows.has(unsaved as string)).toBe(true);
+    expect(rows.size).toBe(3);
+    expect(await hub.deadLettered(owner.teamId)).toEqual([
+      { sessionId: unsaved, deadLetters: 3, at: now - KEEP_SESSIONS_MS - 60_000 },
+    ]);
     const shown = await feed.next(
       (f) =>
         f.type === "session" &&

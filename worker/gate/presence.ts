@@ -84,6 +84,19 @@ export class Presence {
       connected,
       at: now,
     });
+    this.reportToHub(meta, connected, now);
+  }
+
+  /**
+   * Outbox rows were dead-lettered: the hub hears the session's count now, for the dashboard.
+   * Only the hub: D1 is what failed, and a new outbox row would only fail behind them.
+   */
+  noteDeadLetters(now: number): void {
+    const meta = this.host.store.meta();
+    if (meta) this.reportToHub(meta, this.host.connected(), now);
+  }
+
+  private reportToHub(meta: SessionMeta, connected: boolean, now: number): void {
     this.host.tellHub(meta.teamId, async (hub) => {
       const newer = await hub.sessionChanged(meta.teamId, {
         sessionId: meta.sessionId,
@@ -93,6 +106,7 @@ export class Presence {
         pending: this.host.store.pendingCount(),
         at: now,
         policyVersion: meta.policyVersion ?? 0,
+        deadLetters: this.host.store.deadLetterCount(),
       });
       if (newer) this.applyPolicy(meta.teamId, newer);
     });

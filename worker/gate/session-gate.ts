@@ -56,7 +56,11 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     const hub = (teamId: string, news: (hub: GateHub) => Promise<unknown>) => tellHub(ctx, env, teamId, news);
     this.store = store;
     this.sockets = new Sockets(ctx);
-    this.outbox = new Outbox(store, { db: env.DB, hub: (teamId) => gateHub(env, teamId) });
+    this.outbox = new Outbox(store, {
+      db: env.DB,
+      hub: (teamId) => gateHub(env, teamId),
+      deadLettered: () => this.presence.noteDeadLetters(Date.now()),
+    });
     this.machine = new StateMachine({
       store,
       outbox: this.outbox,

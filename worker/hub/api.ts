@@ -49,10 +49,16 @@ export interface SessionNews {
   pending: number;
   at: number;
   policyVersion: number;
+  /** Outbox rows the gate could not write (dead letters, `outbox_dead`); absent from older gates. */
+  deadLetters?: number;
 }
+
+/** A session whose outbox dead-lettered rows, for the dashboard (`GET /v1/sessions`). */
+import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 
 /** The live feed's events (sdk/src/human/live.ts): approvals carry `owner` and `delivery`. */
 export type { LiveApproval, LiveEvent } from "../../sdk/src/human/live";
+export type { DeadLetteredSession };
 
 /**
  * The TeamHub's RPC surface. Methods that may be a hub's first call name the team (hubs are
@@ -88,6 +94,8 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * the hub knows a newer one than the gate's (a change that raced the gate's join).
    */
   sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null>;
+  /** The team's sessions whose outbox dead-lettered rows, most recent first (at most 100). */
+  deadLettered(teamId: string): Promise<DeadLetteredSession[]>;
   /** The team's current policy (read from D1, so never older than the hub's copy). */
   policy(teamId: string): Promise<VersionedPolicy>;
   /**

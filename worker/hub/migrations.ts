@@ -39,6 +39,9 @@ const MIGRATIONS: MigrationStep[] = [
   // change reaches live sessions a bounded number per invocation: the rest wait here.
   `CREATE INDEX IF NOT EXISTS sessions_seen ON sessions (connected, last_seen_at);
    CREATE TABLE IF NOT EXISTS policy_fanout (session_id TEXT PRIMARY KEY);`,
+  // Each session's outbox dead letters, as its gate reports them, for the dashboard.
+  `ALTER TABLE sessions ADD COLUMN dead_letters INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE sessions ADD COLUMN dead_lettered_at INTEGER;`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -4,7 +4,8 @@
  * bounded: a "connected" row whose gate stopped reporting is marked disconnected, and rows idle
  * for a week go.
  *
- * Owns: the `sessions` table (with its stale-row correction and pruning), `meta('policy')` (the
+ * Owns: the `sessions` table (with its stale-row correction, pruning and each session's reported
+ * dead-letter count), `meta('policy')` (the
  * hub's copy of the team's versioned policy) and the fan-out of a policy change to live
  * sessions (`policy_fanout`), bounded per invocation and continued from the alarm. Does not own:
  * the policy itself (D1, `db/people.ts`), how a gate applies it (the gate keeps the newest
@@ -14,7 +15,7 @@ import type { AgentSession, SessionInfo } from "../../sdk/src/approval";
 import { getTeamPolicy } from "../db";
 import { sessionGate } from "../gate/api";
 import type { VersionedPolicy } from "../policy";
-import { SESSION_LIVE_MS, type SessionNews } from "./api";
+import { type DeadLetteredSession, SESSION_LIVE_MS, type SessionNews } from "./api";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";
 import type { LiveFeed } from "./live-feed";
@@ -29,6 +30,10 @@ export const POLICY_FANOUT_BATCH = 20;
 export const POLICY_FANOUT_PER_RUN = 40;
 /** A disconnected session idle this long leaves the hub's table (D1 keeps its index row). */
 export const KEEP_SESSIONS_MS = 7 * 24 * 60 * 60 * 1000;
+/** A session with dead letters stays listed longer, so the dashboard keeps showing them. */
+export const KEEP_DEAD_LETTERED_MS = 30 * 24 * 60 * 60 * 1000;
+/** At most this many sessions with dead letters are listed. */
+const DEAD_LETTERED_LISTED = 100;
 /** Stale rows corrected per tidy; the next tidy (at most a minute later, or the alarm) takes the rest. */
 const STALE_PER_TIDY = 200;
 /** Reports tidy the table at most this often; the alarm does it at the moment a row falls due. */
@@ -59,11 +64,16 @@ export class Sessions {
         ? news.at
         : ((before?.disconnected_at as number) ?? news.at);
     const info = JSON.stringify(news.info);
+    const dead = deadLettersAfter(before, news);
     const changed =
-      !before || wasConnected !== news.connected || before.info !== info || before.pending !== news.pending;
+      !before ||
+      wasConnected !== news.connected ||
+      before.info !== info ||
+      before.pending !== news.pending ||
+      before.dead_letters !== dead.count;
     sql.exec(
       `INSERT OR REPLACE INTO sessions (session_id, owner_user_id, info, connected, connected_at, disconnected_at,
-         last_seen_at, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+         last_seen_at, pending, dead_letters, dead_lettered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       news.sessionId,
       news.ownerUserId,
       info,
@@ -72,6 +82,8 @@ export class Sessions {
       disconnectedAt,
       news.at,
       news.pending,
+      dead.count,
+      dead.at,
     );
     if (changed) {
       await this.directory.load();
@@ -81,6 +93,17 @@ export class Sessions {
     if (now - this.tidiedAt >= TIDY_EVERY_MS) await this.tidy(now);
     const policy = this.knownPolicy();
     return news.connected && policy && policy.version > news.policyVersion ? policy : null;
+  }
+
+  /** The team's sessions whose outbox dead-lettered rows, most recent first. */
+  deadLettered(): DeadLetteredSession[] {
+    return this.host.sql
+      .exec(
+        `SELECT session_id AS sessionId, dead_letters AS deadLetters, dead_lettered_at AS at FROM sessions
+          WHERE dead_letters > 0 ORDER BY dead_lettered_at DESC, session_id LIMIT ?`,
+        DEAD_LETTERED_LISTED,
+      )
+      .toArray() as unknown as DeadLetteredSession[];
   }
 
   /** The team's policy as D1 has it now; the hub's copy takes it up when it is newer. */
@@ -162,7 +185,12 @@ export class Sessions {
       )
       .toArray()
       .map((r) => r.session_id as string);
-    sql.exec("DELETE FROM sessions WHERE connected = 0 AND last_seen_at < ?", now - KEEP_SESSIONS_MS);
+    sql.exec(
+      "DELETE FROM sessions WHERE connected = 0 AND last_seen_at < ? - CASE WHEN dead_letters > 0 THEN ? ELSE ? END",
+      now,
+      KEEP_DEAD_LETTERED_MS,
+      KEEP_SESSIONS_MS,
+    );
     if (stale.length > 0) {
       await this.directory.load();
       for (const id of stale) this.feed.send({ type: "session", session: this.liveSession(id) as AgentSession });
@@ -176,8 +204,10 @@ export class Sessions {
     if (moreStale) return now;
     const row = this.host.sql
       .exec(
-        `SELECT MIN(CASE WHEN connected = 1 THEN last_seen_at + ? ELSE last_seen_at + ? END) AS at FROM sessions`,
+        `SELECT MIN(last_seen_at + CASE WHEN connected = 1 THEN ? WHEN dead_letters > 0 THEN ? ELSE ? END) AS at
+           FROM sessions`,
         SESSION_LIVE_MS,
+        KEEP_DEAD_LETTERED_MS,
         KEEP_SESSIONS_MS,
       )
       .one();
@@ -209,6 +239,18 @@ export class Sessions {
       disconnectedAt: row.disconnected_at as number | null,
       lastSeenAt: row.last_seen_at as number,
       pending: row.pending as number,
+      ...((row.dead_letters as number) > 0 && { deadLetters: row.dead_letters as number }),
     };
   }
+}
+
+/** A session's dead-letter count after a report (older gates send none), and when it last grew. */
+function deadLettersAfter(
+  before: Record<string, SqlStorageValue> | undefined,
+  news: SessionNews,
+): { count: number; at: number | null } {
+  const had = (before?.dead_letters as number | undefined) ?? 0;
+  const at = (before?.dead_lettered_at as number | null | undefined) ?? null;
+  const count = news.deadLetters ?? had;
+  return { count, at: count > had ? news.at : at };
 }

@@ -16,7 +16,7 @@ import type { Approval, Delivery } from "../../sdk/src/approval";
 import { deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
-import type { ApprovalNews, AuditEvent, HubDevice, SessionNews, TeamHubApi } from "./api";
+import type { ApprovalNews, AuditEvent, DeadLetteredSession, HubDevice, SessionNews, TeamHubApi } from "./api";
 import { AuditWriter } from "./audit-writer";
 import { Directory } from "./directory";
 import type { HubHost } from "./host";
@@ -166,6 +166,11 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async closeWebSession(tokenHash: string): Promise<void> {
     this.feed.closeWebSession(tokenHash);
+  }
+
+  async deadLettered(teamId: string): Promise<DeadLetteredSession[]> {
+    this.adopt(teamId);
+    return this.sessions.deadLettered();
   }
 
   // ── policy ───────────────────────────────────────────────────────────────
