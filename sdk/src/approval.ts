@@ -105,5 +105,7 @@ export const agentSessionSchema = z.object({
   disconnectedAt: z.number().nullable(),
   lastSeenAt: z.number(),
   pending: z.number(),
+  /** Outbox rows of this session that could not be written to D1 or the audit chain (dead letters); absent when none. */
+  deadLetters: z.number().int().positive().optional(),
 });
 export type AgentSession = z.infer<typeof agentSessionSchema>;

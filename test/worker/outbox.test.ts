@@ -1,13 +1,14 @@
 /**
  * The gate's outbox to D1 when D1 (or the hub's audit chain) keeps failing: retries back off,
  * failures are counted per row across restarts, and after DEAD_AFTER failed flushes in a row a
- * row becomes a dead letter instead of being retried forever.
+ * row becomes a dead letter instead of being retried forever, shown on the dashboard.
  */
 import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { OutboxOp } from "../../worker/db";
 import { DEAD_AFTER } from "../../worker/gate/outbox";
-import { askOnce, decide, flush, gateStub, pendingApprovals, permissionParams } from "./helpers";
+import { api, askOnce, decide, flush, gateStub, json, pendingApprovals, permissionParams, signUp } from "./helpers";
+import { openLive } from "./team-helpers";
 
 type Stub = ReturnType<typeof gateStub>;
 
@@ -82,6 +83,43 @@ describe("the gate's outbox when D1 fails", () => {
     expect(next?.id).not.toBe(approval.id);
     expect(await outboxRows(stub)).toEqual([]);
     expect(await deadLetters(stub)).toHaveLength(2);
+  });
+
+  it("shows dead letters on the dashboard: the session's count, live and in GET /v1/sessions", async () => {
+    const { owner, sessionId, approval } = await askOnce();
+    const feed = await openLive(owner);
+    const stub = gateStub(owner.teamId, sessionId);
+    await breakOutbox(stub);
+    const sessionsNow = async () =>
+      json<{ sessions: Array<{ sessionId: string; deadLetters?: number }>; deadLettered: unknown[] }>(
+        await api("/v1/sessions?state=connected", { cookie: owner.cookie }),
+      );
+    expect((await sessionsNow()).deadLettered).toEqual([]);
+
+    expect((await decide(owner, approval, "allow")).status).toBe(200);
+    await vi.waitFor(async () => expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]));
+    for (let i = 1; i < DEAD_AFTER; i++) {
+      await runInDurableObject(stub, (gate) => gate.flushOutbox().catch(() => undefined));
+    }
+    expect(await deadLetters(stub)).toHaveLength(2);
+
+    // The gate reports its count to the hub; the live feed shows it at once.
+    const live = await feed.next(
+      (f) => f.type === "session" && (f.session as { deadLetters?: number }).deadLetters !== undefined,
+    );
+    expect(live.session).toMatchObject({ sessionId, deadLetters: 2 });
+    const listed = await sessionsNow();
+    expect(listed.deadLettered).toEqual([{ sessionId, deadLetters: 2, at: expect.any(Number) }]);
+    expect(listed.sessions.find((s) => s.sessionId === sessionId)?.deadLetters).toBe(2);
+    const detail = await json<{ deadLetters?: number }>(
+      await api(`/v1/sessions/${sessionId}`, { cookie: owner.cookie }),
+    );
+    expect(detail.deadLetters).toBe(2);
+    // Another team sees none of it.
+    const other = await signUp("Eve");
+    const theirs = await json<{ deadLettered: unknown[] }>(await api("/v1/sessions", { cookie: other.cookie }));
+    expect(theirs.deadLettered).toEqual([]);
+    feed.ws.close();
   });
 
   it("counts failures across restarts, and the alarm's retry delivers once D1 is back", async () => {

@@ -22,6 +22,7 @@ import {
   signUp,
   unique,
 } from "./helpers";
+import { addMember } from "./team-helpers";
 
 interface Phone {
   deviceId: string;
@@ -302,20 +303,31 @@ describe("Web Push", () => {
     expect(pushes).toEqual([]);
   });
 
-  it("allows at most 10 pushes per session per 10 minutes, then one summary", async () => {
+  it("allows each device at most 10 pushes per 10 minutes across all the team's sessions, then one summary", async () => {
     const owner = await signUp();
-    await addPhone(owner);
+    const approver = await addMember(owner, "approver", "Bea");
+    await env.DB.prepare("UPDATE teams SET policy = ? WHERE id = ?")
+      .bind(JSON.stringify({ notify: "all_approvers" }), owner.teamId)
+      .run();
+    const ownerPhone = await addPhone(owner, "Pixel 8");
+    const approverPhone = await addPhone(approver, "iPhone");
     const { key } = await createKey(owner);
-    const sessionId = unique("sess");
-    const agent = await connectAgent(key, sessionId);
-    for (let id = 1; id <= 12; id++) {
-      await agent.ask(id, permissionParams(sessionId));
+    // Twelve sessions, one request each: a per-session budget would push all twelve.
+    const sessions = Array.from({ length: 12 }, () => unique("sess"));
+    for (const sessionId of sessions) {
+      const agent = await connectAgent(key, sessionId);
+      await agent.ask(1, permissionParams(sessionId));
     }
-    await untilPushes(11);
-    const kinds = pushes.map((p) => p.payload.type);
-    expect(kinds.filter((k) => k === "approval")).toHaveLength(10);
-    expect(pushes.filter((p) => p.payload.type === "summary").map((p) => p.payload.count)).toEqual([11]);
-    expect(await pendingApprovals(owner, sessionId)).toHaveLength(12); // every request still waits
+    await untilPushes(22);
+    for (const phone of [ownerPhone, approverPhone]) {
+      const mine = pushes.filter((p) => p.url === phone.endpoint).map((p) => p.payload);
+      expect(mine.filter((p) => p.type === "approval")).toHaveLength(10);
+      // The eleventh request brings one summary of the requests waiting for this device; the twelfth, silence.
+      expect(mine.filter((p) => p.type === "summary")).toEqual([{ v: 1, type: "summary", count: 11 }]);
+    }
+    // Every request still waits: the budget holds back pushes, never requests.
+    for (const sessionId of sessions) expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
+    expect(pushes).toHaveLength(22);
   });
 
   it("sends a test push to my own device only", async () => {

@@ -61,15 +61,22 @@ function sessionFromRow({ ownerUserId, ownerName, agent, ...s }: SessionDbRow): 
   return { ...s, owner: { userId: ownerUserId, name: ownerName }, agent: agent ? JSON.parse(agent) : null };
 }
 
-/** Connected sessions, or the most recently seen ones. */
+/**
+ * Connected sessions, or the most recently seen ones. A session counts as connected only if it
+ * was seen at `liveSince` or later: a connected gate reports periodically, so an older
+ * "connected" row is one whose gate stopped reporting.
+ */
 export async function listSessions(
   db: D1Database,
-  q: { teamId: string; state: "connected" | "recent"; limit: number },
+  q: { teamId: string; state: "connected" | "recent"; limit: number; liveSince: number },
 ): Promise<AgentSession[]> {
-  const connected = q.state === "connected" ? "AND s.connected_at IS NOT NULL AND s.disconnected_at IS NULL" : "";
+  const connected =
+    q.state === "connected"
+      ? "AND s.connected_at IS NOT NULL AND s.disconnected_at IS NULL AND s.last_seen_at >= ?3"
+      : "";
   const { results } = await db
-    .prepare(`${SESSION_SELECT} WHERE s.team_id = ? ${connected} ORDER BY s.last_seen_at DESC, s.session_id LIMIT ?`)
-    .bind(q.teamId, q.limit)
+    .prepare(`${SESSION_SELECT} WHERE s.team_id = ?1 ${connected} ORDER BY s.last_seen_at DESC, s.session_id LIMIT ?2`)
+    .bind(...(q.state === "connected" ? [q.teamId, q.limit, q.liveSince] : [q.teamId, q.limit]))
     .all<SessionDbRow>();
   return results.map(sessionFromRow);
 }

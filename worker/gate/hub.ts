@@ -6,11 +6,12 @@
  * with the news (live feed, pushes, the audit chain).
  */
 import type { Approval } from "../../sdk/src/approval";
-import { type ApprovalNews, type AuditEvent, hubFor, type SessionNews } from "../hub/api";
+import { type ApprovalNews, type AuditEvent, hubFor, PRESENCE_REPORT_MS, type SessionNews } from "../hub/api";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 
 export type { ApprovalNews, AuditEvent, SessionNews };
+export { PRESENCE_REPORT_MS };
 
 /** The part of a TeamHub a SessionGate calls. */
 export interface GateHub {

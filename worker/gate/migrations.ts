@@ -37,6 +37,8 @@ const MIGRATIONS: MigrationStep[] = [
   `DROP TABLE IF EXISTS tool_calls;
    CREATE TABLE tool_calls (socket_id TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL,
      updated_at INTEGER NOT NULL, PRIMARY KEY (socket_id, id));`,
+  // The push budget moved to the team's hub (per device, across the team's sessions).
+  "DROP TABLE IF EXISTS push_log; DELETE FROM meta WHERE k = 'summary_at';",
 ];
 
 /** The version every object reaches on its next start. */

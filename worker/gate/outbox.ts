@@ -5,7 +5,8 @@
  *
  * A failed flush backs off (5 s doubling to 5 min). A row that failed DEAD_AFTER flushes in a
  * row is a dead letter: it moves to `outbox_dead` (kept for inspection and a manual replay)
- * instead of blocking the rows behind it and waking the object forever.
+ * instead of blocking the rows behind it and waking the object forever. The session then reports
+ * its dead-letter count to the team's hub (with every connection report), for the dashboard.
  *
  * Owns: enqueueing, flushing, backoff, dead letters and the outbox's share of the alarm. Does
  * not own: the alarm itself (the shell) or the SQL (store.ts).
@@ -23,6 +24,8 @@ const BATCH = 50;
 export interface OutboxSinks {
   db: D1Database;
   hub(teamId: string): GateHub;
+  /** Rows were dead-lettered: the session reports its count, so the dashboard shows it. */
+  deadLettered(): void;
 }
 
 export class Outbox {
@@ -91,7 +94,9 @@ export class Outbox {
   private failed(lastSeq: number, error: unknown): void {
     this.store.outboxFailed(lastSeq);
     const dead = this.store.deadLetter(DEAD_AFTER, Date.now(), String(error).slice(0, 500));
-    if (dead > 0) console.error(`outbox: ${dead} row(s) dead-lettered after ${DEAD_AFTER} failed flushes: ${error}`);
+    if (dead === 0) return;
+    console.error(`outbox: ${dead} row(s) dead-lettered after ${DEAD_AFTER} failed flushes: ${error}`);
+    this.sinks.deadLettered();
   }
 
   private async writeIndex(ops: OutboxOp[]): Promise<void> {

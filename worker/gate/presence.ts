@@ -10,7 +10,7 @@ import type { SessionInfo } from "../../sdk/src/approval";
 import { toolCallUpdateSchema } from "../../sdk/src/protocol";
 import type { VersionedPolicy } from "../policy";
 import type { GateJoin } from "./api";
-import type { GateHub } from "./hub";
+import { type GateHub, PRESENCE_REPORT_MS } from "./hub";
 import type { Outbox } from "./outbox";
 import { helloInfo, joinedMeta, withoutNullish, withPolicy } from "./rules";
 import type { GateStore, SessionMeta } from "./store";
@@ -52,6 +52,22 @@ export class Presence {
   }
 
   /**
+   * From the alarm: reports when the connection state changed since `wasConnected` (a silent
+   * socket was closed), or when a connected session has not reported for PRESENCE_REPORT_MS,
+   * so the hub and D1 can tell it from a session whose gate died without reporting.
+   */
+  reportIfDue(now: number, wasConnected: boolean): void {
+    const connected = this.host.connected();
+    const due = connected && now >= this.host.store.reportedAt() + PRESENCE_REPORT_MS;
+    if (due || connected !== wasConnected) this.noteConnection(now);
+  }
+
+  /** When the alarm must come back to report a connected session; null when none is open. */
+  reportDueAt(): number | null {
+    return this.host.connected() ? this.host.store.reportedAt() + PRESENCE_REPORT_MS : null;
+  }
+
+  /**
    * Records whether the session has a live socket: for the sessions index in D1, and for the
    * team's hub, which shows it live and answers with a newer policy if one raced our join.
    */
@@ -59,6 +75,7 @@ export class Presence {
     const meta = this.host.store.meta();
     if (!meta) return;
     const connected = this.host.connected();
+    this.host.store.setReportedAt(now);
     this.host.outbox.enqueue({
       op: "session",
       teamId: meta.teamId,
@@ -67,6 +84,19 @@ export class Presence {
       connected,
       at: now,
     });
+    this.reportToHub(meta, connected, now);
+  }
+
+  /**
+   * Outbox rows were dead-lettered: the hub hears the session's count now, for the dashboard.
+   * Only the hub: D1 is what failed, and a new outbox row would only fail behind them.
+   */
+  noteDeadLetters(now: number): void {
+    const meta = this.host.store.meta();
+    if (meta) this.reportToHub(meta, this.host.connected(), now);
+  }
+
+  private reportToHub(meta: SessionMeta, connected: boolean, now: number): void {
     this.host.tellHub(meta.teamId, async (hub) => {
       const newer = await hub.sessionChanged(meta.teamId, {
         sessionId: meta.sessionId,
@@ -76,6 +106,7 @@ export class Presence {
         pending: this.host.store.pendingCount(),
         at: now,
         policyVersion: meta.policyVersion ?? 0,
+        deadLetters: this.host.store.deadLetterCount(),
       });
       if (newer) this.applyPolicy(meta.teamId, newer);
     });

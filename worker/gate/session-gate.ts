@@ -56,7 +56,11 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     const hub = (teamId: string, news: (hub: GateHub) => Promise<unknown>) => tellHub(ctx, env, teamId, news);
     this.store = store;
     this.sockets = new Sockets(ctx);
-    this.outbox = new Outbox(store, { db: env.DB, hub: (teamId) => gateHub(env, teamId) });
+    this.outbox = new Outbox(store, {
+      db: env.DB,
+      hub: (teamId) => gateHub(env, teamId),
+      deadLettered: () => this.presence.noteDeadLetters(Date.now()),
+    });
     this.machine = new StateMachine({
       store,
       outbox: this.outbox,
@@ -93,7 +97,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.change(() => this.agents.closed(ws));
   }
 
-  /** One alarm serves expiry, leases, heartbeat checks and outbox retries. */
+  /** One alarm serves expiry, leases, heartbeat checks, presence reports and outbox retries. */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
@@ -144,7 +148,10 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   // ── time, and the outbox (called by the alarm; public for tests) ─────────
 
-  /** Ends what is due at `now`: expired requests, lapsed leases, silent (half-open) sockets, orphans. */
+  /**
+   * Ends what is due at `now`: expired requests, lapsed leases, silent (half-open) sockets,
+   * orphans; and reports the connection state when it changed or a report is due.
+   */
   sweep(now: number): void {
     this.change(() => this.sweepDue(now));
   }
@@ -155,9 +162,11 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   }
 
   private sweepDue(now: number): void {
+    const wasConnected = this.sockets.anyOpen();
     this.machine.lapseDue(now);
     this.agents.closeSilent(now);
     this.agents.resolveOrphans(now);
+    this.presence.reportIfDue(now, wasConnected);
   }
 
   // ── the post-change step ─────────────────────────────────────────────────
@@ -185,11 +194,13 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     if (this.outbox.flushDue()) void this.outbox.flush().catch(() => undefined);
   }
 
-  /** One alarm serves expiry, leases, heartbeat checks while sockets hold requests, and outbox retries. */
+  /** One alarm serves expiry, leases, heartbeat checks while sockets hold requests, presence reports while one is open, and outbox retries. */
   private scheduleAlarm(): void {
     const now = Date.now();
     const due = this.store.pendingDue();
-    const candidates = [due.expiry, due.lease, this.outbox.dueAt(now)].filter((at) => at !== null);
+    const candidates = [due.expiry, due.lease, this.outbox.dueAt(now), this.presence.reportDueAt()].filter(
+      (at) => at !== null,
+    );
     if (due.socketHeld > 0) candidates.push(now + HEARTBEAT_INTERVAL_MS);
     if (candidates.length === 0) return;
     const at = Math.min(...candidates);

@@ -54,8 +54,6 @@ function memoryStore(meta: SessionMeta) {
     pendingLeaseLapsedBy: (now: number) => pending((r) => r.lease_until !== null && r.lease_until <= now),
     pendingOfKey: (keyId: string) => pending((r) => r.key_id === keyId),
     revoke: (keyId: string) => revoked.add(keyId),
-    pushesSince: () => 0,
-    logPush: () => undefined,
   };
   return { store: store as unknown as GateStore, rows, revoked };
 }

@@ -19,7 +19,6 @@ import { randomBase62 } from "../crypto";
 import type { DecisionInput, DecisionResult } from "./api";
 import type { GateHub } from "./hub";
 import type { Outbox } from "./outbox";
-import { spendPushBudget } from "./push-budget";
 import {
   agentAnswer,
   auditOp,
@@ -81,14 +80,12 @@ export class StateMachine {
     this.store.insertPending(approval, holder, params.options);
     this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
     this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
-    const push = spendPushBudget(this.store, now);
     this.host.tellHub(meta.teamId, (hub) =>
       hub.approvalCreated(meta.teamId, {
         approval,
         ownerUserId: meta.ownerUserId,
         recipients: meta.policy.notify,
         lockScreen: meta.policy.lockScreen,
-        push,
       }),
     );
     if (approval.options.length === 0) {

@@ -2,8 +2,8 @@
  * Every SQL statement of a SessionGate's own SQLite, and the mapping between rows and values.
  *
  * Owns: reads and writes of `meta`, `approvals`, `tool_calls`, `revoked_keys`, `outbox`,
- * `outbox_dead` and `push_log`. Does not own: the schema (migrations.ts) or any decision about
- * what to write (state-machine.ts, outbox.ts, push-budget.ts, ...). Synchronous, like the
+ * `outbox_dead`. Does not own: the schema (migrations.ts) or any decision about
+ * what to write (state-machine.ts, outbox.ts, ...). Synchronous, like the
  * storage under it: a caller that reads and then writes cannot be interleaved.
  */
 import type { Approval, SessionInfo } from "../../sdk/src/approval";
@@ -64,6 +64,15 @@ export class GateStore {
   meta(): SessionMeta | null {
     const row = this.sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];
     return row ? (JSON.parse(row.v as string) as SessionMeta) : null;
+  }
+
+  /** When the session last reported its connection state (to D1 and the hub); 0 before any. */
+  reportedAt(): number {
+    return Number(this.sql.exec("SELECT v FROM meta WHERE k = 'reported_at'").toArray()[0]?.v ?? 0);
+  }
+
+  setReportedAt(at: number): void {
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('reported_at', ?)", String(at));
   }
 
   saveMeta(meta: SessionMeta): void {
@@ -268,25 +277,5 @@ export class GateStore {
 
   deadLetterCount(): number {
     return this.sql.exec("SELECT COUNT(*) AS n FROM outbox_dead").one().n as number;
-  }
-
-  // ── push budget ──────────────────────────────────────────────────────────
-
-  /** Forgets pushes at or before `windowStart`; how many remain. */
-  pushesSince(windowStart: number): number {
-    this.sql.exec("DELETE FROM push_log WHERE at <= ?", windowStart);
-    return this.sql.exec("SELECT COUNT(*) AS n FROM push_log").one().n as number;
-  }
-
-  logPush(at: number): void {
-    this.sql.exec("INSERT INTO push_log (at) VALUES (?)", at);
-  }
-
-  summaryAt(): number {
-    return Number(this.sql.exec("SELECT v FROM meta WHERE k = 'summary_at'").toArray()[0]?.v ?? 0);
-  }
-
-  setSummaryAt(at: number): void {
-    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('summary_at', ?)", String(at));
   }
 }

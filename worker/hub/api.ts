@@ -23,6 +23,14 @@ export interface HubJoin {
   validUntil: number;
 }
 
+/**
+ * A gate with an open socket reports to its hub at least this often (from its alarm), so the
+ * hub can tell a live session from a row left by a gate that died without reporting.
+ */
+export const PRESENCE_REPORT_MS = 10 * 60 * 1000;
+/** A "connected" session whose last report is older than this is not live: the hub marks it disconnected. */
+export const SESSION_LIVE_MS = 3 * PRESENCE_REPORT_MS;
+
 /** The hub's copy of a push device: D1's row without its timestamps. */
 export type HubDevice = Omit<DeviceRow, "createdAt" | "lastSeenAt">;
 
@@ -32,8 +40,6 @@ export interface ApprovalNews {
   ownerUserId: string;
   recipients: "session_owner" | "all_approvers";
   lockScreen: "tool_title" | "generic";
-  /** "approval": push this request · "summary": fatigue limit reached, one summary · "none". */
-  push: { kind: "approval" } | { kind: "summary"; waiting: number } | { kind: "none" };
 }
 
 /** What a SessionGate reports when its connection state or metadata may have changed. */
@@ -45,10 +51,16 @@ export interface SessionNews {
   pending: number;
   at: number;
   policyVersion: number;
+  /** Outbox rows the gate could not write (dead letters, `outbox_dead`); absent from older gates. */
+  deadLetters?: number;
 }
+
+/** A session whose outbox dead-lettered rows, for the dashboard (`GET /v1/sessions`). */
+import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 
 /** The live feed's events (sdk/src/human/live.ts): approvals carry `owner` and `delivery`. */
 export type { LiveApproval, LiveEvent } from "../../sdk/src/human/live";
+export type { DeadLetteredSession };
 
 /**
  * The TeamHub's RPC surface. Methods that may be a hub's first call name the team (hubs are
@@ -58,7 +70,7 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   /** The live feed: a WebSocket upgrade built by `hubJoinRequest` (live-feed.ts). */
   fetch(request: Request): Promise<Response>;
 
-  /** A SessionGate opened a request: shown live, pushed to the recipients' devices. */
+  /** A SessionGate opened a request: shown live, pushed to the recipients' devices as each one's budget allows. */
   approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
   /** A request left `pending`: shown live; unsent pushes dropped, sent notifications closed. */
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
@@ -84,12 +96,15 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * the hub knows a newer one than the gate's (a change that raced the gate's join).
    */
   sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null>;
+  /** The team's sessions whose outbox dead-lettered rows, most recent first (at most 100). */
+  deadLettered(teamId: string): Promise<DeadLetteredSession[]>;
   /** The team's current policy (read from D1, so never older than the hub's copy). */
   policy(teamId: string): Promise<VersionedPolicy>;
   /**
-   * The policy changed in D1: the hub takes it up and hands it to every connected session, in
-   * batches of 20. Resolves once each has answered or failed; a gate that missed it gets it
-   * from the hub's answer when it next reports, or at its next join.
+   * The policy changed in D1: the hub takes it up and hands it to every live session (a report
+   * within SESSION_LIVE_MS), at most 40 calls per invocation, 20 at a time; the rest continue
+   * from the hub's alarm. Resolves once the first 40 have answered or failed; a gate that
+   * missed it gets it from the hub's answer when it next reports, or at its next join.
    */
   policyChanged(): Promise<void>;
 

@@ -18,6 +18,9 @@ export interface HubHost {
   sockets(tag?: string): WebSocket[];
   /** Accepts a hibernatable WebSocket with these tags. */
   accept(ws: WebSocket, tags: string[]): void;
-  /** Wakes the hub's alarm at `at` (ms since the epoch). */
+  /**
+   * Wakes the hub's alarm no later than `at` (ms since the epoch): an alarm already set earlier
+   * stays, since several subsystems share it and each asks again when it runs.
+   */
   setAlarm(at: number): Promise<void>;
 }

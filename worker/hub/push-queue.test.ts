@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import type { ApprovalNews } from "./api";
-import { newsPush, resolvedPayload, retryDelayMs, SEND_CLAIM_MS, topicOf } from "./push-queue";
+import { approvalPush, resolvedPayload, retryDelayMs, SEND_CLAIM_MS, summaryPush, topicOf } from "./push-queue";
 import { pushTopic } from "./web-push";
 
 const approval = {
@@ -16,32 +16,24 @@ const news = (over: Partial<ApprovalNews>): ApprovalNews => ({
   ownerUserId: "usr_1",
   recipients: "session_owner",
   lockScreen: "tool_title",
-  push: { kind: "approval" },
   ...over,
 });
 
-describe("newsPush", () => {
-  it("pushes a new request once per device, urgently, with its lock-screen title", () => {
-    expect(newsPush(news({}))).toEqual({
+describe("approvalPush", () => {
+  it("pushes a new request urgently, with its lock-screen title", () => {
+    expect(approvalPush(news({}))).toEqual({
       payload: { v: 1, type: "approval", approvalId: "apr_1", title: "Run tests", expiresAt: 5_000 },
       urgency: "high",
-      oncePerDevice: true,
     });
-    expect(newsPush(news({ lockScreen: "generic" }))?.payload).toMatchObject({
+    expect(approvalPush(news({ lockScreen: "generic" })).payload).toMatchObject({
       title: "An agent is asking for permission",
     });
   });
+});
 
-  it("sends one summary, not urgent, once the fatigue limit is reached", () => {
-    expect(newsPush(news({ push: { kind: "summary", waiting: 7 } }))).toEqual({
-      payload: { v: 1, type: "summary", count: 7 },
-      urgency: "normal",
-      oncePerDevice: false,
-    });
-  });
-
-  it("pushes nothing when the gate says none", () => {
-    expect(newsPush(news({ push: { kind: "none" } }))).toBeNull();
+describe("summaryPush", () => {
+  it("says how many requests wait, not urgently, once a device's budget is spent", () => {
+    expect(summaryPush(7)).toEqual({ payload: { v: 1, type: "summary", count: 7 }, urgency: "normal" });
   });
 });
 
@@ -71,7 +63,7 @@ describe("retryDelayMs", () => {
 describe("topicOf", () => {
   it("gives messages about one request one topic, and others none", () => {
     expect(topicOf({ v: 1, type: "resolved", approvalId: "apr_1", state: "denied" })).toBe(pushTopic("apr_1"));
-    expect(topicOf(newsPush(news({}))?.payload as never)).toBe(pushTopic("apr_1"));
+    expect(topicOf(approvalPush(news({})).payload)).toBe(pushTopic("apr_1"));
     expect(topicOf({ v: 1, type: "summary", count: 2 })).toBeUndefined();
     expect(topicOf({ v: 1, type: "test" })).toBeUndefined();
   });

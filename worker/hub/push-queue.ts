@@ -4,7 +4,8 @@
  * the per-device delivery record of each request (sent, delivered, seen, failed).
  *
  * Owns: the `push_queue` and `deliveries` tables, the claim that keeps a job from being sent
- * twice, backoff, and the alarm time it needs. Does not own: what a push says or how it is sent
+ * twice, backoff, and the alarm time it needs. Does not own: the per-device push budget
+ * (`push-budget.ts`, asked for each device), what a push says or how it is sent
  * (`web-push.ts`), which devices exist (`directory.ts`), showing deliveries live (the feed, told
  * through `onDelivery`), or forgetting a gone device everywhere (the shell, told through `onGone`).
  * The exported functions above the class are pure and unit-tested (`push-queue.test.ts`).
@@ -13,6 +14,7 @@ import type { Approval, Delivery } from "../../sdk/src/approval";
 import type { ApprovalNews, HubDevice } from "./api";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";
+import { PushBudget } from "./push-budget";
 import { lockScreenTitle, type PushPayload, pushTopic, sendPush, type VapidKeys } from "./web-push";
 
 const RETRY_BASE_MS = 1_000;
@@ -25,33 +27,30 @@ const TEST_TTL_MS = 60_000;
 
 type Urgency = "high" | "normal";
 
-/** What one request's news pushes: one message for every recipient device, or nothing. */
+/** What a request's push to one device is: the same message for every device it goes to. */
 export interface NewsPush {
   payload: PushPayload;
   urgency: Urgency;
-  /** At most one push per request per device, whatever the retries and replays. */
-  oncePerDevice: boolean;
 }
 
-export function newsPush(news: ApprovalNews): NewsPush | null {
-  const { approval, push } = news;
-  if (push.kind === "approval") {
-    return {
-      payload: {
-        v: 1,
-        type: "approval",
-        approvalId: approval.id,
-        title: lockScreenTitle(approval, news.lockScreen),
-        expiresAt: approval.expiresAt,
-      },
-      urgency: "high",
-      oncePerDevice: true,
-    };
-  }
-  if (push.kind === "summary") {
-    return { payload: { v: 1, type: "summary", count: push.waiting }, urgency: "normal", oncePerDevice: false };
-  }
-  return null;
+/** A new request's push: urgent, with its lock-screen title (at most once per device). */
+export function approvalPush(news: ApprovalNews): NewsPush {
+  const { approval } = news;
+  return {
+    payload: {
+      v: 1,
+      type: "approval",
+      approvalId: approval.id,
+      title: lockScreenTitle(approval, news.lockScreen),
+      expiresAt: approval.expiresAt,
+    },
+    urgency: "high",
+  };
+}
+
+/** A device's budget is spent: one summary of how many requests wait for it, not urgent. */
+export function summaryPush(waiting: number): NewsPush {
+  return { payload: { v: 1, type: "summary", count: waiting }, urgency: "normal" };
 }
 
 /** The message that closes a request's notification where one went out. */
@@ -77,33 +76,42 @@ export interface PushQueueHooks {
 }
 
 export class PushQueue {
+  private readonly budget: PushBudget;
+
   constructor(
     private readonly host: HubHost,
     private readonly directory: Directory,
     private readonly hooks: PushQueueHooks,
-  ) {}
+  ) {
+    this.budget = new PushBudget(host);
+  }
 
-  /** Queues a new request's push (or the fatigue summary) for these devices. */
+  /**
+   * Queues a new request's push for these devices, each as its budget allows (`push-budget.ts`):
+   * the request itself, the device's one summary, or nothing. A replayed request queues nothing.
+   */
   queueNews(news: ApprovalNews, devices: HubDevice[], now: number): void {
-    const push = newsPush(news);
-    if (!push) return;
     const { approval } = news;
+    this.budget.prune(now);
     for (const device of devices) {
-      if (push.oncePerDevice) {
-        const fresh = this.host.sql
-          .exec(
-            `INSERT INTO deliveries (approval_id, device_id, user_id, device_name) VALUES (?, ?, ?, ?)
-             ON CONFLICT DO NOTHING RETURNING device_id`,
-            approval.id,
-            device.id,
-            device.userId,
-            device.name,
-          )
-          .toArray();
-        if (fresh.length > 0) this.enqueue(device.id, approval.id, push.payload, push.urgency, approval.expiresAt, now);
-      } else {
-        this.enqueue(device.id, null, push.payload, push.urgency, approval.expiresAt, now);
+      const spend = this.budget.spend(device.id, approval.id, now);
+      if (spend?.kind === "summary") {
+        const { payload, urgency } = summaryPush(spend.waiting);
+        this.enqueue(device.id, null, payload, urgency, approval.expiresAt, now);
       }
+      if (spend?.kind !== "approval") continue;
+      const fresh = this.host.sql
+        .exec(
+          `INSERT INTO deliveries (approval_id, device_id, user_id, device_name) VALUES (?, ?, ?, ?)
+           ON CONFLICT DO NOTHING RETURNING device_id`,
+          approval.id,
+          device.id,
+          device.userId,
+          device.name,
+        )
+        .toArray();
+      const { payload, urgency } = approvalPush(news);
+      if (fresh.length > 0) this.enqueue(device.id, approval.id, payload, urgency, approval.expiresAt, now);
     }
   }
 
@@ -127,6 +135,7 @@ export class PushQueue {
   /** A removed device gets nothing more. */
   forgetDevice(deviceId: string): void {
     this.host.sql.exec("DELETE FROM push_queue WHERE device_id = ?", deviceId);
+    this.budget.forgetDevice(deviceId);
   }
 
   /** The service worker saw the push on this device; false when it was not this user's push. */

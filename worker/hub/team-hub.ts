@@ -16,7 +16,15 @@ import type { Approval, Delivery } from "../../sdk/src/approval";
 import { deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
-import type { ApprovalNews, AuditAnchors, AuditEvent, HubDevice, SessionNews, TeamHubApi } from "./api";
+import type {
+  ApprovalNews,
+  AuditAnchors,
+  AuditEvent,
+  DeadLetteredSession,
+  HubDevice,
+  SessionNews,
+  TeamHubApi,
+} from "./api";
 import { AuditWriter } from "./audit-writer";
 import { Directory } from "./directory";
 import type { HubHost } from "./host";
@@ -43,7 +51,10 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
       teamId: () => this.teamId(),
       sockets: (tag) => ctx.getWebSockets(tag),
       accept: (ws, tags) => ctx.acceptWebSocket(ws, tags),
-      setAlarm: (at) => ctx.storage.setAlarm(at),
+      setAlarm: async (at) => {
+        const set = await ctx.storage.getAlarm();
+        if (set === null || set > at || set <= Date.now()) await ctx.storage.setAlarm(at);
+      },
     };
     this.directory = new Directory(this.host);
     this.push = new PushQueue(this.host, this.directory, {
@@ -72,7 +83,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   override async alarm(): Promise<void> {
     this.feed.closeExpired(Date.now());
     await this.drainAuditQuietly();
-    await this.push.drain();
+    await this.wake(Date.now());
   }
 
   // ── news from SessionGates ───────────────────────────────────────────────
@@ -121,6 +132,18 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     await this.push.drain(now);
   }
 
+  /**
+   * The alarm's work at `now` (tests run it at a chosen moment): pushes due, stale sessions
+   * corrected and idle ones pruned, the next part of a policy fan-out.
+   */
+  async wake(now = Date.now()): Promise<void> {
+    try {
+      await this.push.drain(now);
+    } finally {
+      await this.sessions.alarm(now);
+    }
+  }
+
   async deviceSaved(teamId: string, device: HubDevice): Promise<void> {
     this.adopt(teamId);
     await this.directory.load();
@@ -158,6 +181,11 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   /** Closes the live sockets whose web session expired by `now` (also before every event; tests pick `now`). */
   closeExpired(now = Date.now()): void {
     this.feed.closeExpired(now);
+  }
+
+  async deadLettered(teamId: string): Promise<DeadLetteredSession[]> {
+    this.adopt(teamId);
+    return this.sessions.deadLettered();
   }
 
   // ── policy ───────────────────────────────────────────────────────────────

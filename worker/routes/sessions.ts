@@ -2,14 +2,16 @@
 import { Hono } from "hono";
 import {
   type SessionDetail,
+  type SessionList,
   sessionListQuerySchema,
   sessionPageQuerySchema,
   sessionParamSchema,
 } from "../../sdk/src/human/sessions";
 import { requireWeb } from "../auth";
-import { getSession, listSessionApprovals, listSessions } from "../db";
+import { listSessionApprovals } from "../db";
 import { DomainError } from "../errors";
 import { cursorParam, nextCursor, validate } from "../http";
+import { listTeamSessions, teamSession } from "../team/sessions";
 import type { AppEnv } from "../types";
 
 const pageQuery = sessionPageQuerySchema.extend({ cursor: cursorParam.optional() });
@@ -19,12 +21,12 @@ export const sessionRoutes = new Hono<AppEnv>()
   .use("/v1/sessions/*", requireWeb)
   .get("/v1/sessions", validate("query", sessionListQuerySchema), async (c) => {
     const { state, limit } = c.req.valid("query");
-    return c.json({ sessions: await listSessions(c.env.DB, { teamId: c.get("web").teamId, state, limit }) });
+    return c.json((await listTeamSessions(c.env, { teamId: c.get("web").teamId, state, limit })) satisfies SessionList);
   })
   .get("/v1/sessions/:sessionId", validate("param", sessionParamSchema), validate("query", pageQuery), async (c) => {
     const teamId = c.get("web").teamId;
     const { sessionId } = c.req.valid("param");
-    const session = await getSession(c.env.DB, teamId, sessionId);
+    const session = await teamSession(c.env, teamId, sessionId);
     if (!session) throw new DomainError("not_found", "no such session");
     const { cursor, limit } = c.req.valid("query");
     const approvals = await listSessionApprovals(c.env.DB, { teamId, sessionId, cursor: cursor ?? null, limit });

@@ -1,8 +1,10 @@
 /** Agent sessions of the team (connected now, or recent), live; and one session's requests in order. */
 import { useEffect, useRef, useState } from "preact/hooks";
+import type { DeadLetteredSession } from "../../../sdk/src/human/sessions";
 import { type AgentSession, type ApprovalView, api } from "../api";
 import { useNow } from "../clock";
 import { ApprovalRow } from "../components/ApprovalRow";
+import { Banner } from "../components/Banner";
 import { SafeText } from "../components/SafeText";
 import { ago, dateTime } from "../format";
 import { useLiveEvents } from "../live";
@@ -22,7 +24,7 @@ export function Sessions() {
         if (!prev) return prev;
         const others = prev.sessions.filter((x) => x.sessionId !== s.sessionId);
         const gone = state === "connected" && s.disconnectedAt !== null && s.disconnectedAt !== undefined;
-        return { sessions: gone ? others : [s, ...others] };
+        return { sessions: gone ? others : [s, ...others], deadLettered: withDeadLettered(prev.deadLettered, s) };
       });
     } else refetch(); // pending counts moved
   });
@@ -57,8 +59,42 @@ export function Sessions() {
         </Empty>
       )}
       {!list.data && list.loading && <p class="muted">Loading…</p>}
+      <DeadLetters deadLettered={list.data?.deadLettered ?? []} />
       {sessions.length > 0 && <SessionTable sessions={sessions} />}
     </section>
+  );
+}
+
+/** A session's report changed its dead-letter count: the banner follows it. */
+function withDeadLettered(list: DeadLetteredSession[], s: AgentSession): DeadLetteredSession[] {
+  const others = list.filter((d) => d.sessionId !== s.sessionId);
+  const known = list.find((d) => d.sessionId === s.sessionId);
+  if (!s.deadLetters) return others;
+  const at = known && known.deadLetters === s.deadLetters ? known.at : s.lastSeenAt;
+  return [{ sessionId: s.sessionId, deadLetters: s.deadLetters, at }, ...others];
+}
+
+/**
+ * Sessions whose records could not be written (the gate's outbox dead letters): the approvals
+ * index or the audit log may lack them, so the team should know, and the operator can replay them.
+ */
+function DeadLetters({ deadLettered }: { deadLettered: DeadLetteredSession[] }) {
+  if (deadLettered.length === 0) return null;
+  const rows = deadLettered.reduce((n, d) => n + d.deadLetters, 0);
+  return (
+    <Banner tone="warn" testId="dead-letters-banner">
+      {rows} record{rows === 1 ? "" : "s"} of {deadLettered.length} session{deadLettered.length === 1 ? "" : "s"} could
+      not be saved to the history or the audit log after repeated tries; they are kept for a replay:{" "}
+      {deadLettered.map((d, i) => (
+        <span key={d.sessionId}>
+          {i > 0 && ", "}
+          <Link href={`/sessions/${encodeURIComponent(d.sessionId)}`} data-testid="dead-letter-link">
+            <SafeText text={d.sessionId} />
+          </Link>{" "}
+          ({d.deadLetters})
+        </span>
+      ))}
+    </Banner>
   );
 }
 
@@ -105,6 +141,12 @@ function SessionTable({ sessions }: { sessions: AgentSession[] }) {
           <td class="nowrap muted">{s.lastSeenAt ? ago(s.lastSeenAt, now) : "—"}</td>
           <td class="num">
             {s.pending > 0 ? <span class="count-pill">{s.pending}</span> : <span class="muted">0</span>}
+            {s.deadLetters ? (
+              <span class="muted" title="records that could not be saved" data-testid="session-dead-letters">
+                {" "}
+                · {s.deadLetters} unsaved
+              </span>
+            ) : null}
           </td>
         </tr>
       ))}

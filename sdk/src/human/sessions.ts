@@ -8,7 +8,19 @@ export const sessionListQuerySchema = z.object({
   state: z.enum(["connected", "recent"]).default("recent"),
   limit: z.coerce.number().int().min(1).max(200).default(100),
 });
-export const sessionListSchema = z.object({ sessions: z.array(agentSessionSchema) });
+/** A session whose outbox dead-lettered rows: how many, and when the count last grew. */
+export const deadLetteredSessionSchema = z.object({
+  sessionId: z.string(),
+  deadLetters: z.number().int().positive(),
+  at: z.number(),
+});
+export type DeadLetteredSession = z.infer<typeof deadLetteredSessionSchema>;
+/** `GET /v1/sessions`: the sessions asked for, and every session of the team with dead letters. */
+export const sessionListSchema = z.object({
+  sessions: z.array(agentSessionSchema),
+  deadLettered: z.array(deadLetteredSessionSchema),
+});
+export type SessionList = z.infer<typeof sessionListSchema>;
 export const sessionParamSchema = z.object({ sessionId: sessionIdSchema });
 export const sessionPageQuerySchema = z.object({
   cursor: cursorQuerySchema.optional(),

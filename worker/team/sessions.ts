@@ -1,0 +1,41 @@
+/**
+ * The team's agent sessions as the dashboard sees them: D1's index, with the dead letters each
+ * session's gate reported to the team's hub (outbox rows that could not be written, so D1 may
+ * lack them). A session counts as connected only while its gate keeps reporting.
+ *
+ * Owns: merging the two. Does not own: the SQL (`db/sessions.ts`), the counts or what "live"
+ * means (`hub/sessions.ts`, `SESSION_LIVE_MS`).
+ */
+import type { AgentSession } from "../../sdk/src/approval";
+import { getSession, listSessions } from "../db";
+import { type DeadLetteredSession, hubFor, SESSION_LIVE_MS } from "../hub/api";
+import type { Env } from "../types";
+
+/** Connected or recent sessions, and every session of the team with dead letters. */
+export async function listTeamSessions(
+  env: Env,
+  q: { teamId: string; state: "connected" | "recent"; limit: number },
+): Promise<{ sessions: AgentSession[]; deadLettered: DeadLetteredSession[] }> {
+  const [sessions, deadLettered] = await Promise.all([
+    listSessions(env.DB, { ...q, liveSince: Date.now() - SESSION_LIVE_MS }),
+    hubFor(env, q.teamId).deadLettered(q.teamId),
+  ]);
+  return { sessions: withDeadLetters(sessions, deadLettered), deadLettered };
+}
+
+/** One session of the team, with its dead letters; null when the team has no such session. */
+export async function teamSession(env: Env, teamId: string, sessionId: string): Promise<AgentSession | null> {
+  const [session, deadLettered] = await Promise.all([
+    getSession(env.DB, teamId, sessionId),
+    hubFor(env, teamId).deadLettered(teamId),
+  ]);
+  return session ? (withDeadLetters([session], deadLettered)[0] ?? null) : null;
+}
+
+function withDeadLetters(sessions: AgentSession[], deadLettered: DeadLetteredSession[]): AgentSession[] {
+  const counts = new Map(deadLettered.map((d) => [d.sessionId, d.deadLetters]));
+  return sessions.map((s) => {
+    const deadLetters = counts.get(s.sessionId);
+    return deadLetters ? { ...s, deadLetters } : s;
+  });
+}
