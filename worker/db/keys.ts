@@ -38,7 +38,6 @@ export async function createApiKey(
   const [result] = await db.batch([insert, ...auditOutboxStatements(db, audit, made)]);
   return (result?.meta.changes ?? 0) > 0;
 }
-}
 
 /** The team's keys, or (with `userId`) only that user's. */
 export async function listApiKeys(db: D1Database, teamId: string, userId: string | null): Promise<ApiKeyRow[]> {

@@ -33,7 +33,9 @@ export async function createKey(env: Env, k: { teamId: string; userId: string; l
     { keyId: id, label: k.label, prefix },
   );
   // Checked in D1, not by the (cached) web session: a member removed a moment ago gets no key.
-  if (!(await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now }, event))) {
+  if (
+    !(await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now }, event))
+  ) {
     throw new DomainError("unauthenticated", "you are no longer a member of this team; sign in again");
   }
   await chainQueued(env, k.teamId);

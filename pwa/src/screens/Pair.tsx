@@ -5,8 +5,8 @@ import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { CreatePasskey } from "../components/CreatePasskey";
 import { EnableNotifications } from "../components/EnableNotifications";
-import { withReauth } from "../reauth";
 import { SwitchAccount } from "../components/SwitchAccount";
+import { withReauth } from "../reauth";
 import { Link, navigate } from "../router";
 import { useMe, useSession } from "../session";
 
