@@ -288,7 +288,7 @@ describe("durable route-side audit", () => {
       const policy = { ...DEFAULT_POLICY, lifetimeMs: 120_000 };
       const put = await api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify(policy) });
       expect(put.status).toBe(200);
-      expect((await rows(owner.teamId)).map((e) => e.action)).toEqual(["team.created"]);
+      expect((await rows(owner.teamId)).map((e) => e.action)).toEqual(["team.created", "auth.signed_in"]);
       const queued = await env.DB.prepare(
         "SELECT event_id FROM audit_outbox WHERE team_id = ? ORDER BY created_at, rowid",
       )
@@ -303,8 +303,9 @@ describe("durable route-side audit", () => {
       await env.DB.exec(`DROP TRIGGER ${trigger}`);
     }
     // The hub drains the outbox on its next append (here: verify's), and the events are chained.
-    expect(await verify(owner)).toMatchObject({ ok: true, entries: 4 });
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 5 });
     expect((await rows(owner.teamId)).map((e) => e.eventId)).toEqual([
+      expect.any(String),
       expect.any(String),
       `key_created:${keyId}`,
       `key_revoked:${keyId}`,

@@ -136,7 +136,8 @@ describe("device code sign-in", () => {
     });
     const v6 = await shown({ "CF-Connecting-IP": "2001:db8:beef:42::7" });
     expect(v6).toMatchObject({ requestedFrom: { network: "2001:db8:beef::/48" } });
-    expect(await shown({})).toMatchObject({ requestedFrom: { network: null } });
+    // An empty header: the test helper gives every other request an address of its own.
+    expect(await shown({ "CF-Connecting-IP": "" })).toMatchObject({ requestedFrom: { network: null } });
 
     const stored = JSON.stringify((await env.DB.prepare("SELECT * FROM device_codes").all()).results);
     expect(stored).not.toContain("198.51.100.77");
