@@ -15,9 +15,9 @@ if (!existsSync(devVars)) {
   const lines = Object.entries(localVars()).map(([key, value]) => `${key}=${value}`);
   const header = [
     "# Local mode, written by `npm start`. Never deploy these values.",
-    "# DEV_OUTBOX: sign-in mail is printed here and readable at GET /v1/dev/outbox.",
+    "# DEV_OUTBOX=1: sign-in mail is printed here and readable at GET /v1/dev/outbox (from this machine only).",
     "# VAPID_*: this machine's Web Push keys.",
-    "# RATE_LIMIT_SECRET: keys the hashed IP addresses of the sign-in code rate limit.",
+    "# RATE_LIMIT_SECRET: keys the hashed addresses and clients of the rate limits.",
   ];
   writeFileSync(devVars, `${[...header, ...lines].join("\n")}\n`, { mode: 0o600 });
   console.log("created .dev.vars (local mode, fresh VAPID keys)");
