@@ -27,7 +27,7 @@ export const SESSION_COOKIE = "__Host-tapgate";
 /**
  * Session lookups are cached briefly per isolate so a decision does not wait on D1. Sign-out and
  * member changes made through this isolate take effect at once; elsewhere within CACHE_MS. What
- * must not wait that long (the live feed, a passkey change, minting a key) reads D1 itself:
+ * must not wait that long (the live feed, a decision, a passkey change, minting a key) reads D1 itself:
  * `requireFreshWeb`, `requireRecentSignIn`.
  */
 const CACHE_MS = 10_000;
@@ -129,7 +129,7 @@ export const requireWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 /**
  * Humans, checked against D1 rather than the cache: for what a removed member or an ended session
- * must not get even for a moment (the live feed).
+ * must not get even for a moment (the live feed, a decision).
  */
 export const requireFreshWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
   const token = getCookie(c, SESSION_COOKIE);

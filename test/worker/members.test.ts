@@ -7,6 +7,7 @@ import {
   askOnce,
   connectAgent,
   createKey,
+  decide,
   json,
   type Member,
   ORIGIN,
@@ -212,6 +213,7 @@ describe("roles and removal", () => {
     const owner = await signUp("Olga");
     const bob = await addMember(owner, "approver", "Bob");
     const { key } = await createKey(bob);
+    const { approval } = await askOnce(owner);
     // Cached here now; the removal below goes straight to D1, as another isolate's would.
     expect((await api("/v1/me", { cookie: bob.cookie })).status).toBe(200);
     await env.DB.prepare("DELETE FROM memberships WHERE team_id = ? AND user_id = ?")
@@ -229,6 +231,10 @@ describe("roles and removal", () => {
     await expect(connectAgent(key, unique("sess"))).rejects.toThrow(/401/);
     const poll = await api("/v1/agent/me", { headers: { Authorization: `Bearer ${key}` } });
     expect(poll.status).toBe(401);
+    expect((await decide(bob, approval, "allow")).status).toBe(401);
+    expect(await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }))).toMatchObject({
+      state: "pending",
+    });
   });
 
   it("removing twice is the same success, and the retry finishes a removal that stopped half-way", async () => {

@@ -1,7 +1,7 @@
 /** The human side of approvals: list, read, decide (see team/approvals.ts). */
 import { Hono } from "hono";
 import { approvalListQuerySchema, decisionBodySchema } from "../../sdk/src/human/approvals";
-import { requireRole, requireSameOrigin, requireWeb } from "../auth";
+import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
 import { cursorParam, nextCursor, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
@@ -29,6 +29,8 @@ export const approvalRoutes = new Hono<AppEnv>()
   .get("/v1/approvals/:id", async (c) => c.json(await readApproval(c.env, c.get("web").teamId, c.req.param("id"))))
   .post(
     "/v1/approvals/:id/decision",
+    // The role as D1 has it now, not as cached: a member removed or demoted a moment ago decides nothing.
+    requireFreshWeb,
     requireRole(...DECIDER_ROLES),
     validate("json", decisionBodySchema),
     async (c) => {

@@ -5,8 +5,8 @@
  *
  * Owns: the rank checks, and what a membership change must also reach: cached identities, the
  * hub's directory and sockets, the member's keys and devices, the audit log — and finishing a
- * removal again when it is repeated. Does not own: the
- * SQL (`db/teams.ts`), mail (the route sends the invite), who may call at all (route middleware).
+ * removal again when it is repeated. Does not own: the SQL (`db/teams.ts`), mail (the route
+ * sends the invite), who may call at all (route middleware).
  */
 
 import type { Role } from "../../sdk/src/human/roles";
