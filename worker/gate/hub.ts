@@ -1,7 +1,8 @@
 /**
  * What a SessionGate needs from its team's TeamHub, and the one way it tells it.
  *
- * Owns: the narrow `GateHub` interface and `tellHub`. This is the only gate file that imports
+ * Owns: the narrow `GateHub` interface and `tellHub` (and passes on `PRESENCE_REPORT_MS`, how
+ * often a connected session reports). This is the only gate file that imports
  * the hub's module; the rest of the gate sees only `GateHub`. Does not own: what the hub does
  * with the news (live feed, pushes, the audit chain).
  */

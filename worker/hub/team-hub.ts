@@ -3,8 +3,9 @@
  * browsers hold a WebSocket to, and Web Push to their devices (with retries from its alarm).
  * SessionGates tell it what happened; it never decides anything. It keeps its own copy of the
  * team's devices and roles, so the path from an agent's request to a push touches no D1.
- * It is also the one writer of the team's audit chain, and knows which sessions are connected
- * so a policy change reaches them.
+ * It is also the one writer of the team's audit chain, and knows which sessions are live so a
+ * policy change reaches them. Its one alarm serves push retries, session upkeep and the rest of
+ * a policy fan-out.
  *
  * Owns: the platform entry points, each mapped to one subsystem (partyserver style), the hub's
  * team (`meta('team')`), and the order of steps when news touches several subsystems. Does not
@@ -51,9 +52,10 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
       teamId: () => this.teamId(),
       sockets: (tag) => ctx.getWebSockets(tag),
       accept: (ws, tags) => ctx.acceptWebSocket(ws, tags),
+      // Only ever earlier: the alarm is shared. (While the alarm runs, getAlarm answers null.)
       setAlarm: async (at) => {
         const set = await ctx.storage.getAlarm();
-        if (set === null || set > at || set <= Date.now()) await ctx.storage.setAlarm(at);
+        if (set === null || set > at) await ctx.storage.setAlarm(at);
       },
     };
     this.directory = new Directory(this.host);

@@ -19,7 +19,7 @@ export async function changePolicy(env: Env, c: { teamId: string; userId: string
     auditEvents.policyChanged(context, { ...change, after: policy }),
   );
   await chainQueued(env, teamId);
-  // The hub hands it to every connected session; a gate that misses it still gets it, from the
-  // hub when it next reports, or at its next join.
+  // The hub hands it to every live session (the first 40 now, the rest from its alarm); a gate
+  // that misses it still gets it, from the hub when it next reports, or at its next join.
   await hubFor(env, teamId).policyChanged();
 }
