@@ -11,5 +11,6 @@ export * from "./history";
 export * from "./keys";
 export * from "./passkeys";
 export * from "./people";
+export * from "./retention";
 export * from "./sessions";
 export * from "./teams";

@@ -119,20 +119,33 @@ export async function getTeamPolicy(db: D1Database, teamId: string): Promise<Ver
   return { policy: parsePolicy(row?.policy), version: row?.policy_version ?? 0 };
 }
 
-/** Replaces the policy and bumps its version; returns the one it replaced and the new version. */
+/**
+ * Replaces the policy and bumps its version; returns the one it replaced, the one stored and the
+ * new version. With `keepLimits` the stored `limits` stay as they are, in the same statement, so
+ * a change of the other settings never undoes a concurrent change of the limits.
+ */
 export async function setTeamPolicy(
   db: D1Database,
   teamId: string,
   policy: TeamPolicy,
-): Promise<{ before: TeamPolicy; version: number }> {
+  opts: { keepLimits?: boolean } = {},
+): Promise<{ before: TeamPolicy; after: TeamPolicy; version: number }> {
+  const next = opts.keepLimits
+    ? `CASE WHEN json_extract(policy, '$.limits') IS NULL THEN json_remove(?1, '$.limits')
+            ELSE json_set(?1, '$.limits', json(json_extract(policy, '$.limits'))) END`
+    : "?1";
   const [before, updated] = await db.batch<{ policy?: string; policy_version: number }>([
     db.prepare("SELECT policy, policy_version FROM teams WHERE id = ?").bind(teamId),
     db
-      .prepare("UPDATE teams SET policy = ?, policy_version = policy_version + 1 WHERE id = ? RETURNING policy_version")
+      .prepare(
+        `UPDATE teams SET policy = ${next}, policy_version = policy_version + 1 WHERE id = ?2
+         RETURNING policy, policy_version`,
+      )
       .bind(JSON.stringify(policy), teamId),
   ]);
   return {
     before: parsePolicy(before?.results[0]?.policy),
+    after: parsePolicy(updated?.results[0]?.policy),
     version: updated?.results[0]?.policy_version ?? 0,
   };
 }

@@ -32,6 +32,9 @@ const MIGRATIONS: MigrationStep[] = [
     sql.exec(`CREATE TABLE IF NOT EXISTS outbox_dead (seq INTEGER PRIMARY KEY, op TEXT NOT NULL,
       attempts INTEGER NOT NULL, dead_at INTEGER NOT NULL, error TEXT)`);
   },
+  // Retention: resolved rows older than the team's `limits.retentionDays` are pruned on the
+  // alarm; by state and expiry, so the oldest of each state is found without a scan.
+  "CREATE INDEX IF NOT EXISTS approvals_state_expiry ON approvals (state, expires_at);",
 ];
 
 /** The version every object reaches on its next start. */

@@ -37,7 +37,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
   useLiveEvents((e) => {
     if (e.type === "resync") void load();
     // Feed events may omit delivery; keep what the card already knows.
-    else if (e.type !== "session" && e.approval.id === id)
+    else if ((e.type === "approval" || e.type === "resolved") && e.approval.id === id)
       setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
   });
 
