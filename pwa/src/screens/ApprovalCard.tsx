@@ -130,6 +130,13 @@ function Card({
         </Banner>
       )}
 
+      {approval.snapshot.truncated && (
+        <Banner tone="warn" testId="card-truncated">
+          truncated: {approval.snapshot.truncated.bytesNotStored} bytes not stored. This request was larger than the
+          team stores; what you see is cut. Deny it unless what is shown is enough to decide.
+        </Banner>
+      )}
+
       <dl class="facts" data-testid="card-session">
         <Fact label="Session" value={d.sessionTitle} />
         <Fact label="Agent" value={d.agent} />
