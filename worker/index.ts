@@ -1,6 +1,7 @@
 /**
- * The Tapgate Worker: the human API (cookie sessions), the agent WebSocket (API keys), and the
- * Durable Objects behind them. Routes live in routes/, one file per resource.
+ * The Tapgate Worker: the human API (cookie sessions), the agent WebSocket (API keys), the
+ * Durable Objects behind them, and the scheduled history pruning. Routes live in routes/, one
+ * file per resource.
  */
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
@@ -23,7 +24,8 @@ import { pushRoutes } from "./routes/push";
 import { sessionRoutes } from "./routes/sessions";
 import { teamRoutes } from "./routes/teams";
 import { webSessionRoutes } from "./routes/web-sessions";
-import type { AppEnv } from "./types";
+import { pruneHistory } from "./team/retention";
+import type { AppEnv, Env } from "./types";
 
 export { SessionGate } from "./gate/session-gate";
 export { TeamHub } from "./hub/team-hub";
@@ -64,4 +66,14 @@ const app = new Hono<AppEnv>()
     return apiError(c, "internal_error", "something went wrong; nothing was decided");
   });
 
-export default app;
+/**
+ * The Worker: the app for requests, and the Cron Trigger (`[triggers] crons` in wrangler.toml)
+ * that prunes history past each team's retention. `request` is the app's, for tests.
+ */
+export default {
+  fetch: app.fetch,
+  request: app.request,
+  scheduled(controller, env, ctx) {
+    ctx.waitUntil(pruneHistory(env, controller.scheduledTime));
+  },
+} satisfies ExportedHandler<Env> & Pick<typeof app, "request">;

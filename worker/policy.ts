@@ -1,14 +1,19 @@
-import { type TeamPolicy, teamPolicySchema } from "../sdk/src/human/policy";
+import { type TeamLimits, type TeamPolicy, teamPolicySchema } from "../sdk/src/human/policy";
 import type { PermissionOption } from "../sdk/src/protocol";
 
 /** Team policy (the schema lives in sdk/src/human/policy.ts); stored as JSON on the team, defaults filled in. */
-export { type TeamPolicy, teamPolicySchema };
+export { type TeamLimits, type TeamPolicy, teamPolicySchema };
 
 export const DEFAULT_POLICY: TeamPolicy = teamPolicySchema.parse({});
 
 export function parsePolicy(json: string | null | undefined): TeamPolicy {
   const parsed = teamPolicySchema.safeParse(JSON.parse(json || "{}"));
   return parsed.success ? parsed.data : DEFAULT_POLICY;
+}
+
+/** The team's limits; a policy stored before limits existed (a gate's old copy) has the defaults. */
+export function limitsOf(policy: TeamPolicy): TeamLimits {
+  return (policy as Partial<TeamPolicy>).limits ?? DEFAULT_POLICY.limits;
 }
 
 /** The options humans are offered: with once-only on, standing rules are hidden. */

@@ -80,7 +80,7 @@ class PendingStore {
   }
 
   private apply(e: LiveEvent): void {
-    if (e.type === "resync" || e.type === "session") return;
+    if (e.type !== "approval" && e.type !== "resolved") return;
     const a = e.approval;
     if (e.type === "approval" && a.state === "pending") {
       this.byId.set(a.id, a);

@@ -61,6 +61,12 @@ export const approvalSnapshotSchema = z.object({
   session: sessionInfoSchema,
   /** The request's `_meta`, when the agent sent one: the agent's own words, unverified (not policy). */
   meta: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * Present when the request was larger than the team's `limits.storedBytesPerRequest`: what is
+   * stored is cut to the cap, and cards say "truncated: N bytes not stored". The approval's
+   * `requestHash` still covers the whole request the agent sent.
+   */
+  truncated: z.object({ bytesNotStored: z.number().int().positive() }).optional(),
 });
 export type ApprovalSnapshot = z.infer<typeof approvalSnapshotSchema>;
 

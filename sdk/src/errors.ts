@@ -51,8 +51,10 @@ export const ERRORS = {
   upgrade_required: { status: 426, message: "open this URL as a WebSocket" },
   rate_limited: { status: 429, message: "too many requests; try again later" },
   too_many_pending: { status: 429, message: "this session has too many pending requests" },
+  quota_exceeded: { status: 429, message: "over one of the team's limits; retry after Retry-After seconds" },
   internal_error: { status: 500, message: "something went wrong; nothing was decided" },
   push_unavailable: { status: 503, message: "Web Push is not configured on this server" },
+  quota_unavailable: { status: 503, message: "the team's limits could not be checked; nothing was held" },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -30,7 +30,11 @@ export const RPC_ERROR = {
   methodNotFound: -32601,
   invalidParams: -32602,
   internal: -32603,
-  /** Server-defined: the session already holds `LIMITS.pendingPerSession` requests. */
+  /**
+   * Server-defined: refused for a limit. The session already holds `LIMITS.pendingPerSession`
+   * requests, or (with `data: {reason: "quota", limit, retryAfterMs}`) the request is over one
+   * of the team's quotas (`GET /v1/policy` `limits`).
+   */
   tooManyPending: -32001,
 } as const;
 

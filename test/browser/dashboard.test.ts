@@ -5,7 +5,9 @@
  * sessions; the requests appear live on both Pending boards and on the owner's phone-width
  * view; the approver decides inline in the side panel and the agent gets that answer; every
  * view drops the row live; History names the approver with the latency; a viewer sees the board
- * without decision buttons; the board and Stats are screenshotted. Steps build on each other.
+ * without decision buttons; the board and Stats are screenshotted; the owner lowers the team
+ * limits, a cut request's card says so and a refused request shows on the board. Steps build on
+ * each other.
  */
 import { readFile } from "node:fs/promises";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -389,5 +391,49 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     await poll(() => owner.getByTestId("audit-verify-result").textContent()).toMatch(/^Chain intact/);
     const checked = await ownerApi.fetch("/v1/audit/verify", { method: "POST", body: JSON.stringify(kept) });
     expect(await checked.json()).toMatchObject({ ok: true });
+  });
+
+  it("the owner lowers the team limits; a cut request's card says so, and a refused one shows on the board", async () => {
+    await owner.getByTestId("nav-policy").click();
+    await owner.getByTestId("policy-form").waitFor();
+    await owner.getByTestId("policy-limit-pendingPerKey").fill("1");
+    await owner.getByTestId("policy-limit-storedBytesPerRequest").fill("4096");
+    await owner.getByTestId("policy-save").click();
+    await poll(() => owner.getByTestId("policy-result").textContent()).toContain("Saved");
+    expect((await ownerApi.json<{ limits: { pendingPerKey: number } }>("/v1/policy")).limits.pendingPerKey).toBe(1);
+
+    await owner.getByTestId("nav-pending").click();
+    await owner.getByTestId("board-empty").waitFor();
+    await owner.locator(".live-dot.live-live").waitFor();
+    const sessionId = unique("dash-quota");
+    const session = await tapgate.session(sessionId, { title: "Write the fixtures" });
+    const big = session.requestPermission({
+      sessionId,
+      toolCall: {
+        toolCallId: "big-1",
+        title: "Write fixtures.json",
+        kind: "edit",
+        rawInput: { path: "fixtures.json", content: "z".repeat(50_000) },
+      },
+      options: OPTIONS,
+    });
+    const bigApproval = await ownerApi.waitForOne(sessionId);
+    await owner.getByTestId(`board-open-${bigApproval.id}`).click();
+    const panel = owner.getByTestId("board-panel");
+    await poll(() => panel.getByTestId("card-truncated").textContent()).toMatch(/truncated: \d+ bytes not stored/);
+
+    // The key's one pending slot is taken: the next request is refused, answered as a deny, and shown.
+    const refused = await session.requestPermission({
+      sessionId,
+      toolCall: { toolCallId: "ls-1", title: "ls", kind: "execute" },
+      options: OPTIONS,
+    });
+    expect(refused).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
+    await poll(() => owner.getByTestId("board-refusal").first().textContent()).toContain(
+      "over the team's pending requests per key limit",
+    );
+
+    await panel.getByTestId("option-deny").click();
+    expect(await big).toMatchObject({ outcome: { outcome: "selected", optionId: "deny" } });
   });
 });

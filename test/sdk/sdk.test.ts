@@ -159,6 +159,33 @@ describe("the SDK against wrangler dev", () => {
     tapgate.close();
   });
 
+  it("a team quota refusal (-32001) gives the agent the fail-closed answer; the request never reaches a human", async () => {
+    const owner = await Person.signUp(worker.url, "Quota");
+    const limited = await owner.fetch("/v1/policy", {
+      method: "PUT",
+      body: JSON.stringify({ limits: { pendingPerKey: 1 } }),
+    });
+    expect(limited.status).toBe(200);
+    const logs: string[] = [];
+    const tapgate = new Tapgate({
+      url: worker.url,
+      apiKey: (await owner.createKey("quota")).key,
+      onLog: (_level, message) => logs.push(message),
+    });
+    const sessionId = unique("quota");
+    const session = await tapgate.session(sessionId);
+    const held = session.requestPermission(askParams(sessionId));
+    await owner.waitForOne(sessionId);
+    // The key's one pending slot is taken: the second request is refused, and answered as a deny.
+    expect(await session.requestPermission(askParams(sessionId))).toEqual({
+      outcome: { outcome: "selected", optionId: "deny" },
+    });
+    expect(logs.some((m) => m.includes("-32001") && m.includes("pendingPerKey"))).toBe(true);
+    expect(await owner.waitForPending(sessionId, 1)).toHaveLength(1);
+    tapgate.close();
+    expect((await held).outcome).toEqual({ outcome: "selected", optionId: "deny" });
+  });
+
   it("measures the raw ping round trip", async () => {
     const session = await gate().session(unique("sdk"));
     expect(await session.ping()).toBeGreaterThan(0);

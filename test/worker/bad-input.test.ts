@@ -139,7 +139,7 @@ describe("bad input gets the named error and disturbs nothing", () => {
     for (let id = 2; id <= LIMITS.pendingPerSession; id++) await agent.send(request(id, permissionParams(sessionId)));
     agent.sendRaw(JSON.stringify(request(99, permissionParams(sessionId))));
     expect(await agent.next()).toMatchObject({ id: 99, error: { code: RPC_ERROR.tooManyPending } });
-  });
+  }, 20_000); // 33 requests, each admitted by the team's hub first
 
   it("answers bad human input with a 400 that names the field", async () => {
     const { owner, approval } = await askOnce();

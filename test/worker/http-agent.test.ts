@@ -358,7 +358,7 @@ describe("agents over HTTP", () => {
       }),
     );
     expect(await socket.next()).toMatchObject({ id: 1, error: { code: RPC_ERROR.tooManyPending } });
-  });
+  }, 20_000); // 33 requests, each admitted by the team's hub first
 
   it("takes agent keys only: a sign-in cookie, no key or a bad key get 401", async () => {
     const { owner, approvalId, sessionId } = await askOverHttp();

@@ -12,6 +12,7 @@ export * from "./keys";
 export * from "./passkeys";
 export * from "./people";
 export * from "./rate-limits";
+export * from "./retention";
 export * from "./sessions";
 export * from "./teams";
 export * from "./web-sessions";

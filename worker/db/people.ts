@@ -77,6 +77,7 @@ export async function getTeamPolicy(db: D1Database, teamId: string): Promise<Ver
 
 export interface PolicyChange {
   before: TeamPolicy;
+  after: TeamPolicy;
   version: number;
 }
 
@@ -85,19 +86,22 @@ const POLICY_ATTEMPTS = 3;
 
 /**
  * Replaces the policy and bumps its version (compare-and-swap on the version); returns the one
- * it replaced and the new version. `audit` builds the event that records the change, queued in
- * the same batch, so the change and its record commit together.
+ * it replaced, the one stored and the new version. With `keepLimits` the stored `limits` stay
+ * as they are (the swap fails if they changed meanwhile, so a change of the other settings never
+ * undoes a concurrent change of the limits). `audit` builds the event that records the change,
+ * queued in the same batch, so the change and its record commit together.
  */
 export async function setTeamPolicy(
   db: D1Database,
   teamId: string,
   policy: TeamPolicy,
-  audit?: (change: PolicyChange) => AuditEvent,
+  opts: { keepLimits?: boolean; audit?: (change: PolicyChange) => AuditEvent } = {},
 ): Promise<PolicyChange> {
-  const text = JSON.stringify(policy);
   for (let attempt = 0; attempt < POLICY_ATTEMPTS; attempt++) {
     const current = await getTeamPolicy(db, teamId);
-    const change = { before: current.policy, version: current.version + 1 };
+    const after = opts.keepLimits ? { ...policy, limits: current.policy.limits } : policy;
+    const text = JSON.stringify(after);
+    const change = { before: current.policy, after, version: current.version + 1 };
     const applied = {
       sql: "EXISTS (SELECT 1 FROM teams WHERE id = ?5 AND policy_version = ?6 AND policy = ?7)",
       binds: [teamId, change.version, text],
@@ -108,7 +112,7 @@ export async function setTeamPolicy(
           "UPDATE teams SET policy = ?, policy_version = policy_version + 1 WHERE id = ? AND policy_version = ? RETURNING policy_version",
         )
         .bind(text, teamId, current.version),
-      ...auditOutboxStatements(db, audit?.(change), applied),
+      ...auditOutboxStatements(db, opts.audit?.(change), applied),
     ]);
     if ((updated?.results.length ?? 0) > 0) return change;
   }

@@ -27,12 +27,19 @@ export interface RpcHost {
   store: GateStore;
   machine: StateMachine;
   presence: Presence;
-  /** Holds a socket's permission request; the error reply if it is refused, else null. */
-  request(identity: SocketIdentity, id: RpcId, params: RequestPermissionParams): object | null;
+  /** Holds a socket's permission request once admitted; the error reply if it is refused, else null. */
+  request(identity: SocketIdentity, id: RpcId, params: RequestPermissionParams): Promise<object | null>;
 }
 
-/** The reply to one message from `identity`'s socket, or null when none is due. */
-export function dispatch(host: RpcHost, identity: SocketIdentity, m: RpcMessage): object | null {
+/**
+ * The reply to one message from `identity`'s socket, or null when none is due. Only a permission
+ * request waits (for the team's quotas, admission.ts); everything else answers at once.
+ */
+export function dispatch(
+  host: RpcHost,
+  identity: SocketIdentity,
+  m: RpcMessage,
+): object | null | Promise<object | null> {
   if (m.kind === "response") return null;
   const id = m.kind === "request" ? m.id : null;
   const invalidParams = (issues: unknown) =>

@@ -10,6 +10,7 @@
  */
 import type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/approval";
 import type { ErrorCode } from "../../sdk/src/errors";
+import type { QuotaLimit } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
 import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
@@ -71,6 +72,14 @@ export type HttpOpenResult =
       error: Extract<ErrorCode, "invalid_request" | "key_revoked" | "too_many_pending">;
       message: string;
       issues?: unknown[];
+    }
+  /** Over a team quota (`limit` named), or the quotas could not be checked: retry after `retryAfterMs`. */
+  | {
+      ok: false;
+      error: Extract<ErrorCode, "quota_exceeded" | "quota_unavailable">;
+      message: string;
+      limit?: QuotaLimit;
+      retryAfterMs: number;
     };
 
 /** Where an HTTP-held request stands: still pending, or its final answer. */

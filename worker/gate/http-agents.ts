@@ -4,10 +4,11 @@
  * state machine's one `resolve()` to end it.
  *
  * Owns: leases, long polls and the HTTP results. Does not own: opening and resolving (the state
- * machine), joining (presence.ts) or the post-change step (the shell).
+ * machine, after admission.ts), joining (presence.ts) or the post-change step (the shell).
  */
 import type { Approval } from "../../sdk/src/approval";
 import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type { Admission } from "./admission";
 import type { AgentCaller, GateJoin, HttpOpenResult, HttpPollResult } from "./api";
 import { LEASE_MS } from "./rules";
 import type { StateMachine } from "./state-machine";
@@ -17,6 +18,7 @@ import type { GateStore, SessionMeta, StoredRow } from "./store";
 export interface HttpHost {
   store: GateStore;
   machine: StateMachine;
+  admission: Admission;
   join(join: GateJoin): SessionMeta | null;
 }
 
@@ -25,18 +27,32 @@ export class HttpAgents {
 
   constructor(private readonly gate: HttpHost) {}
 
-  open(join: GateJoin, params: RequestPermissionParams): HttpOpenResult {
+  async open(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult> {
     const meta = this.gate.join(join);
     if (!meta) return { ok: false, error: "key_revoked", message: "this API key was revoked" };
     const now = Date.now();
     // No socket and no JSON-RPC id: the lease alone keeps it open.
     const holder = { socketId: "", rpcKey: "null", keyId: join.keyId, leaseUntil: now + LEASE_MS };
-    const opened = this.gate.machine.open(meta, holder, params, now);
+    const opened = await this.gate.admission.open(meta, holder, params, now);
     if (!("refused" in opened)) return { ok: true, approvalId: opened.id, expiresAt: opened.expiresAt };
-    if (opened.refused === "too_many_pending") {
-      return { ok: false, error: "too_many_pending", message: opened.message };
+    switch (opened.refused) {
+      case "too_many_pending":
+        return { ok: false, error: "too_many_pending", message: opened.message };
+      case "quota": {
+        const { message, limit, retryAfterMs } = opened;
+        return { ok: false, error: "quota_exceeded", message, limit, retryAfterMs };
+      }
+      case "quota_unavailable":
+        return { ok: false, error: "quota_unavailable", message: opened.message, retryAfterMs: opened.retryAfterMs };
+      case "holder_gone":
+      case "invalid_params":
+        return {
+          ok: false,
+          error: "invalid_request",
+          message: opened.message,
+          issues: "issues" in opened ? opened.issues : undefined,
+        };
     }
-    return { ok: false, error: "invalid_request", message: opened.message, issues: opened.issues };
   }
 
   async poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult> {

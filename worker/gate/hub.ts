@@ -7,11 +7,19 @@
  * with the news (live feed, pushes, the audit chain).
  */
 import type { Approval } from "../../sdk/src/approval";
-import { type ApprovalNews, type AuditEvent, hubFor, PRESENCE_REPORT_MS, type SessionNews } from "../hub/api";
+import {
+  type ApprovalNews,
+  type AuditEvent,
+  hubFor,
+  PRESENCE_REPORT_MS,
+  type QuotaAsk,
+  type QuotaVerdict,
+  type SessionNews,
+} from "../hub/api";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 
-export type { ApprovalNews, AuditEvent, SessionNews };
+export type { ApprovalNews, AuditEvent, QuotaAsk, QuotaVerdict, SessionNews };
 export { PRESENCE_REPORT_MS };
 
 /** The part of a TeamHub a SessionGate calls. */
@@ -22,6 +30,10 @@ export interface GateHub {
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
   /** Connection state or metadata changed; answers a newer team policy when the hub knows one. */
   sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null>;
+  /** Counts a new request against the team's quotas before it is held (admission.ts). */
+  admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict>;
+  /** An admitted request was not held after all. */
+  releaseRequest(teamId: string, approvalId: string): Promise<void>;
   /** Appends to the team's audit chain; resolves once D1 has every event. */
   appendAudit(events: AuditEvent[]): Promise<void>;
 }

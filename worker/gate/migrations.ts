@@ -39,6 +39,9 @@ const MIGRATIONS: MigrationStep[] = [
      updated_at INTEGER NOT NULL, PRIMARY KEY (socket_id, id));`,
   // The push budget moved to the team's hub (per device, across the team's sessions).
   "DROP TABLE IF EXISTS push_log; DELETE FROM meta WHERE k = 'summary_at';",
+  // Retention: resolved rows older than the team's `limits.retentionDays` are pruned on the
+  // alarm; by state and expiry, so the oldest of each state is found without a scan.
+  "CREATE INDEX IF NOT EXISTS approvals_state_expiry ON approvals (state, expires_at);",
 ];
 
 /** The version every object reaches on its next start. */

@@ -16,10 +16,11 @@ import {
 } from "../../sdk/src/protocol";
 import { canonicalJson, sha256Hex } from "../crypto";
 import type { OutboxOp } from "../db";
-import { offeredOptions, requestLifetimeMs, type VersionedPolicy } from "../policy";
+import { limitsOf, offeredOptions, requestLifetimeMs, type VersionedPolicy } from "../policy";
 import { DECIDER_ROLES } from "../roles";
 import type { DecisionInput, GateJoin } from "./api";
 import type { SessionMeta } from "./store";
+import { storedSnapshot } from "./stored-snapshot";
 
 export { offeredOptions, requestLifetimeMs };
 
@@ -48,7 +49,9 @@ export interface Resolution {
 
 /**
  * A new pending approval: the snapshot humans see (the request over what `session/update` told
- * about its tool call), hashed, with the options the team's policy lets humans pick.
+ * about its tool call), hashed, with the options the team's policy lets humans pick. The hash
+ * covers the whole snapshot; what is stored of it is cut to the team's `storedBytesPerRequest`
+ * (stored-snapshot.ts).
  */
 export function newApproval(a: {
   id: string;
@@ -69,7 +72,7 @@ export function newApproval(a: {
     sessionId: a.meta.sessionId,
     state: "pending",
     reason: null,
-    snapshot,
+    snapshot: storedSnapshot(snapshot, limitsOf(a.meta.policy).storedBytesPerRequest),
     options: offeredOptions(a.params.options, a.meta.policy).map(({ optionId, name, kind }) => ({
       optionId,
       name,

@@ -9,13 +9,14 @@
  * `webSocketMessage`, `webSocketClose`, `webSocketError`, `alarm`) and each RPC method to one
  * wrapper that always ends in the post-change step (`afterChange`: schedule the alarm, flush
  * the outbox), so no path can forget it. It owns no rule, no SQL and no protocol: see
- * state-machine.ts, store.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts.
+ * state-machine.ts, admission.ts, store.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../../sdk/src/approval";
 import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams } from "../../sdk/src/protocol";
-import type { VersionedPolicy } from "../policy";
+import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
 import type { Env } from "../types";
+import { Admission } from "./admission";
 import type {
   AgentCaller,
   DecisionInput,
@@ -34,6 +35,8 @@ import { SocketAgents } from "./socket-agents";
 import { joinOf, Sockets } from "./sockets";
 import { StateMachine } from "./state-machine";
 import { GateStore } from "./store";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly store: GateStore;
@@ -71,9 +74,16 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
         this.http.polls.wake(row.id);
       },
     });
+    const admission = new Admission({ machine: this.machine, hub: (teamId) => gateHub(env, teamId), tellHub: hub });
     this.presence = new Presence({ store, outbox: this.outbox, tellHub: hub, connected: () => this.sockets.anyOpen() });
-    this.agents = new SocketAgents({ store, machine: this.machine, presence: this.presence, sockets: this.sockets });
-    this.http = new HttpAgents({ store, machine: this.machine, join: (join) => this.presence.join(join) });
+    this.agents = new SocketAgents({
+      store,
+      machine: this.machine,
+      admission,
+      presence: this.presence,
+      sockets: this.sockets,
+    });
+    this.http = new HttpAgents({ store, machine: this.machine, admission, join: (join) => this.presence.join(join) });
     this.change(() => this.agents.resolveOrphans(Date.now()));
   }
 
@@ -86,7 +96,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    this.change(() => this.agents.message(ws, message));
+    await this.changeAsync(() => this.agents.message(ws, message));
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
@@ -97,7 +107,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.change(() => this.agents.closed(ws));
   }
 
-  /** One alarm serves expiry, leases, heartbeat checks, presence reports and outbox retries. */
+  /** One alarm serves expiry, leases, heartbeat checks, presence reports, outbox retries and retention. */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
@@ -135,7 +145,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   // ── RPC: agents over HTTP ────────────────────────────────────────────────
 
   async openOverHttp(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult> {
-    return this.change(() => this.http.open(join, params));
+    return this.changeAsync(() => this.http.open(join, params));
   }
 
   async poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult> {
@@ -167,6 +177,13 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.agents.closeSilent(now);
     this.agents.resolveOrphans(now);
     this.presence.reportIfDue(now, wasConnected);
+    this.store.pruneResolvedBefore(now - this.retentionMs());
+  }
+
+  /** How long resolved rows are kept: the team's `limits.retentionDays`. */
+  private retentionMs(): number {
+    const meta = this.store.meta();
+    return limitsOf(meta?.policy ?? DEFAULT_POLICY).retentionDays * DAY_MS;
   }
 
   // ── the post-change step ─────────────────────────────────────────────────
@@ -194,11 +211,16 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     if (this.outbox.flushDue()) void this.outbox.flush().catch(() => undefined);
   }
 
-  /** One alarm serves expiry, leases, heartbeat checks while sockets hold requests, presence reports while one is open, and outbox retries. */
+  /**
+   * One alarm serves expiry, leases, heartbeat checks while sockets hold requests, presence
+   * reports while one is open, outbox retries and pruning past retention.
+   */
   private scheduleAlarm(): void {
     const now = Date.now();
     const due = this.store.pendingDue();
-    const candidates = [due.expiry, due.lease, this.outbox.dueAt(now), this.presence.reportDueAt()].filter(
+    const oldest = this.store.oldestResolvedExpiry();
+    const prune = oldest === null ? null : oldest + this.retentionMs();
+    const candidates = [due.expiry, due.lease, this.outbox.dueAt(now), this.presence.reportDueAt(), prune].filter(
       (at) => at !== null,
     );
     if (due.socketHeld > 0) candidates.push(now + HEARTBEAT_INTERVAL_MS);

@@ -12,22 +12,29 @@
 import { parseFrame, rpcError, rpcIdKey } from "../../sdk/src/jsonrpc";
 import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams, RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
 import { randomBase62 } from "../crypto";
+import type { Admission } from "./admission";
 import { dispatch, type RpcHost } from "./agent-rpc";
 import type { GateJoin } from "./api";
 import type { Presence } from "./presence";
 import { closeQuietly, identityOf, reciprocateClose, type SocketIdentity, type Sockets, send } from "./sockets";
-import type { StateMachine } from "./state-machine";
+import type { Refusal, StateMachine } from "./state-machine";
 import type { GateStore } from "./store";
 
 export interface SocketHost {
   store: GateStore;
   machine: StateMachine;
+  admission: Admission;
   presence: Presence;
   sockets: Sockets;
 }
 
 export class SocketAgents {
   private readonly rpc: RpcHost;
+  /**
+   * Frames are handled one after another, in the order they came: a request waiting for the
+   * team's quotas holds back the frames after it (a cancel of it included), never reorders them.
+   */
+  private queue: Promise<void> = Promise.resolve();
 
   constructor(private readonly gate: SocketHost) {
     this.rpc = { ...gate, request: (identity, id, params) => this.request(identity, id, params) };
@@ -52,7 +59,14 @@ export class SocketAgents {
     return new Response(null, { status: 101, webSocket: client });
   }
 
-  message(ws: WebSocket, message: string | ArrayBuffer): void {
+  /** Handles a frame after those before it; resolves once it is handled. */
+  message(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const handled = this.queue.then(() => this.handle(ws, message));
+    this.queue = handled.catch(() => undefined);
+    return handled;
+  }
+
+  private async handle(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const identity = identityOf(ws) as SocketIdentity;
     identity.lastMessageAt = Date.now();
     ws.serializeAttachment(identity);
@@ -67,7 +81,7 @@ export class SocketAgents {
     }
     const replies: object[] = [];
     for (const m of parsed.messages) {
-      const reply = m.kind === "invalid" ? m.response : dispatch(this.rpc, identity, m);
+      const reply = m.kind === "invalid" ? m.response : await dispatch(this.rpc, identity, m);
       if (reply) replies.push(reply);
     }
     if (replies.length > 0) send(ws, parsed.batch ? replies : replies[0]);
@@ -88,7 +102,7 @@ export class SocketAgents {
   }
 
   /** Holds a socket's permission request until it is decided; returns an error reply if it is refused. */
-  private request(identity: SocketIdentity, id: RpcId, params: RequestPermissionParams): object | null {
+  private async request(identity: SocketIdentity, id: RpcId, params: RequestPermissionParams): Promise<object | null> {
     const meta = this.gate.store.meta();
     if (!meta) return rpcError(id, RPC_ERROR.internal, "session not initialised");
     const rpcKey = rpcIdKey(id);
@@ -96,10 +110,9 @@ export class SocketAgents {
       return rpcError(id, RPC_ERROR.invalidRequest, `id ${rpcKey} is already pending on this socket`);
     }
     const holder = { socketId: identity.socketId, rpcKey, keyId: identity.keyId, leaseUntil: null };
-    const opened = this.gate.machine.open(meta, holder, params, Date.now());
-    if (!("refused" in opened)) return null;
-    const code = opened.refused === "too_many_pending" ? RPC_ERROR.tooManyPending : RPC_ERROR.invalidParams;
-    return rpcError(id, code, opened.message, opened.issues && { issues: opened.issues });
+    const alive = () => this.gate.sockets.liveIds().has(identity.socketId);
+    const opened = await this.gate.admission.open(meta, holder, params, Date.now(), alive);
+    return "refused" in opened ? refusalReply(id, opened) : null;
   }
 
   /** Closes sockets silent (half-open) for two heartbeats, ending what they held. */
@@ -130,5 +143,25 @@ export class SocketAgents {
   /** A revoked key's sockets close. */
   closeKey(keyId: string): void {
     this.gate.sockets.closeKey(keyId, 4001, "API key revoked");
+  }
+}
+
+/** The JSON-RPC error for a refused request; quota refusals say which limit and when to retry. */
+function refusalReply(id: RpcId, r: Refusal): object {
+  switch (r.refused) {
+    case "quota":
+      return rpcError(id, RPC_ERROR.tooManyPending, r.message, {
+        reason: "quota",
+        limit: r.limit,
+        retryAfterMs: r.retryAfterMs,
+      });
+    case "quota_unavailable":
+      return rpcError(id, RPC_ERROR.internal, r.message, { reason: "quota_unavailable", retryAfterMs: r.retryAfterMs });
+    case "too_many_pending":
+      return rpcError(id, RPC_ERROR.tooManyPending, r.message);
+    case "holder_gone":
+      return rpcError(id, RPC_ERROR.internal, r.message);
+    case "invalid_params":
+      return rpcError(id, RPC_ERROR.invalidParams, r.message, r.issues && { issues: r.issues });
   }
 }

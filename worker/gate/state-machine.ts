@@ -8,6 +8,7 @@
  * transports (socket-agents.ts, http-agents.ts) or when to flush and wake (the shell).
  */
 import type { Approval } from "../../sdk/src/approval";
+import type { QuotaLimit } from "../../sdk/src/human/policy";
 import {
   LIMITS,
   type PermissionOption,
@@ -33,7 +34,14 @@ import {
 } from "./rules";
 import type { GateStore, Holder, PendingRow, SessionMeta, StoredRow } from "./store";
 
-export type Refusal = { refused: "invalid_params" | "too_many_pending"; message: string; issues?: unknown[] };
+export type Refusal =
+  | { refused: "invalid_params" | "too_many_pending"; message: string; issues?: unknown[] }
+  /** Over one of the team's quotas (the hub's verdict, admission.ts). */
+  | { refused: "quota"; message: string; limit: QuotaLimit; retryAfterMs: number }
+  /** The team's quotas could not be checked in time: refused, never held unchecked. */
+  | { refused: "quota_unavailable"; message: string; retryAfterMs: number }
+  /** The socket that sent it closed while it was being admitted: nobody to answer. */
+  | { refused: "holder_gone"; message: string };
 
 /** What the state machine needs from its Durable Object. */
 export interface MachineHost {
@@ -53,8 +61,13 @@ export class StateMachine {
     return this.host.store;
   }
 
-  /** Holds a new permission request for its holder, or says why it is refused. */
-  open(meta: SessionMeta, holder: Holder, params: RequestPermissionParams, now: number): Approval | Refusal {
+  /** A fresh approval id; it names this object, so a decision is routed without a lookup. */
+  newApprovalId(): string {
+    return `apr_${this.host.objectId}_${randomBase62(22)}`;
+  }
+
+  /** The session's own checks of a new request (before the team's quotas): its lifetime, or a refusal. */
+  check(meta: SessionMeta, params: RequestPermissionParams): { lifetimeMs: number } | Refusal {
     if (params.sessionId !== meta.sessionId) {
       return { refused: "invalid_params", message: `sessionId is not this session's (${meta.sessionId})` };
     }
@@ -67,14 +80,30 @@ export class StateMachine {
       const message = `this session already has ${LIMITS.pendingPerSession} pending requests`;
       return { refused: "too_many_pending", message };
     }
+    return { lifetimeMs: requestLifetimeMs(meta.policy, ask.data.timeoutMs) };
+  }
 
+  /**
+   * Holds a new permission request for its holder, or says why it is refused. The team's quotas
+   * admitted `id` already (admission.ts); the session's checks run again here, synchronously
+   * with the write, since other events may have come in while the hub was asked.
+   */
+  open(
+    meta: SessionMeta,
+    holder: Holder,
+    params: RequestPermissionParams,
+    now: number,
+    id = this.newApprovalId(),
+  ): Approval | Refusal {
+    const checked = this.check(meta, params);
+    if ("refused" in checked) return checked;
     const approval = newApproval({
-      id: `apr_${this.host.objectId}_${randomBase62(22)}`,
+      id,
       meta,
       params,
       // Only what this holder's own socket told (HTTP holders have none).
       knownToolCall: this.store.toolCall(holder.socketId, params.toolCall.toolCallId),
-      lifetimeMs: requestLifetimeMs(meta.policy, ask.data.timeoutMs),
+      lifetimeMs: checked.lifetimeMs,
       now,
     });
     this.store.insertPending(approval, holder, params.options);

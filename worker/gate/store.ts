@@ -1,9 +1,9 @@
 /**
  * Every SQL statement of a SessionGate's own SQLite, and the mapping between rows and values.
  *
- * Owns: reads and writes of `meta`, `approvals`, `tool_calls`, `revoked_keys`, `outbox`,
- * `outbox_dead`. Does not own: the schema (migrations.ts) or any decision about
- * what to write (state-machine.ts, outbox.ts, ...). Synchronous, like the
+ * Owns: reads and writes of `meta`, `approvals` (and pruning them past retention), `tool_calls`,
+ * `revoked_keys`, `outbox`, `outbox_dead`. Does not own: the schema (migrations.ts) or any
+ * decision about what to write (state-machine.ts, outbox.ts, ...). Synchronous, like the
  * storage under it: a caller that reads and then writes cannot be interleaved.
  */
 import type { Approval, SessionInfo } from "../../sdk/src/approval";
@@ -52,6 +52,9 @@ export interface OutboxRow {
   op: OutboxOp;
   attempts: number;
 }
+
+/** Every state a resolved row can have (constants, so they can stand in the SQL). */
+const RESOLVED_STATES = ["allowed", "denied", "cancelled", "expired"] as const;
 
 /** The most recent tool calls kept for decorating later requests. */
 const KEPT_TOOL_CALLS = 256;
@@ -186,6 +189,27 @@ export class GateStore {
            FROM approvals WHERE state = 'pending'`,
       )
       .one();
+  }
+
+  // ── retention ────────────────────────────────────────────────────────────
+
+  /** The earliest expiry among resolved rows (each state through the index), or null when none. */
+  oldestResolvedExpiry(): number | null {
+    const row = this.sql
+      .exec<{ at: number | null }>(
+        `SELECT MIN(at) AS at FROM (${RESOLVED_STATES.map(
+          (s) => `SELECT MIN(expires_at) AS at FROM approvals WHERE state = '${s}'`,
+        ).join(" UNION ALL ")})`,
+      )
+      .one();
+    return row.at;
+  }
+
+  /** Deletes resolved rows whose time was over before `before`; how many went. */
+  pruneResolvedBefore(before: number): number {
+    return this.sql
+      .exec("DELETE FROM approvals WHERE state <> 'pending' AND expires_at < ? RETURNING id", before)
+      .toArray().length;
   }
 
   private pending(where: string, ...bindings: SqlStorageValue[]): PendingRow[] {

@@ -1,12 +1,13 @@
 /**
  * What the rest of the Worker may ask of a team's TeamHub, and how to reach it.
  *
- * Owns: the `TeamHubApi` interface (the hub's RPC surface), the news shapes SessionGates send,
+ * Owns: the `TeamHubApi` interface (the hub's RPC surface), the news shapes SessionGates send, the quota ask and verdict,
  * the live-feed event, and `hubFor`. Does not own: any behaviour (see `team-hub.ts` and its
  * subsystems). Imports only types from `sdk/src`, `worker/policy.ts`, `db/devices.ts` and
  * the pure `../audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
  */
 import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
+import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
 import type { AuditAnchors, AuditEvent } from "../audit-chain";
 import type { DeviceRow } from "../db/devices";
 import type { VersionedPolicy } from "../policy";
@@ -58,6 +59,21 @@ export interface SessionNews {
 /** A session whose outbox dead-lettered rows, for the dashboard (`GET /v1/sessions`). */
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 
+/** A SessionGate asks the team's quotas before it holds a request. */
+export interface QuotaAsk {
+  approvalId: string;
+  keyId: string;
+  sessionId: string;
+  ownerUserId: string;
+  /** The request's expiry: its slot counts until then at the latest, even if no release comes. */
+  expiresAt: number;
+  /** The team's limits as the gate's copy of the policy has them. */
+  limits: TeamLimits;
+}
+
+/** Admitted, or which limit the request is over and when one more could pass. */
+export type QuotaVerdict = { ok: true } | { ok: false; limit: QuotaLimit; retryAfterMs: number };
+
 /** The live feed's events (sdk/src/human/live.ts): approvals carry `owner` and `delivery`. */
 export type { LiveApproval, LiveEvent } from "../../sdk/src/human/live";
 export type { DeadLetteredSession };
@@ -74,6 +90,13 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
   /** A request left `pending`: shown live; unsent pushes dropped, sent notifications closed. */
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
+  /**
+   * Counts a new request against the team's quotas (pending per team and per key, requests per
+   * key per minute), before the gate holds it. Answers from the hub's own SQLite, no D1.
+   */
+  admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict>;
+  /** An admitted request was not held after all: its slot is free (ends release it by `approvalResolved`). */
+  releaseRequest(teamId: string, approvalId: string): Promise<void>;
   /** The service worker saw the push on this device; false when it was not this user's push. */
   markSeen(approvalId: string, deviceId: string, userId: string): Promise<boolean>;
   /** Where a request's pushes went, device by device. */

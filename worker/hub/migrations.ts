@@ -6,7 +6,8 @@
  * Owns: every CREATE/ALTER of the hub's tables and the `meta('schema_version')` row. Does not
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
- * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout; the
+ * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout, `quotas.ts`
+ * quota_pending/quota_buckets; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -42,6 +43,14 @@ const MIGRATIONS: MigrationStep[] = [
   // Each session's outbox dead letters, as its gate reports them, for the dashboard.
   `ALTER TABLE sessions ADD COLUMN dead_letters INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE sessions ADD COLUMN dead_lettered_at INTEGER;`,
+  // Team quotas (quotas.ts): each pending request of the team until it ends or expires, and one
+  // token bucket per API key (dropped once full again: a full bucket is the same as none).
+  `CREATE TABLE IF NOT EXISTS quota_pending (approval_id TEXT PRIMARY KEY, key_id TEXT NOT NULL,
+     session_id TEXT NOT NULL, expires_at INTEGER NOT NULL);
+   CREATE INDEX IF NOT EXISTS quota_pending_key ON quota_pending (key_id, expires_at);
+   CREATE INDEX IF NOT EXISTS quota_pending_expiry ON quota_pending (expires_at);
+   CREATE TABLE IF NOT EXISTS quota_buckets (key_id TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL,
+     full_at INTEGER NOT NULL);`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -23,6 +23,8 @@ import type {
   AuditEvent,
   DeadLetteredSession,
   HubDevice,
+  QuotaAsk,
+  QuotaVerdict,
   SessionNews,
   TeamHubApi,
 } from "./api";
@@ -32,6 +34,7 @@ import type { HubHost } from "./host";
 import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
 import { PushQueue } from "./push-queue";
+import { Quotas } from "./quotas";
 import { Sessions } from "./sessions";
 
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
@@ -41,6 +44,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly push: PushQueue;
   private readonly sessions: Sessions;
   private readonly audit: AuditWriter;
+  private readonly quotas: Quotas;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -66,6 +70,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.feed = new LiveFeed(this.host, (approvalId) => this.push.deliveries(approvalId));
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.audit = new AuditWriter(this.host);
+    this.quotas = new Quotas(this.host);
   }
 
   // ── platform entry points ────────────────────────────────────────────────
@@ -105,6 +110,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   async approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
     this.adopt(teamId);
     const now = Date.now();
+    this.quotas.release(approval.id);
     if (!this.feed.remember(approval, ownerUserId, now)) return;
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
@@ -117,6 +123,36 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   async sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null> {
     this.adopt(teamId);
     return this.sessions.changed(news);
+  }
+
+  // ── quotas ───────────────────────────────────────────────────────────────
+
+  async admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict> {
+    this.adopt(teamId);
+    const now = Date.now();
+    const verdict = this.quotas.admit(ask, now);
+    // Shown after the answer: the agent's refusal never waits on the directory.
+    if (!verdict.ok && this.quotas.shouldShow(ask.keyId, verdict.limit, now)) {
+      this.ctx.waitUntil(this.showRefusal(ask, verdict, now));
+    }
+    return verdict;
+  }
+
+  async releaseRequest(teamId: string, approvalId: string): Promise<void> {
+    this.adopt(teamId);
+    this.quotas.release(approvalId);
+  }
+
+  /** Pending requests the quotas count now, for the team or one key (tests read it). */
+  async quotaPending(keyId?: string): Promise<number> {
+    return this.quotas.pending(keyId);
+  }
+
+  private async showRefusal(ask: QuotaAsk, verdict: QuotaVerdict & { ok: false }, at: number): Promise<void> {
+    await this.directory.load();
+    const owner = { userId: ask.ownerUserId, name: this.directory.nameOf(ask.ownerUserId) };
+    const { limit, retryAfterMs } = verdict;
+    this.feed.send({ type: "refused", refusal: { sessionId: ask.sessionId, owner, limit, retryAfterMs, at } });
   }
 
   // ── pushes and devices ───────────────────────────────────────────────────

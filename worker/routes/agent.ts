@@ -32,6 +32,19 @@ function join(c: Context<AppEnv>, sessionId: string) {
   return joinSession(c.env, c.get("agent"), sessionId, (work) => c.executionCtx.waitUntil(work));
 }
 
+/** A quota refusal: `429 quota_exceeded` (or `503 quota_unavailable`) with `Retry-After` in whole seconds. */
+function quotaRefusal(r: Extract<HttpOpenResult, { retryAfterMs: number }>): DomainError {
+  const { error, message, limit, retryAfterMs } = r;
+  return new DomainError(error, message, {
+    headers: { "Retry-After": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
+    extra: {
+      reason: error === "quota_exceeded" ? "quota" : "quota_unavailable",
+      ...(limit && { limit }),
+      retryAfterMs,
+    },
+  });
+}
+
 /** 202 while the request is pending, 200 with the final answer. */
 function pollReply(c: Context, result: HttpPollResult) {
   if (!result.ok) throw noSuchApproval();
@@ -63,6 +76,7 @@ export const agentRoutes = new Hono<AppEnv>()
       // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
       const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
       if (result.ok) return c.json({ approvalId: result.approvalId, expiresAt: result.expiresAt }, 201);
+      if ("retryAfterMs" in result) throw quotaRefusal(result);
       const { error, message, issues } = result;
       throw new DomainError(error, message, { extra: issues && { issues } });
     },

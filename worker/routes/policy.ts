@@ -1,6 +1,7 @@
 /**
- * The team policy: read it, and (owners and admins) replace it. A change is audited and applies
- * to requests opened from then on, in open sessions too (see team/policy.ts).
+ * The team policy: read it, and (owners and admins) replace it; only owners change its `limits`.
+ * A change is audited and applies to requests opened from then on, in open sessions too (see
+ * team/policy.ts).
  */
 import { Hono } from "hono";
 import { policyBodySchema } from "../../sdk/src/human/policy";
@@ -16,7 +17,6 @@ export const policyRoutes = new Hono<AppEnv>()
   .get("/v1/policy", async (c) => c.json((await getTeamPolicy(c.env.DB, c.get("web").teamId)).policy))
   .put("/v1/policy", requireRole(...ADMIN_ROLES), validate("json", policyBodySchema), async (c) => {
     const w = c.get("web");
-    const policy = c.req.valid("json");
-    await changePolicy(c.env, { teamId: w.teamId, userId: w.userId, policy });
-    return c.json(policy);
+    const body = c.req.valid("json");
+    return c.json(await changePolicy(c.env, { teamId: w.teamId, userId: w.userId, role: w.role, body }));
   });

@@ -1,25 +1,50 @@
 /**
  * The team policy as a use case: replace it (D1 with its audit event, before/after, in one
- * batch; then the chain and the open sessions). A change applies to requests opened from then on.
+ * batch; then the chain and the open sessions). A change applies to requests opened from then
+ * on. The team's `limits` (quotas) are the owners' alone: a body without them keeps the current
+ * ones, and anyone else who sends them must send them unchanged.
  *
- * Owns: the order of those steps. Does not own: the policy's shape and rules (`policy.ts`), the
- * SQL (`db/people.ts`), reaching the open sessions (the team's hub, `hub/sessions.ts`).
+ * Owns: the order of those steps and who may change the limits. Does not own: the policy's
+ * shape and rules (`policy.ts`), the SQL (`db/people.ts`), reaching the open sessions (the
+ * team's hub, `hub/sessions.ts`).
  */
-import { setTeamPolicy } from "../db";
+import type { PolicyUpdate } from "../../sdk/src/human/policy";
+import type { Role } from "../../sdk/src/human/roles";
+import { canonicalJson } from "../crypto";
+import { getTeamPolicy, setTeamPolicy } from "../db";
+import { DomainError } from "../errors";
 import { hubFor } from "../hub/api";
-import type { TeamPolicy } from "../policy";
+import { DEFAULT_POLICY, type TeamPolicy } from "../policy";
 import type { Env } from "../types";
 import { chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
 
-export async function changePolicy(env: Env, c: { teamId: string; userId: string; policy: TeamPolicy }) {
-  const { teamId, policy } = c;
+/** Only owners may change the team's limits. */
+const LIMIT_ROLES: readonly Role[] = ["owner"];
+
+export async function changePolicy(
+  env: Env,
+  c: { teamId: string; userId: string; role: Role; body: PolicyUpdate },
+): Promise<TeamPolicy> {
+  const { teamId } = c;
+  const keepLimits = c.body.limits === undefined || (await unchangedLimits(env, c));
+  const policy: TeamPolicy = { ...c.body, limits: c.body.limits ?? DEFAULT_POLICY.limits };
   const context = { teamId, actor: userActor(c.userId), at: Date.now() };
-  await setTeamPolicy(env.DB, teamId, policy, (change) =>
-    auditEvents.policyChanged(context, { ...change, after: policy }),
-  );
+  const { after } = await setTeamPolicy(env.DB, teamId, policy, {
+    keepLimits,
+    audit: (change) => auditEvents.policyChanged(context, change),
+  });
   await chainQueued(env, teamId);
   // The hub hands it to every live session (the first 40 now, the rest from its alarm); a gate
   // that misses it still gets it, from the hub when it next reports, or at its next join.
   await hubFor(env, teamId).policyChanged();
+  return after;
+}
+
+/** True when a non-owner sent the current limits back; throws when they would change them. */
+async function unchangedLimits(env: Env, c: { teamId: string; role: Role; body: PolicyUpdate }): Promise<boolean> {
+  if (LIMIT_ROLES.includes(c.role)) return false;
+  const { policy } = await getTeamPolicy(env.DB, c.teamId);
+  if (canonicalJson(policy.limits) === canonicalJson(c.body.limits)) return true;
+  throw new DomainError("forbidden", "only owners may change the team's limits");
 }

@@ -16,6 +16,7 @@ import { pending, usePending } from "../pending";
 import { Link, navigate } from "../router";
 import { ApprovalCard } from "../screens/ApprovalCard";
 import { useMe } from "../session";
+import { RefusalNotices } from "./RefusalNotices";
 import { Empty, FilterSelect, LoadError, PageHead, SidePanel } from "./ui";
 
 export function Board({ open }: { open: string | null }) {
@@ -67,6 +68,7 @@ export function Board({ open }: { open: string | null }) {
           }
         />
         <ConnectionBanner />
+        <RefusalNotices />
         {error && <LoadError error={error} testId="board-error" onRetry={() => void pending.reload()} />}
         {me && !canDecide(me.role) && (
           <p class="muted small" data-testid="viewer-hint">

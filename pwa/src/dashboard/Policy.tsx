@@ -1,8 +1,12 @@
-/** The team policy: five settings, owners and admins change them; they apply to new requests. */
+/**
+ * The team policy: five settings, owners and admins change them; they apply to new requests.
+ * The team's limits (quotas) are below them, and only owners change those.
+ */
 import { useEffect, useState } from "preact/hooks";
 import { api, isAdmin, type TeamPolicy } from "../api";
 import { Banner } from "../components/Banner";
 import { useMe } from "../session";
+import { LimitsFields } from "./Limits";
 import { LoadError, PageHead, useLoad } from "./ui";
 
 const MINUTE = 60_000;
@@ -10,6 +14,7 @@ const MINUTE = 60_000;
 export function Policy() {
   const me = useMe();
   const admin = isAdmin(me?.role);
+  const owner = me?.role === "owner";
   const loaded = useLoad(() => api.policy());
   const [form, setForm] = useState<TeamPolicy | null>(null);
   const [busy, setBusy] = useState(false);
@@ -107,6 +112,10 @@ export function Policy() {
                 options={{ tool_title: "The tool's title", generic: "“An agent is asking for permission”" }}
               />
             </Setting>
+          </fieldset>
+          <fieldset disabled={!owner || busy} data-testid="policy-limits-fieldset">
+            <legend class="setting-title">Team limits{owner ? "" : " (only owners change these)"}</legend>
+            <LimitsFields limits={form.limits} onChange={(limits) => set("limits", limits)} />
           </fieldset>
           {admin && (
             <div class="form-actions">

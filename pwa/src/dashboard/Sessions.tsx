@@ -161,7 +161,7 @@ export function SessionPage({ id }: { id: string }) {
     if (e.type === "resync") void page.reload();
     else if (e.type === "session" && e.session.sessionId === id)
       page.setData((prev) => (prev ? { ...prev, ...e.session } : prev));
-    else if (e.type !== "session" && e.approval.sessionId === id) {
+    else if ((e.type === "approval" || e.type === "resolved") && e.approval.sessionId === id) {
       const a = e.approval;
       page.setData((prev) => {
         if (!prev) return prev;

@@ -37,7 +37,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
   useLiveEvents((e) => {
     if (e.type === "resync") void load();
     // Feed events may omit delivery; keep what the card already knows.
-    else if (e.type !== "session" && e.approval.id === id)
+    else if ((e.type === "approval" || e.type === "resolved") && e.approval.id === id)
       setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
   });
 
@@ -127,6 +127,13 @@ function Card({
         <Banner tone="warn" testId="unsafe-warning">
           This request contains hidden characters, control codes or very long lines. They are shown as ⟨…⟩ tokens or
           cut; read it carefully before allowing.
+        </Banner>
+      )}
+
+      {approval.snapshot.truncated && (
+        <Banner tone="warn" testId="card-truncated">
+          truncated: {approval.snapshot.truncated.bytesNotStored} bytes not stored. This request was larger than the
+          team stores; what you see is cut. Deny it unless what is shown is enough to decide.
         </Banner>
       )}
 

@@ -1,10 +1,22 @@
 /** `GET /v1/live`: the team's live feed, one JSON event per WebSocket message (and "pong"). */
 import { z } from "zod";
 import { agentSessionSchema, approvalDetailSchema } from "../approval.js";
+import { quotaLimitSchema } from "./policy.js";
+
+/** A request the team's quotas refused (`refused`): whose session, which limit, when to retry. */
+export const quotaRefusalSchema = z.object({
+  sessionId: z.string(),
+  owner: z.object({ userId: z.string(), name: z.string() }),
+  limit: quotaLimitSchema,
+  retryAfterMs: z.number(),
+  at: z.number(),
+});
+export type QuotaRefusal = z.infer<typeof quotaRefusalSchema>;
 
 export const liveEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.enum(["approval", "resolved"]), approval: approvalDetailSchema }),
   z.object({ type: z.literal("session"), session: agentSessionSchema }),
+  z.object({ type: z.literal("refused"), refusal: quotaRefusalSchema }),
 ]);
 export type LiveEvent = z.infer<typeof liveEventSchema>;
 export type LiveApproval = z.infer<typeof approvalDetailSchema>;

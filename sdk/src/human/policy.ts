@@ -2,6 +2,35 @@
 import { z } from "zod";
 
 const MINUTE = 60_000;
+const KIB = 1024;
+
+const int = (min: number, max: number, fallback: number) => z.number().int().min(min).max(max).default(fallback);
+
+/**
+ * The team's quotas (`limits`, docs/limits.md): what one team may take of the shared service.
+ * Only owners change them. Every field has a default, so `{}` is the default limits.
+ */
+export const teamLimitsSchema = z
+  .object({
+    /** Requests created per API key per minute: the token bucket's refill rate. */
+    requestsPerKeyPerMinute: int(1, 6_000, 120),
+    /** Requests a key may create at once before the rate applies: the bucket's size. The default is over
+     * the 32 pending requests one session may hold, so a full session meets its own limit first. */
+    burstPerKey: int(1, 1_000, 40),
+    /** Pending requests of the whole team, across all its sessions and keys. */
+    pendingPerTeam: int(1, 10_000, 500),
+    /** Pending requests of one API key, across all its sessions. */
+    pendingPerKey: int(1, 10_000, 100),
+    /** Bytes of a request's snapshot that are stored (gate, D1, live feed); the rest is cut, with a marker. */
+    storedBytesPerRequest: int(4 * KIB, 256 * KIB, 64 * KIB),
+    /** Days resolved requests and agent sessions are kept (the audit log is kept whole). */
+    retentionDays: int(1, 3_650, 90),
+  })
+  .strict();
+export type TeamLimits = z.infer<typeof teamLimitsSchema>;
+
+/** The names of the team limits, as a refusal's `limit` names them. */
+export type LimitName = keyof TeamLimits;
 
 export const teamPolicySchema = z.object({
   lifetimeMs: z
@@ -14,9 +43,21 @@ export const teamPolicySchema = z.object({
   notify: z.enum(["session_owner", "all_approvers"]).default("session_owner"),
   deciders: z.enum(["any_approver", "session_owner"]).default("any_approver"),
   lockScreen: z.enum(["tool_title", "generic"]).default("tool_title"),
+  limits: teamLimitsSchema.prefault({}),
 });
 export type TeamPolicy = z.infer<typeof teamPolicySchema>;
 
-/** `PUT /v1/policy`: any subset of the fields (the rest take their defaults), nothing else. */
-export const policyBodySchema = teamPolicySchema.strict();
+/**
+ * `PUT /v1/policy`: any subset of the fields (the rest take their defaults), nothing else. The
+ * one exception is `limits`: left out, the team's current limits are kept (so a change of the
+ * other settings never resets them); given, its missing fields take their defaults. Only owners
+ * may change `limits`; anyone who may change the policy may send them unchanged.
+ */
+export const policyBodySchema = teamPolicySchema.extend({ limits: teamLimitsSchema.optional() }).strict();
 export type PolicyBody = z.input<typeof policyBodySchema>;
+/** A validated `PUT /v1/policy` body: every field filled in but `limits`, which may be absent. */
+export type PolicyUpdate = z.infer<typeof policyBodySchema>;
+
+/** The limits a request can be refused for when it is created (`limit` of a quota refusal). */
+export const quotaLimitSchema = z.enum(["requestsPerKeyPerMinute", "pendingPerTeam", "pendingPerKey"]);
+export type QuotaLimit = z.infer<typeof quotaLimitSchema>;

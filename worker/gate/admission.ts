@@ -1,0 +1,98 @@
+/**
+ * Admission: a new request passes the session's own checks, then the team's quotas (one RPC to
+ * the team's hub, which counts across all the team's sessions), and only then is held. Fail
+ * closed: a hub that fails or answers later than `ADMIT_TIMEOUT_MS` refuses the request; it is
+ * never held unchecked, and never held without an answer.
+ *
+ * Owns: the order of those steps and the refusals they give. Does not own: the checks and the
+ * hold (state-machine.ts), the counting (the hub's `quotas.ts`), or the replies (the transports).
+ */
+import type { Approval } from "../../sdk/src/approval";
+import type { RequestPermissionParams } from "../../sdk/src/protocol";
+import { limitsOf } from "../policy";
+import type { GateHub, QuotaVerdict } from "./hub";
+import type { Refusal, StateMachine } from "./state-machine";
+import type { Holder, SessionMeta } from "./store";
+
+/** The longest the hub may take to admit a request; later is a refusal. */
+export const ADMIT_TIMEOUT_MS = 2_000;
+/** What an agent refused because the quotas could not be checked is told to wait. */
+const UNAVAILABLE_RETRY_MS = 1_000;
+
+export interface AdmissionHost {
+  machine: StateMachine;
+  /** The team's hub, called and awaited. */
+  hub(teamId: string): GateHub;
+  /** News for the hub in the background (the gate's `tellHub`). */
+  tellHub(teamId: string, news: (hub: GateHub) => Promise<unknown>): void;
+}
+
+type Verdict = QuotaVerdict | { ok: false; unavailable: true };
+
+export class Admission {
+  constructor(private readonly host: AdmissionHost) {}
+
+  /**
+   * Holds a new request once the team's quotas admit it, or says why not. `holderAlive` tells
+   * whether whoever would be answered is still there after the wait (a socket may close).
+   */
+  async open(
+    meta: SessionMeta,
+    holder: Holder,
+    params: RequestPermissionParams,
+    now: number,
+    holderAlive: () => boolean = () => true,
+  ): Promise<Approval | Refusal> {
+    const checked = this.host.machine.check(meta, params);
+    if ("refused" in checked) return checked;
+    const approvalId = this.host.machine.newApprovalId();
+    const { teamId } = meta;
+    const verdict = await this.admit(meta, {
+      approvalId,
+      keyId: holder.keyId,
+      sessionId: meta.sessionId,
+      ownerUserId: meta.ownerUserId,
+      expiresAt: now + checked.lifetimeMs,
+      limits: limitsOf(meta.policy),
+    });
+    if (!verdict.ok) {
+      // The hub may have counted it after all (an answer that came too late): free the slot.
+      if ("unavailable" in verdict) this.release(teamId, approvalId);
+      return refusalOf(verdict);
+    }
+    const opened = holderAlive()
+      ? this.host.machine.open(meta, holder, params, now, approvalId)
+      : ({ refused: "holder_gone", message: "the socket closed before the request was held" } as const);
+    if ("refused" in opened) this.release(teamId, approvalId);
+    return opened;
+  }
+
+  private async admit(meta: SessionMeta, ask: Parameters<GateHub["admitRequest"]>[1]): Promise<Verdict> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<Verdict>((resolve) => {
+      timer = setTimeout(() => resolve({ ok: false, unavailable: true }), ADMIT_TIMEOUT_MS);
+    });
+    const asked = this.host
+      .hub(meta.teamId)
+      .admitRequest(meta.teamId, ask)
+      .catch((): Verdict => ({ ok: false, unavailable: true }));
+    try {
+      return await Promise.race([asked, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private release(teamId: string, approvalId: string): void {
+    this.host.tellHub(teamId, (hub) => hub.releaseRequest(teamId, approvalId));
+  }
+}
+
+function refusalOf(verdict: Exclude<Verdict, { ok: true }>): Refusal {
+  if ("unavailable" in verdict) {
+    const message = "the team's quotas could not be checked; nothing was held";
+    return { refused: "quota_unavailable", message, retryAfterMs: UNAVAILABLE_RETRY_MS };
+  }
+  const message = `over the team's ${verdict.limit} limit; retry in ${Math.ceil(verdict.retryAfterMs / 1000)} s`;
+  return { refused: "quota", message, limit: verdict.limit, retryAfterMs: verdict.retryAfterMs };
+}
