@@ -302,15 +302,18 @@ describe("durable route-side audit", () => {
     } finally {
       await env.DB.exec(`DROP TRIGGER ${trigger}`);
     }
-    // The hub drains the outbox on its next append (here: verify's), and the events are chained.
-    expect(await verify(owner)).toMatchObject({ ok: true, entries: 5 });
+    // The hub's next append (a gate's, here one of ours) drains the outbox behind its own events.
+    const next = event(owner.teamId);
+    await hub(owner.teamId).appendAudit([next]);
     expect((await rows(owner.teamId)).map((e) => e.eventId)).toEqual([
       expect.any(String),
       expect.any(String),
+      next.eventId,
       `key_created:${keyId}`,
       `key_revoked:${keyId}`,
       `policy_changed:${owner.teamId}:1`,
     ]);
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 6 });
     const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM audit_outbox WHERE team_id = ?")
       .bind(owner.teamId)
       .first<{ n: number }>();

@@ -37,7 +37,11 @@ import { PushQueue } from "./push-queue";
 import { Quotas } from "./quotas";
 import { Sessions } from "./sessions";
 
+/** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
+const OPPORTUNISTIC_DRAIN_MS = 10_000;
+
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
+  private auditDrainedAt = 0;
   private readonly host: HubHost;
   private readonly directory: Directory;
   private readonly feed: LiveFeed;
@@ -244,7 +248,11 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!first) return;
     this.adopt(first);
     await this.audit.append(this.teamId() as string, events);
-    // The routes' queued events ride along; the caller's own events are in, whatever happens here.
+    // Events a route queued while its call to us failed ride along, at most every 10 s (a
+    // busy session appends often); the caller's own events are in, whatever happens here.
+    const now = Date.now();
+    if (now - this.auditDrainedAt < OPPORTUNISTIC_DRAIN_MS) return;
+    this.auditDrainedAt = now;
     await this.drainAuditQuietly();
   }
 

@@ -3,7 +3,7 @@
  * hashes and inserts in order), but a use case never hands it an event and hopes: the event is
  * first queued in D1 (`audit_outbox`), in the same batch as the action's own write where the use
  * case can (the `db/` write takes the event), else before the route answers (`appendAudit`). The hub then drains the
- * queue; if it cannot now, the event waits for its next append, verify or alarm.
+ * queue; if it cannot now, the event waits for its next append (at most every 10 s), verify or alarm.
  *
  * Owns: the path from a use case to the chain. Does not own: the chain's hashing (the hub), the
  * D1 statements (`db/audit.ts`, pure D1), nor what an event says (`audit-events.ts`).
@@ -26,7 +26,7 @@ export async function appendAudit(env: Env, event: AuditEvent): Promise<void> {
 
 /**
  * Asks the team's hub to chain what is queued. Never fails the caller: the events are durable
- * in D1 already, and the hub drains them on its next append, verify or alarm.
+ * in D1 already, and the hub drains them on its next append (at most every 10 s), verify or alarm.
  */
 export async function chainQueued(env: Env, teamId: string): Promise<void> {
   try {
