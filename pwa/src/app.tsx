@@ -18,7 +18,7 @@ import { PairClaim, PairDesktop, PairSetup } from "./screens/Pair";
 import { Pending } from "./screens/Pending";
 import { SignIn } from "./screens/SignIn";
 import { SignUp } from "./screens/SignUp";
-import { type Session, SessionContext } from "./session";
+import { type Viewer, ViewerContext } from "./viewer";
 
 const Board = lazy(() => import("./dashboard/Board").then((m) => m.Board));
 const Sessions = lazy(() => import("./dashboard/Sessions").then((m) => m.Sessions));
@@ -31,21 +31,21 @@ const Policy = lazy(() => import("./dashboard/Policy").then((m) => m.Policy));
 const Stats = lazy(() => import("./dashboard/Stats").then((m) => m.Stats));
 
 export function App() {
-  const [session, setSession] = useState<Session>({ status: "loading" });
+  const [viewer, setViewer] = useState<Viewer>({ status: "loading" });
   const loc = useLocation();
 
   const refresh = useCallback(async () => {
     try {
       const me = await api.me();
-      setSession(me ? { status: "signed-in", me } : { status: "signed-out" });
+      setViewer(me ? { status: "signed-in", me } : { status: "signed-out" });
     } catch (e) {
-      setSession(e instanceof ApiError && e.offline ? { status: "offline" } : { status: "signed-out" });
+      setViewer(e instanceof ApiError && e.offline ? { status: "offline" } : { status: "signed-out" });
     }
   }, []);
 
   useEffect(() => {
     void refresh();
-    setUnauthenticatedHandler(() => setSession({ status: "signed-out" }));
+    setUnauthenticatedHandler(() => setViewer({ status: "signed-out" }));
     // Opened offline: find out who we are as soon as the network is back.
     const retry = () => void refresh();
     addEventListener("online", retry);
@@ -54,7 +54,7 @@ export function App() {
 
   // A phone can think it is online while the server is unreachable, and then no "online" event
   // comes: while offline, also try again with backoff and whenever the app comes to the front.
-  const offline = session.status === "offline";
+  const offline = viewer.status === "offline";
   useEffect(() => {
     if (!offline) return;
     let delay = 2_000;
@@ -71,9 +71,9 @@ export function App() {
     };
   }, [offline, refresh]);
 
-  const userId = session.status === "signed-in" ? session.me.user.id : null;
+  const userId = viewer.status === "signed-in" ? viewer.me.user.id : null;
   // Keyed by team too: after a team switch the feed and the lists belong to the new team.
-  const teamId = session.status === "signed-in" ? session.me.team.id : null;
+  const teamId = viewer.status === "signed-in" ? viewer.me.team.id : null;
   useEffect(() => {
     if (!userId) return;
     live.start();
@@ -86,25 +86,25 @@ export function App() {
 
   const wide = useWide();
   const route = matchRoute(loc, wide);
-  const needsSignIn = route.protected && session.status === "signed-out";
+  const needsSignIn = route.protected && viewer.status === "signed-out";
   useEffect(() => {
     if (needsSignIn) navigate(signInFor(loc.path + location.search), { replace: true });
   }, [needsSignIn, loc.path]);
 
-  const ctx = useMemo(() => ({ session, refresh }), [session, refresh]);
-  const chrome = session.status === "signed-in" || session.status === "offline";
+  const ctx = useMemo(() => ({ viewer, refresh }), [viewer, refresh]);
+  const chrome = viewer.status === "signed-in" || viewer.status === "offline";
   const sidebar = chrome && wide;
   return (
-    <SessionContext.Provider value={ctx}>
+    <ViewerContext.Provider value={ctx}>
       <div class={sidebar ? "shell has-sidebar" : "shell"}>
-        <Header session={session} wide={wide} />
+        <Header viewer={viewer} wide={wide} />
         {sidebar && <Nav path={loc.path} side />}
         <main class={sidebar ? "wide" : chrome ? "with-nav" : undefined} key={teamId ?? "none"}>
-          {session.status === "loading" || needsSignIn ? <p class="muted center">Loading…</p> : route.render()}
+          {viewer.status === "loading" || needsSignIn ? <p class="muted center">Loading…</p> : route.render()}
         </main>
         {chrome && !wide && <Nav path={loc.path} />}
       </div>
-    </SessionContext.Provider>
+    </ViewerContext.Provider>
   );
 }
 
@@ -168,7 +168,7 @@ function matchRoute({ path, query }: Location, wide: boolean): Route {
   }
 }
 
-function Header({ session, wide }: { session: Session; wide: boolean }) {
+function Header({ viewer, wide }: { viewer: Viewer; wide: boolean }) {
   const signOut = async () => {
     await api.signOut().catch(() => {});
     // A full load drops every cached list and closes the live socket.
@@ -180,12 +180,12 @@ function Header({ session, wide }: { session: Session; wide: boolean }) {
         <img src="/icons/icon-192.png" alt="" width="28" height="28" />
         Tapgate
       </Link>
-      {session.status === "signed-in" && (
+      {viewer.status === "signed-in" && (
         <div class="top-actions">
-          <TeamSwitcher me={session.me} />
+          <TeamSwitcher me={viewer.me} />
           {wide && (
             <span class="muted top-user" data-testid="user-name">
-              {session.me.user.name} · <span class="role-tag">{session.me.role}</span>
+              {viewer.me.user.name} · <span class="role-tag">{viewer.me.role}</span>
             </span>
           )}
           <Link href="/pair" class="top-link" data-testid="add-phone">

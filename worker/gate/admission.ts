@@ -12,7 +12,7 @@ import type { RequestPermissionParams } from "../../sdk/src/protocol";
 import { limitsOf } from "../policy";
 import type { GateHub, QuotaVerdict } from "./hub";
 import type { Refusal, StateMachine } from "./state-machine";
-import type { Holder, SessionMeta } from "./store";
+import type { Holder, ServedSession } from "./store";
 
 /** The longest the hub may take to admit a request; later is a refusal. */
 export const ADMIT_TIMEOUT_MS = 2_000;
@@ -37,7 +37,7 @@ export class Admission {
    * whether whoever would be answered is still there after the wait (a socket may close).
    */
   async open(
-    meta: SessionMeta,
+    meta: ServedSession,
     holder: Holder,
     params: RequestPermissionParams,
     now: number,
@@ -67,7 +67,7 @@ export class Admission {
     return opened;
   }
 
-  private async admit(meta: SessionMeta, ask: Parameters<GateHub["admitRequest"]>[1]): Promise<Verdict> {
+  private async admit(meta: ServedSession, ask: Parameters<GateHub["admitRequest"]>[1]): Promise<Verdict> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<Verdict>((resolve) => {
       timer = setTimeout(() => resolve({ ok: false, unavailable: true }), ADMIT_TIMEOUT_MS);

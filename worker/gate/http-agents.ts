@@ -12,14 +12,14 @@ import type { Admission } from "./admission";
 import type { AgentCaller, GateJoin, HttpOpenResult, HttpPollResult } from "./api";
 import { LEASE_MS } from "./rules";
 import type { StateMachine } from "./state-machine";
-import type { GateStore, SessionMeta, StoredRow } from "./store";
+import type { GateStore, ServedSession, StoredRow } from "./store";
 
 /** What the HTTP side uses of its gate: the same join, open and resolve paths sockets use. */
 export interface HttpHost {
   store: GateStore;
   machine: StateMachine;
   admission: Admission;
-  join(join: GateJoin): SessionMeta | null;
+  join(join: GateJoin): ServedSession | null;
 }
 
 export class HttpAgents {

@@ -13,7 +13,7 @@ import type { GateJoin } from "./api";
 import { type GateHub, PRESENCE_REPORT_MS } from "./hub";
 import type { Outbox } from "./outbox";
 import { helloInfo, joinedMeta, withoutNullish, withPolicy } from "./rules";
-import type { GateStore, SessionMeta } from "./store";
+import type { GateStore, ServedSession } from "./store";
 
 export interface PresenceHost {
   store: GateStore;
@@ -27,7 +27,7 @@ export class Presence {
   constructor(private readonly host: PresenceHost) {}
 
   /** Records who joins with which policy; null when the key was revoked here. */
-  join(join: GateJoin): SessionMeta | null {
+  join(join: GateJoin): ServedSession | null {
     if (this.host.store.isRevoked(join.keyId)) return null;
     const meta = joinedMeta(this.host.store.meta(), join);
     this.host.store.saveMeta(meta);
@@ -96,7 +96,7 @@ export class Presence {
     if (meta) this.reportToHub(meta, this.host.connected(), now);
   }
 
-  private reportToHub(meta: SessionMeta, connected: boolean, now: number): void {
+  private reportToHub(meta: ServedSession, connected: boolean, now: number): void {
     this.host.tellHub(meta.teamId, async (hub) => {
       const newer = await hub.sessionChanged(meta.teamId, {
         sessionId: meta.sessionId,

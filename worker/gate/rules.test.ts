@@ -19,7 +19,7 @@ import {
   retryDelayMs,
   withPolicy,
 } from "./rules";
-import type { SessionMeta } from "./store";
+import type { ServedSession } from "./store";
 
 const OPTIONS: PermissionOption[] = [
   { optionId: "allow", name: "Allow", kind: "allow_once" },
@@ -27,7 +27,7 @@ const OPTIONS: PermissionOption[] = [
   { optionId: "deny", name: "Deny", kind: "reject_once" },
 ];
 
-const meta: SessionMeta = {
+const meta: ServedSession = {
   teamId: "team",
   sessionId: "sess",
   ownerUserId: "owner",
@@ -36,7 +36,7 @@ const meta: SessionMeta = {
   info: EMPTY_INFO,
 };
 
-function approval(overrides: Partial<SessionMeta> = {}, now = 1_000): Approval {
+function approval(overrides: Partial<ServedSession> = {}, now = 1_000): Approval {
   return newApproval({
     id: "apr_1",
     meta: { ...meta, ...overrides },

@@ -19,7 +19,7 @@ import type { OutboxOp } from "../db";
 import { limitsOf, offeredOptions, requestLifetimeMs, type VersionedPolicy } from "../policy";
 import { DECIDER_ROLES } from "../roles";
 import type { DecisionInput, GateJoin } from "./api";
-import type { SessionMeta } from "./store";
+import type { ServedSession } from "./store";
 import { storedSnapshot } from "./stored-snapshot";
 
 export { offeredOptions, requestLifetimeMs };
@@ -55,7 +55,7 @@ export interface Resolution {
  */
 export function newApproval(a: {
   id: string;
-  meta: SessionMeta;
+  meta: ServedSession;
   params: RequestPermissionParams;
   knownToolCall: Record<string, unknown>;
   lifetimeMs: number;
@@ -131,7 +131,7 @@ export type DecisionCheck =
   | { ok: false; error: "role_may_not_decide" | "not_session_owner" | "option_not_offered" | "request_changed" };
 
 /** Whether a human may take this decision on a pending approval, and what it resolves to. */
-export function checkDecision(meta: SessionMeta, pending: Approval, d: DecisionInput): DecisionCheck {
+export function checkDecision(meta: ServedSession, pending: Approval, d: DecisionInput): DecisionCheck {
   if (!DECIDER_ROLES.includes(d.role)) return { ok: false, error: "role_may_not_decide" };
   if (meta.policy.deciders === "session_owner" && d.userId !== meta.ownerUserId) {
     return { ok: false, error: "not_session_owner" };
@@ -167,7 +167,7 @@ export function isRepeatDecision(current: Approval, d: Pick<DecisionInput, "user
  * The session's metadata after a join. A policy the hub pushed may be newer than the one the
  * Worker read for this join: the newer version wins. What `hello` told is kept.
  */
-export function joinedMeta(known: SessionMeta | null, join: GateJoin): SessionMeta {
+export function joinedMeta(known: ServedSession | null, join: GateJoin): ServedSession {
   const keepKnown = known !== null && (known.policyVersion ?? 0) > join.policyVersion;
   return {
     teamId: join.teamId,
@@ -180,7 +180,7 @@ export function joinedMeta(known: SessionMeta | null, join: GateJoin): SessionMe
 }
 
 /** The metadata with a newer team policy, or null when the update is another team's or not newer. */
-export function withPolicy(meta: SessionMeta | null, teamId: string, update: VersionedPolicy): SessionMeta | null {
+export function withPolicy(meta: ServedSession | null, teamId: string, update: VersionedPolicy): ServedSession | null {
   if (!meta || meta.teamId !== teamId || (meta.policyVersion ?? 0) >= update.version) return null;
   return { ...meta, policy: update.policy, policyVersion: update.version };
 }
@@ -203,7 +203,7 @@ export function helloInfo(
  * detail, but `requestHash` commits to exactly what the humans were shown, and `option` says
  * which of the offered options was chosen (null until one is).
  */
-export function auditOp(meta: SessionMeta, a: Approval, actor: string, action: string, at: number): OutboxOp {
+export function auditOp(meta: ServedSession, a: Approval, actor: string, action: string, at: number): OutboxOp {
   const chosen = a.options.find((o) => o.optionId === a.optionId);
   const detail = {
     sessionId: a.sessionId,

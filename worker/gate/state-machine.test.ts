@@ -11,10 +11,10 @@ import type { DecisionInput } from "./api";
 import type { Outbox } from "./outbox";
 import { EMPTY_INFO } from "./rules";
 import { type Refusal, StateMachine } from "./state-machine";
-import type { GateStore, Holder, PendingRow, SessionMeta, StoredRow } from "./store";
+import type { GateStore, Holder, PendingRow, ServedSession, StoredRow } from "./store";
 
 /** Just the store methods the state machine uses, over a Map. */
-function memoryStore(meta: SessionMeta) {
+function memoryStore(meta: ServedSession) {
   const rows = new Map<string, StoredRow & { expires_at: number }>();
   const revoked = new Set<string>();
   const pending = (keep: (r: StoredRow & { expires_at: number }) => boolean) =>
@@ -59,7 +59,7 @@ function memoryStore(meta: SessionMeta) {
 }
 
 function machine(policy = DEFAULT_POLICY) {
-  const meta: SessionMeta = { teamId: "team", sessionId: "sess", ownerUserId: "owner", policy, info: EMPTY_INFO };
+  const meta: ServedSession = { teamId: "team", sessionId: "sess", ownerUserId: "owner", policy, info: EMPTY_INFO };
   const { store, rows } = memoryStore(meta);
   const ops: OutboxOp[] = [];
   const news: string[] = [];

@@ -32,7 +32,7 @@ import {
   requestLifetimeMs,
   resolvedApproval,
 } from "./rules";
-import type { GateStore, Holder, PendingRow, SessionMeta, StoredRow } from "./store";
+import type { GateStore, Holder, PendingRow, ServedSession, StoredRow } from "./store";
 
 export type Refusal =
   | { refused: "invalid_params" | "too_many_pending"; message: string; issues?: unknown[] }
@@ -67,7 +67,7 @@ export class StateMachine {
   }
 
   /** The session's own checks of a new request (before the team's quotas): its lifetime, or a refusal. */
-  check(meta: SessionMeta, params: RequestPermissionParams): { lifetimeMs: number } | Refusal {
+  check(meta: ServedSession, params: RequestPermissionParams): { lifetimeMs: number } | Refusal {
     if (params.sessionId !== meta.sessionId) {
       return { refused: "invalid_params", message: `sessionId is not this session's (${meta.sessionId})` };
     }
@@ -89,7 +89,7 @@ export class StateMachine {
    * with the write, since other events may have come in while the hub was asked.
    */
   open(
-    meta: SessionMeta,
+    meta: ServedSession,
     holder: Holder,
     params: RequestPermissionParams,
     now: number,

@@ -11,7 +11,7 @@ import type { OutboxOp } from "../db";
 import type { TeamPolicy } from "../policy";
 
 /** The session the object serves, kept under `meta('session')`. */
-export interface SessionMeta {
+export interface ServedSession {
   teamId: string;
   sessionId: string;
   ownerUserId: string;
@@ -64,9 +64,9 @@ export class GateStore {
 
   // ── meta ─────────────────────────────────────────────────────────────────
 
-  meta(): SessionMeta | null {
+  meta(): ServedSession | null {
     const row = this.sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];
-    return row ? (JSON.parse(row.v as string) as SessionMeta) : null;
+    return row ? (JSON.parse(row.v as string) as ServedSession) : null;
   }
 
   /** When the session last reported its connection state (to D1 and the hub); 0 before any. */
@@ -78,7 +78,7 @@ export class GateStore {
     this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('reported_at', ?)", String(at));
   }
 
-  saveMeta(meta: SessionMeta): void {
+  saveMeta(meta: ServedSession): void {
     this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)", JSON.stringify(meta));
   }
 

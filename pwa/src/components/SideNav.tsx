@@ -1,6 +1,6 @@
 import { isAdmin } from "../api";
 import { Link } from "../router";
-import { useMe } from "../session";
+import { useMe } from "../viewer";
 
 interface Item {
   href: string;

@@ -1,13 +1,13 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Me, type Team } from "../api";
-import { useSession } from "../session";
+import { useViewer } from "../viewer";
 
 /**
  * The current team's name; with more than one team, a native select laid over it switches
  * (`POST /v1/teams/switch`), then the app re-reads who it is and every screen reloads its data.
  */
 export function TeamSwitcher({ me }: { me: Me }) {
-  const { refresh } = useSession();
+  const { refresh } = useViewer();
   const [teams, setTeams] = useState<Team[]>([]);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);

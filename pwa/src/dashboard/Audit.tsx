@@ -6,8 +6,8 @@ import { SafeText } from "../components/SafeText";
 import { prettyJson } from "../components/ToolContent";
 import { dateTime } from "../format";
 import { usePaged } from "../paged";
-import { useMe } from "../session";
 import { useAction } from "../use-action";
+import { useMe } from "../viewer";
 import { useMembers } from "./Board";
 import { DataTable, Empty, LoadError, PageHead, Pager, shortDate } from "./ui";
 

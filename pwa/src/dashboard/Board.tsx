@@ -15,7 +15,7 @@ import { useLiveEvents, useLiveStatus } from "../live";
 import { pending, usePending } from "../pending";
 import { Link, navigate } from "../router";
 import { ApprovalCard } from "../screens/ApprovalCard";
-import { useMe } from "../session";
+import { useMe } from "../viewer";
 import { RefusalNotices } from "./RefusalNotices";
 import { Empty, FilterSelect, LoadError, PageHead, SidePanel } from "./ui";
 

@@ -6,8 +6,8 @@ import { Banner } from "../components/Banner";
 import { Field } from "../components/Field";
 import { SafeText } from "../components/SafeText";
 import { ago, dateTime } from "../format";
-import { useMe } from "../session";
 import { useAction } from "../use-action";
+import { useMe } from "../viewer";
 import { ActionsHead, ConfirmButton, CopyField, DataTable, Empty, LoadError, PageHead, shortDate, useLoad } from "./ui";
 
 export function Keys() {

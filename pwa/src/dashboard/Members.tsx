@@ -4,8 +4,8 @@ import { api, type CreatedInvite, type Invite, isAdmin, type Member, ROLES, type
 import { Banner } from "../components/Banner";
 import { Field } from "../components/Field";
 import { dateTime } from "../format";
-import { useMe, useSession } from "../session";
 import { useAction } from "../use-action";
+import { useMe, useViewer } from "../viewer";
 import {
   ActionsHead,
   ConfirmButton,
@@ -178,7 +178,7 @@ function InviteForm({ onCreated }: { onCreated: () => void }) {
 
 function MemberRow({ member, onChanged, onRemoved }: { member: Member; onChanged: () => void; onRemoved: () => void }) {
   const me = useMe();
-  const { refresh } = useSession();
+  const { refresh } = useViewer();
   const myRank = roleRank(me?.role ?? "viewer");
   const self = member.userId === me?.user.id;
   // An admin cannot touch an owner; nobody grants above their own role.

@@ -5,7 +5,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, isAdmin, type TeamPolicy } from "../api";
 import { Banner } from "../components/Banner";
-import { useMe } from "../session";
+import { useMe } from "../viewer";
 import { LimitsFields } from "./Limits";
 import { LoadError, PageHead, useLoad } from "./ui";
 

@@ -8,7 +8,7 @@ import { dateTime, describeApproval } from "../format";
 import { useLiveEvents } from "../live";
 import { usePaged } from "../paged";
 import { ApprovalCard } from "../screens/ApprovalCard";
-import { useMe } from "../session";
+import { useMe } from "../viewer";
 import { useMembers } from "./Board";
 import {
   DataTable,

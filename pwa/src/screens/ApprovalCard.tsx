@@ -12,7 +12,7 @@ import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
 import { useLiveEvents } from "../live";
 import { Link } from "../router";
 import { containsUnsafeText } from "../safe-text";
-import { useMe } from "../session";
+import { useMe } from "../viewer";
 
 type Notice = { tone: "error" | "warn"; text: string } | null;
 

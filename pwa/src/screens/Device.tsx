@@ -7,7 +7,7 @@ import { Field } from "../components/Field";
 import { SafeText } from "../components/SafeText";
 import { ago } from "../format";
 import { navigate } from "../router";
-import { useMe } from "../session";
+import { useMe } from "../viewer";
 
 const DONE = {
   approve: "Approved. Your terminal finishes signing in within a few seconds.",

@@ -7,7 +7,7 @@ import { ago, dateTime, describeApproval, outcome, shortDuration } from "../form
 import { useLiveEvents } from "../live";
 import { usePaged } from "../paged";
 import { Link } from "../router";
-import { useMe } from "../session";
+import { useMe } from "../viewer";
 
 const PAGE = 30;
 

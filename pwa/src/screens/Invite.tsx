@@ -7,11 +7,11 @@ import { type ApiError, api, type InvitePreview } from "../api";
 import { Banner } from "../components/Banner";
 import { dateTime } from "../format";
 import { Link, navigate } from "../router";
-import { useSession } from "../session";
+import { useViewer } from "../viewer";
 import { rememberNext } from "./SignIn";
 
 export function InviteScreen({ token }: { token: string }) {
-  const { session, refresh } = useSession();
+  const { viewer, refresh } = useViewer();
   const [preview, setPreview] = useState<InvitePreview | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
@@ -62,10 +62,10 @@ export function InviteScreen({ token }: { token: string }) {
             </p>
             <p class="muted small">The link works once, until {dateTime(preview.expiresAt)}.</p>
           </div>
-          {session.status === "signed-in" ? (
+          {viewer.status === "signed-in" ? (
             <>
               <p class="muted small">
-                You are signed in as {session.me.user.email}. Accepting adds this team to your account and switches to
+                You are signed in as {viewer.me.user.email}. Accepting adds this team to your account and switches to
                 it.
               </p>
               <button
@@ -83,7 +83,7 @@ export function InviteScreen({ token }: { token: string }) {
                 </Banner>
               )}
             </>
-          ) : session.status === "loading" ? null : (
+          ) : viewer.status === "loading" ? null : (
             <>
               <p>Sign in or create an account first; you come back here to accept.</p>
               <Link

@@ -8,7 +8,7 @@ import { EnableNotifications } from "../components/EnableNotifications";
 import { SwitchAccount } from "../components/SwitchAccount";
 import { withReauth } from "../reauth";
 import { Link, navigate } from "../router";
-import { useMe, useSession } from "../session";
+import { useMe, useViewer } from "../viewer";
 
 /** On the signed-in desktop: a one-time QR code (and link) that signs a phone in. */
 export function PairDesktop() {
@@ -79,7 +79,7 @@ function QrCanvas({ text }: { text: string }) {
  * browser signed in as someone else is asked first, naming both accounts.
  */
 export function PairClaim({ token }: { token: string }) {
-  const { refresh } = useSession();
+  const { refresh } = useViewer();
   const [error, setError] = useState<string | null>(null);
   const [asking, setAsking] = useState<SignedInAsOther | null>(null);
   const [busy, setBusy] = useState(false);

@@ -4,12 +4,12 @@ import { Banner } from "../components/Banner";
 import { ConnectionBanner } from "../components/ConnectionBanner";
 import { pending, usePending } from "../pending";
 import { Link } from "../router";
-import { useSession } from "../session";
+import { useViewer } from "../viewer";
 
 export function Pending() {
-  const { session } = useSession();
+  const { viewer } = useViewer();
   const { mine, team, loaded, error } = usePending();
-  const offline = session.status === "offline" || error?.offline;
+  const offline = viewer.status === "offline" || error?.offline;
   return (
     <section class="screen" data-testid="screen-pending">
       <h1>Pending</h1>
@@ -28,7 +28,7 @@ export function Pending() {
           </button>
         </Banner>
       )}
-      {session.status === "signed-in" && !loaded && !error && <p class="muted">Loading…</p>}
+      {viewer.status === "signed-in" && !loaded && !error && <p class="muted">Loading…</p>}
       {loaded && mine.length === 0 && team.length === 0 && (
         <div class="empty" data-testid="pending-empty">
           <p>Nothing is waiting for you.</p>

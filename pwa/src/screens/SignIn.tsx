@@ -6,8 +6,8 @@ import { passkeyError } from "../components/CreatePasskey";
 import { Field } from "../components/Field";
 import { SwitchAccount } from "../components/SwitchAccount";
 import { Link, navigate, safeNext } from "../router";
-import { useMe, useSession } from "../session";
 import { useAction } from "../use-action";
+import { useMe, useViewer } from "../viewer";
 
 // The link may open in another tab, or after the app was closed: remember where to go on.
 const NEXT_KEY = "tapgate.next";
@@ -18,15 +18,15 @@ export function rememberNext(path: string): void {
 }
 
 export function SignIn({ token, next }: { token: string | null; next: string | null }) {
-  const { session, refresh } = useSession();
+  const { viewer, refresh } = useViewer();
   const done = async (to: string) => {
     await refresh();
     navigate(safeNext(to), { replace: true });
   };
 
   useEffect(() => {
-    if (session.status === "signed-in" && !token) navigate(safeNext(next), { replace: true });
-  }, [session.status, token, next]);
+    if (viewer.status === "signed-in" && !token) navigate(safeNext(next), { replace: true });
+  }, [viewer.status, token, next]);
 
   return (
     <section class="screen narrow" data-testid="screen-signin">
