@@ -6,8 +6,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../worker/audit-chain";
+import { sha256Hex } from "../../worker/crypto";
 import { DEFAULT_POLICY } from "../../worker/policy";
-import { api, createKey, json, type Member, signUp, tokenOf, unique } from "./helpers";
+import { api, createKey, json, lastMailLink, type Member, signUp, tokenOf, unique } from "./helpers";
 import { addMember } from "./team-helpers";
 
 const hub = (teamId: string) => env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
@@ -216,5 +217,73 @@ describe("durable route-side audit", () => {
     expect(chained.find((e) => e.eventId === `key_created:${bobKey.id}`)).toBeDefined();
     expect(await queued(owner.teamId)).toEqual([]);
     expect(await verify(owner)).toMatchObject({ ok: true, entries: chained.length });
+  });
+
+  it("invites, device codes and sign-ins whose event cannot be queued do not happen either", async () => {
+    const owner = await signUp("Olga");
+    const pending = await inviteToken(owner, "viewer");
+    const inviteId = await env.DB.prepare("SELECT id FROM invites WHERE token_hash = ?")
+      .bind(sha256Hex(pending))
+      .first<{ id: string }>();
+    const code = await json<{ deviceCode: string; userCode: string }>(
+      await post("/v1/device/code", { clientName: "olga-laptop" }),
+    );
+    const approve = () => api(`/v1/device/${code.userCode}/approve`, { method: "POST", cookie: owner.cookie });
+    const poll = async () => {
+      // The terminal waited its interval (without sleeping in the test).
+      await env.DB.prepare("UPDATE device_codes SET last_polled_at = NULL WHERE device_code_hash = ?")
+        .bind(sha256Hex(code.deviceCode))
+        .run();
+      return post("/v1/device/token", { deviceCode: code.deviceCode });
+    };
+    const status = async () =>
+      (
+        await env.DB.prepare("SELECT status FROM device_codes WHERE device_code_hash = ?")
+          .bind(sha256Hex(code.deviceCode))
+          .first<{ status: string }>()
+      )?.status;
+    const invites = async () =>
+      (
+        await env.DB.prepare("SELECT COUNT(*) AS n FROM invites WHERE team_id = ? AND revoked_at IS NULL")
+          .bind(owner.teamId)
+          .first<{ n: number }>()
+      )?.n;
+    const sessions = async () =>
+      (
+        await env.DB.prepare("SELECT COUNT(*) AS n FROM web_sessions WHERE user_id = ?")
+          .bind(owner.userId)
+          .first<{ n: number }>()
+      )?.n;
+    const before = { queued: await queued(owner.teamId), sessions: await sessions() };
+    expect(await invites()).toBe(1);
+    expect((await post("/v1/auth/signin", { email: owner.email })).status).toBe(202);
+    const signInLink = tokenOf(await lastMailLink(owner.email));
+
+    await refusingInserts("audit_outbox", owner.teamId, async () => {
+      expect((await post("/v1/invites", { role: "viewer" }, owner.cookie)).status).toBe(500);
+      expect((await api(`/v1/invites/${inviteId?.id}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(500);
+      expect((await approve()).status).toBe(500);
+    });
+    expect(await status()).toBe("pending");
+    expect(await invites()).toBe(1);
+    expect((await approve()).status).toBe(200);
+    expect(await status()).toBe("approved");
+    await refusingInserts("audit_outbox", owner.teamId, async () => {
+      expect((await poll()).status).toBe(500);
+      const signIn = await post("/v1/auth/link", { token: signInLink });
+      expect(signIn.status).toBe(500);
+      expect(signIn.headers.get("Set-Cookie")).toBeNull();
+    });
+    expect(await status()).toBe("approved");
+    expect(await sessions()).toBe(before.sessions);
+    expect((await queued(owner.teamId)).slice(0, before.queued.length)).toEqual(before.queued);
+
+    const issued = await poll();
+    expect(issued.status).toBe(200);
+    const { keyId } = await json<{ keyId: string }>(issued);
+    expect(await status()).toBe("consumed");
+    const actions = (await rows(owner.teamId)).map((e) => e.eventId);
+    expect(actions).toContain(`key_created:${keyId}`);
+    expect(actions.filter((id) => id.startsWith("device_approved:"))).toHaveLength(1);
   });
 });
