@@ -18,9 +18,9 @@ import {
 import { DomainError } from "./errors";
 import { appOrigin } from "./http";
 import { hubFor } from "./hub/api";
-import { appendAudit } from "./team/audit";
+import { chainQueued } from "./team/audit";
 import { auditEvents, userActor } from "./team/audit-events";
-import type { AppEnv, Env, WebIdentity } from "./types";
+import type { AppEnv, WebIdentity } from "./types";
 
 export const SESSION_COOKIE = "__Host-tapgate";
 
@@ -63,16 +63,20 @@ export async function startWebSession(c: Context<AppEnv>, userId: string, teamId
   const now = Date.now();
   const token = getCookie(c, SESSION_COOKIE);
   const current = token ? await findWebSession(c.env.DB, sha256Hex(token), now) : null;
-  let sessionId: string;
+  const teams = await listMyTeams(c.env.DB, userId);
+  // One `auth.signed_in` entry per team the person belongs to: each team sees who came in, how.
+  const signedIn = (sessionId: string) =>
+    teams.map((t) =>
+      auditEvents.signedIn({ teamId: t.id, actor: userActor(userId), at: now }, { userId, sessionId, method }),
+    );
   if (current?.userId === userId) {
-    await markSignedIn(c.env.DB, { tokenHash: current.tokenHash, method, now });
+    await markSignedIn(c.env.DB, { tokenHash: current.tokenHash, method, now }, signedIn(current.sessionId));
     forgetWebSession(current.tokenHash);
-    sessionId = current.sessionId;
   } else {
     const fresh = randomToken();
     const userAgent = c.req.header("User-Agent")?.slice(0, 200) ?? null;
     const tokenHash = sha256Hex(fresh);
-    sessionId = await createWebSession(c.env.DB, { tokenHash, userId, teamId, method, userAgent, now });
+    await createWebSession(c.env.DB, { tokenHash, userId, teamId, method, userAgent, now }, signedIn);
     setCookie(c, SESSION_COOKIE, fresh, {
       path: "/",
       secure: true,
@@ -81,23 +85,7 @@ export async function startWebSession(c: Context<AppEnv>, userId: string, teamId
       maxAge: WEB_SESSION_MS / 1000,
     });
   }
-  await auditSignIn(c.env, { userId, sessionId, method, now });
-}
-
-/** One `auth.signed_in` entry per team the person belongs to: each team sees who came in, how. */
-async function auditSignIn(env: Env, s: { userId: string; sessionId: string; method: string; now: number }) {
-  const teams = await listMyTeams(env.DB, s.userId);
-  await Promise.all(
-    teams.map((t) =>
-      appendAudit(
-        env,
-        auditEvents.signedIn(
-          { teamId: t.id, actor: userActor(s.userId), at: s.now },
-          { userId: s.userId, sessionId: s.sessionId, method: s.method },
-        ),
-      ),
-    ),
-  );
+  await Promise.all(teams.map((t) => chainQueued(c.env, t.id)));
 }
 
 export async function endWebSession(c: Context<AppEnv>, web: WebIdentity) {

@@ -73,6 +73,12 @@ export async function auditHashAt(db: D1Database, teamId: string, seq: number): 
 export interface AuditCondition {
   sql: string;
   binds: Array<string | number | null>;
+  /**
+   * For details only the write itself settles (what a removal found): an SQL expression for the
+   * event's JSON, from `?3` (the event as built, e.g. `json_set(?3, '$.detail.n', (SELECT …))`)
+   * and the condition's parameters.
+   */
+  event?: string;
 }
 
 /**
@@ -85,7 +91,7 @@ export function auditOutboxStatement(db: D1Database, e: AuditEvent, onlyIf?: Aud
   return db
     .prepare(
       `INSERT INTO audit_outbox (event_id, team_id, event, created_at)
-       SELECT ?1, ?2, ?3, ?4 WHERE ${onlyIf?.sql ?? "1"}
+       SELECT ?1, ?2, ${onlyIf?.event ?? "?3"}, ?4 WHERE ${onlyIf?.sql ?? "1"}
        ON CONFLICT DO NOTHING`,
     )
     .bind(e.eventId, e.teamId, JSON.stringify(e), Date.now(), ...(onlyIf?.binds ?? []));

@@ -1,4 +1,6 @@
 /** D1 access: device codes (`tapgate login`). */
+import type { AuditEvent } from "../audit-chain";
+import { auditOutboxStatements } from "./audit";
 
 export type DeviceCodeStatus = "pending" | "approved" | "denied" | "consumed";
 
@@ -133,19 +135,37 @@ export async function lookupDeviceCode(
   return code ? { outcome: "found", code } : { outcome: "unknown" };
 }
 
-/** Approves or denies a pending, unexpired code for the deciding user's team; null if it was not pending. */
+/**
+ * Approves or denies the pending, unexpired code `id` (typed as `userCode`) for the deciding
+ * user's team; null if it was not pending. `audit` is queued in the same batch, only if decided.
+ */
 export async function decideDeviceCode(
   db: D1Database,
-  d: { userCode: string; decision: "approved" | "denied"; userId: string; teamId: string; now: number },
+  d: { id: string; userCode: string; decision: "approved" | "denied"; userId: string; teamId: string; now: number },
+  audit?: AuditEvent,
 ): Promise<DeviceCode | null> {
-  return db
-    .prepare(
-      `UPDATE device_codes SET status = ?2, user_id = ?3, team_id = ?4, decided_at = ?5
-        WHERE user_code = ?1 AND status = 'pending' AND expires_at > ?5
-        RETURNING ${DEVICE_CODE_COLUMNS}`,
-    )
-    .bind(d.userCode, d.decision, d.userId, d.teamId, d.now)
-    .first<DeviceCode>();
+  const decidedNow = {
+    sql: "EXISTS (SELECT 1 FROM device_codes WHERE id = ?5 AND status = ?6 AND team_id = ?7 AND decided_at = ?8)",
+    binds: [d.id, d.decision, d.teamId, d.now],
+  };
+  const [decided] = await db.batch<DeviceCode>([
+    db
+      .prepare(
+        `UPDATE device_codes SET status = ?2, user_id = ?3, team_id = ?4, decided_at = ?5
+          WHERE user_code = ?1 AND id = ?6 AND status = 'pending' AND expires_at > ?5
+          RETURNING ${DEVICE_CODE_COLUMNS}`,
+      )
+      .bind(d.userCode, d.decision, d.userId, d.teamId, d.now, d.id),
+    ...auditOutboxStatements(db, audit, decidedNow),
+  ]);
+  return decided?.results[0] ?? null;
+}
+
+/** Who approved a code, in which team, for which client: fixed once approved. */
+export interface ApprovedCode {
+  teamId: string;
+  userId: string;
+  clientName: string;
 }
 
 export type DeviceExchange =
@@ -161,7 +181,10 @@ export type DeviceExchange =
  * One poll of the terminal. An approved code is consumed and its key created in the same
  * transaction: the key row exists exactly when this call consumed the code (tagged with the new
  * key's id), so a code yields at most one key even under parallel polls. The key belongs to the
- * approver, in the approver's team, and only while they are still a member of it.
+ * approver, in the approver's team, and only while they are still a member of it. `audit`
+ * builds the key's event from the approval, read first; the code is consumed only as that
+ * approval stands (one approved meanwhile waits for the next poll), and the event is queued in
+ * the same batch, only if the key was made.
  */
 export async function exchangeDeviceCode(
   db: D1Database,
@@ -171,15 +194,24 @@ export async function exchangeDeviceCode(
     now: number;
     minIntervalMs: number;
   },
+  audit?: (approved: ApprovedCode) => AuditEvent,
 ): Promise<DeviceExchange> {
+  const approved = await db
+    .prepare(
+      `SELECT team_id AS teamId, user_id AS userId, client_name AS clientName FROM device_codes
+        WHERE device_code_hash = ? AND status = 'approved'`,
+    )
+    .bind(x.deviceCodeHash)
+    .first<ApprovedCode>();
+  const keyMade = { sql: "EXISTS (SELECT 1 FROM api_keys WHERE id = ?5)", binds: [x.key.id] };
   const [consumed, inserted, polled, current] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
         `UPDATE device_codes SET status = 'consumed', key_id = ?2, last_polled_at = ?3
-          WHERE device_code_hash = ?1 AND status = 'approved' AND expires_at > ?3
+          WHERE device_code_hash = ?1 AND status = 'approved' AND expires_at > ?3 AND team_id = ?4 AND user_id = ?5
           RETURNING id`,
       )
-      .bind(x.deviceCodeHash, x.key.id, x.now),
+      .bind(x.deviceCodeHash, x.key.id, x.now, approved?.teamId ?? null, approved?.userId ?? null),
     db
       .prepare(
         `INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at)
@@ -204,6 +236,7 @@ export async function exchangeDeviceCode(
           WHERE d.device_code_hash = ?1`,
       )
       .bind(x.deviceCodeHash),
+    ...auditOutboxStatements(db, approved ? audit?.(approved) : undefined, keyMade),
   ]);
   const row = current?.results[0] as
     | {

@@ -183,22 +183,38 @@ export async function createPairingToken(
   ]);
 }
 
-/** Uses a pairing token up, in one statement; only while its user is still in that team. */
+/**
+ * Uses a pairing token up, in one statement; only while its user is still in that team. `audit`
+ * builds the event from whom the token is for (read first: that never changes) and is queued in
+ * the same batch, only if this call used the token up.
+ */
 export async function claimPairingToken(
   db: D1Database,
   tokenHash: string,
   now: number,
+  audit?: (p: { userId: string; teamId: string }) => AuditEvent,
 ): Promise<{ userId: string; teamId: string } | null> {
-  const row = await db
-    .prepare(
-      `UPDATE pairing_tokens SET used_at = ?2
+  const owner = await db
+    .prepare("SELECT user_id AS userId, team_id AS teamId FROM pairing_tokens WHERE token_hash = ?")
+    .bind(tokenHash)
+    .first<{ userId: string; teamId: string }>();
+  const usedNow = {
+    sql: "EXISTS (SELECT 1 FROM pairing_tokens WHERE token_hash = ?5 AND used_at = ?6)",
+    binds: [tokenHash, now],
+  };
+  const [claimed] = await db.batch<{ user_id: string; team_id: string }>([
+    db
+      .prepare(
+        `UPDATE pairing_tokens SET used_at = ?2
         WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2
           AND EXISTS (SELECT 1 FROM memberships m
                        WHERE m.user_id = pairing_tokens.user_id AND m.team_id = pairing_tokens.team_id)
         RETURNING user_id, team_id`,
-    )
-    .bind(tokenHash, now)
-    .first<{ user_id: string; team_id: string }>();
+      )
+      .bind(tokenHash, now),
+    ...auditOutboxStatements(db, owner ? audit?.(owner) : undefined, usedNow),
+  ]);
+  const row = claimed?.results[0];
   return row ? { userId: row.user_id, teamId: row.team_id } : null;
 }
 

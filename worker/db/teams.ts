@@ -1,5 +1,10 @@
-/** D1 access: teams and members (the dashboard). */
+/**
+ * D1 access: teams and members (the dashboard). Each change takes the audit event that records
+ * it and queues it in the same batch, only if the change took effect.
+ */
 import { ADMIN_ROLES, ROLES, type Role, roleRank } from "../../sdk/src/human/roles";
+import type { AuditEvent } from "../audit-chain";
+import { auditOutboxStatements } from "./audit";
 
 export interface TeamOfMine {
   id: string;
@@ -76,16 +81,26 @@ export async function webSessionHashes(db: D1Database, teamId: string, userId: s
 const KEEPS_AN_OWNER = `(role <> 'owner' OR ?3 = 'owner'
   OR (SELECT COUNT(*) FROM memberships WHERE team_id = ?1 AND role = 'owner') > 1)`;
 
-/** Changes a role unless that would leave the team without an owner; false when it would. */
+/**
+ * Changes a role unless that would leave the team without an owner; false when it would. The
+ * member holds the new role afterwards exactly when the update passed, so that is `audit`'s condition.
+ */
 export async function setMemberRole(
   db: D1Database,
   m: { teamId: string; userId: string; role: Role },
+  audit?: AuditEvent,
 ): Promise<boolean> {
-  const { meta } = await db
-    .prepare(`UPDATE memberships SET role = ?3 WHERE team_id = ?1 AND user_id = ?2 AND ${KEEPS_AN_OWNER}`)
-    .bind(m.teamId, m.userId, m.role)
-    .run();
-  return meta.changes > 0;
+  const changed = {
+    sql: "EXISTS (SELECT 1 FROM memberships WHERE team_id = ?5 AND user_id = ?6 AND role = ?7)",
+    binds: [m.teamId, m.userId, m.role],
+  };
+  const [updated] = await db.batch([
+    db
+      .prepare(`UPDATE memberships SET role = ?3 WHERE team_id = ?1 AND user_id = ?2 AND ${KEEPS_AN_OWNER}`)
+      .bind(m.teamId, m.userId, m.role),
+    ...auditOutboxStatements(db, audit, changed),
+  ]);
+  return (updated?.meta.changes ?? 0) > 0;
 }
 
 export interface Removal {
@@ -98,14 +113,25 @@ export interface Removal {
  * Removes a member, with their web sessions and push devices in this team, and revokes their
  * keys, in one batch, unless they are the last owner (null then). A `removed_members` row records
  * the removal, so removing again can finish what followed it. Returns what the caller must also
- * forget: session token hashes (cached per isolate) and device ids (the hub's copy).
+ * forget: session token hashes (cached per isolate) and device ids (the hub's copy). `audit` is
+ * queued last, only if this call removed the member, with the role and the count of keys revoked
+ * as the batch found them.
  */
 export async function removeMember(
   db: D1Database,
   m: { teamId: string; userId: string; left: boolean; now: number },
+  audit?: AuditEvent,
 ): Promise<{ removal: Removal; tokenHashes: string[]; deviceIds: string[] } | null> {
   // The rest only once the membership went: a refused removal must change nothing.
   const gone = "NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2)";
+  const removedNow = {
+    sql: `EXISTS (SELECT 1 FROM removed_members WHERE team_id = ?5 AND user_id = ?6 AND removed_at = ?7)
+      AND NOT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?5 AND user_id = ?6)`,
+    binds: [m.teamId, m.userId, m.now],
+    event: `json_set(?3,
+      '$.detail.role', (SELECT role FROM removed_members WHERE team_id = ?5 AND user_id = ?6),
+      '$.detail.revokedKeys', (SELECT COUNT(*) FROM api_keys WHERE team_id = ?5 AND user_id = ?6 AND revoked_at >= ?7))`,
+  };
   const [record, removed, sessions, devices] = await db.batch<{ role?: Role; token_hash?: string; id?: string }>([
     db
       .prepare(
@@ -128,6 +154,7 @@ export async function removeMember(
         `UPDATE api_keys SET revoked_at = ?3 WHERE team_id = ?1 AND user_id = ?2 AND revoked_at IS NULL AND ${gone}`,
       )
       .bind(m.teamId, m.userId, m.now),
+    ...auditOutboxStatements(db, audit, removedNow),
   ]);
   const role = record?.results[0]?.role;
   if (!removed?.results.length || !role) return null;
@@ -186,14 +213,17 @@ export async function createInvite(
     now: number;
     ttlMs: number;
   },
+  audit?: AuditEvent,
 ): Promise<void> {
-  await db
-    .prepare(
-      `INSERT INTO invites (id, team_id, token_hash, role, email, created_by, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    )
-    .bind(i.id, i.teamId, i.tokenHash, i.role, i.email, i.createdBy, i.now, i.now + i.ttlMs)
-    .run();
+  await db.batch([
+    db
+      .prepare(
+        `INSERT INTO invites (id, team_id, token_hash, role, email, created_by, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .bind(i.id, i.teamId, i.tokenHash, i.role, i.email, i.createdBy, i.now, i.now + i.ttlMs),
+    ...auditOutboxStatements(db, audit),
+  ]);
 }
 
 /** A role's rank in SQL, as `roleRank` has it. */
@@ -226,12 +256,23 @@ export async function listInvites(db: D1Database, teamId: string, now: number): 
   return results.map(({ userId, name, ...i }) => ({ ...i, createdBy: { userId, name } }));
 }
 
-export async function revokeInvite(db: D1Database, teamId: string, id: string, now: number): Promise<boolean> {
-  const { meta } = await db
-    .prepare(`UPDATE invites AS i SET revoked_at = ?2 WHERE i.id = ?3 AND i.team_id = ?1 AND ${PENDING_INVITE}`)
-    .bind(teamId, now, id)
-    .run();
-  return meta.changes > 0;
+/** Revokes a pending invite; false when none is pending by that id. `audit` is queued with it, only if revoked. */
+export async function revokeInvite(
+  db: D1Database,
+  r: { teamId: string; id: string; now: number },
+  audit?: AuditEvent,
+): Promise<boolean> {
+  const revokedNow = {
+    sql: "EXISTS (SELECT 1 FROM invites WHERE id = ?5 AND team_id = ?6 AND revoked_at = ?7)",
+    binds: [r.id, r.teamId, r.now],
+  };
+  const [revoked] = await db.batch([
+    db
+      .prepare(`UPDATE invites AS i SET revoked_at = ?2 WHERE i.id = ?3 AND i.team_id = ?1 AND ${PENDING_INVITE}`)
+      .bind(r.teamId, r.now, r.id),
+    ...auditOutboxStatements(db, audit, revokedNow),
+  ]);
+  return (revoked?.meta.changes ?? 0) > 0;
 }
 
 export interface InvitePreview {
@@ -262,12 +303,23 @@ export type InviteAcceptance =
 /**
  * Uses the invite up and adds the user with its role, in one batch: the token is consumed only
  * by someone not yet in the team (with the invite's address, if it has one), and the membership
- * is made only by the statement that consumed it, so a link works once even under races.
+ * is made only by the statement that consumed it, so a link works once even under races. `audit`
+ * builds the event from the invite (its id, team and role never change, so they are read first)
+ * and is queued in the same batch, only if this call used the invite up.
  */
 export async function acceptInvite(
   db: D1Database,
   a: { tokenHash: string; userId: string; now: number },
+  audit?: (invite: { inviteId: string; teamId: string; role: Role }) => AuditEvent,
 ): Promise<InviteAcceptance> {
+  const invite = await db
+    .prepare("SELECT id AS inviteId, team_id AS teamId, role FROM invites WHERE token_hash = ?")
+    .bind(a.tokenHash)
+    .first<{ inviteId: string; teamId: string; role: Role }>();
+  const usedNow = {
+    sql: "EXISTS (SELECT 1 FROM invites WHERE id = ?5 AND used_by = ?6 AND used_at = ?7)",
+    binds: [invite?.inviteId ?? null, a.userId, a.now],
+  };
   const [consumed, , pending] = await db.batch<{ id?: string; team_id?: string; role?: Role; mine?: number }>([
     db
       .prepare(
@@ -287,6 +339,7 @@ export async function acceptInvite(
     db
       .prepare(`SELECT i.id, ${FOR_USER} AS mine FROM invites i WHERE i.token_hash = ?1 AND ${PENDING_INVITE}`)
       .bind(a.tokenHash, a.now, a.userId),
+    ...auditOutboxStatements(db, invite ? audit?.(invite) : undefined, usedNow),
   ]);
   const row = consumed?.results[0];
   if (row)

@@ -4,8 +4,10 @@
  * Worker. A session ends at its absolute lifetime or after an idle stretch, whichever is first.
  */
 import type { Role } from "../../sdk/src/human/roles";
+import type { AuditEvent } from "../audit-chain";
 import { newId } from "../crypto";
 import type { WebIdentity } from "../types";
+import { auditOutboxStatement } from "./audit";
 
 /** Absolute lifetime: a session ends this long after sign-in, however busy. */
 export const WEB_SESSION_MS = 30 * 24 * 60 * 60 * 1000;
@@ -66,28 +68,45 @@ export async function findWebSession(db: D1Database, tokenHash: string, now: num
   };
 }
 
+/** A new session; `audit` builds the events that record it from its id, queued in the same batch. */
 export async function createWebSession(
   db: D1Database,
   s: { tokenHash: string; userId: string; teamId: string; method: string; userAgent: string | null; now: number },
+  audit: (sessionId: string) => AuditEvent[] = () => [],
 ): Promise<string> {
   const id = newId("wss");
-  await db
-    .prepare(
-      `INSERT INTO web_sessions (token_hash, id, user_id, team_id, method, user_agent, created_at, signed_in_at,
-                                 expires_at, last_seen_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?7)`,
-    )
-    .bind(s.tokenHash, id, s.userId, s.teamId, s.method, s.userAgent, s.now, s.now + WEB_SESSION_MS)
-    .run();
+  await db.batch([
+    db
+      .prepare(
+        `INSERT INTO web_sessions (token_hash, id, user_id, team_id, method, user_agent, created_at, signed_in_at,
+                                   expires_at, last_seen_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?7)`,
+      )
+      .bind(s.tokenHash, id, s.userId, s.teamId, s.method, s.userAgent, s.now, s.now + WEB_SESSION_MS),
+    ...audit(id).map((e) => auditOutboxStatement(db, e)),
+  ]);
   return id;
 }
 
-/** A fresh sign-in on a session the person already holds: only the sign-in time moves. */
-export async function markSignedIn(db: D1Database, s: { tokenHash: string; method: string; now: number }) {
-  await db
-    .prepare("UPDATE web_sessions SET signed_in_at = ?1, last_seen_at = ?1, method = ?2 WHERE token_hash = ?3")
-    .bind(s.now, s.method, s.tokenHash)
-    .run();
+/**
+ * A fresh sign-in on a session the person already holds: only the sign-in time moves. `audit` is
+ * queued in the same batch, only if the session was still there to move.
+ */
+export async function markSignedIn(
+  db: D1Database,
+  s: { tokenHash: string; method: string; now: number },
+  audit: AuditEvent[] = [],
+) {
+  const moved = {
+    sql: "EXISTS (SELECT 1 FROM web_sessions WHERE token_hash = ?5 AND signed_in_at = ?6)",
+    binds: [s.tokenHash, s.now],
+  };
+  await db.batch([
+    db
+      .prepare("UPDATE web_sessions SET signed_in_at = ?1, last_seen_at = ?1, method = ?2 WHERE token_hash = ?3")
+      .bind(s.now, s.method, s.tokenHash),
+    ...audit.map((e) => auditOutboxStatement(db, e, moved)),
+  ]);
 }
 
 export async function deleteWebSession(db: D1Database, tokenHash: string): Promise<void> {

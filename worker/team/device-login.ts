@@ -22,7 +22,7 @@ import {
 import { DomainError } from "../errors";
 import { rateLimited, rateLimitSecret } from "../rate-limits";
 import type { Env, WebIdentity } from "../types";
-import { appendAudit } from "./audit";
+import { chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
 
 export const CODE_TTL_MS = 10 * 60 * 1000;
@@ -93,20 +93,22 @@ export async function exchangeCode(env: Env, deviceCode: string) {
   const { key, prefix, hash } = newApiKey();
   const keyId = newId("key");
   const now = Date.now();
-  const result = await exchangeDeviceCode(env.DB, {
-    deviceCodeHash: sha256Hex(deviceCode),
-    key: { id: keyId, hash, prefix },
-    now,
-    minIntervalMs: POLL_INTERVAL_S * 1000 - POLL_SLACK_MS,
-  });
-  if (result.outcome !== "issued") throw new DomainError(result.outcome, TOKEN_MESSAGES[result.outcome]);
-  await appendAudit(
-    env,
-    auditEvents.keyCreated(
-      { teamId: result.team.id, actor: userActor(result.user.id), at: now },
-      { keyId, label: result.clientName, prefix, via: "device_code" },
-    ),
+  const result = await exchangeDeviceCode(
+    env.DB,
+    {
+      deviceCodeHash: sha256Hex(deviceCode),
+      key: { id: keyId, hash, prefix },
+      now,
+      minIntervalMs: POLL_INTERVAL_S * 1000 - POLL_SLACK_MS,
+    },
+    (approved) =>
+      auditEvents.keyCreated(
+        { teamId: approved.teamId, actor: userActor(approved.userId), at: now },
+        { keyId, label: approved.clientName, prefix, via: "device_code" },
+      ),
   );
+  if (result.outcome !== "issued") throw new DomainError(result.outcome, TOKEN_MESSAGES[result.outcome]);
+  await chainQueued(env, result.team.id);
   return { key, keyId, prefix, team: result.team, user: result.user };
 }
 
@@ -140,18 +142,19 @@ export async function decideCode(
   const now = Date.now();
   const found = await findCode(env, web, userCode, now);
   if (found.status !== "pending") throw alreadyDecided(found);
-  const decided = await decideDeviceCode(env.DB, { userCode, decision, userId: web.userId, teamId: web.teamId, now });
+  const decided = await decideDeviceCode(
+    env.DB,
+    { id: found.id, userCode, decision, userId: web.userId, teamId: web.teamId, now },
+    auditEvents.deviceCodeDecided(
+      { teamId: web.teamId, actor: userActor(web.userId), at: now },
+      { codeId: found.id, decision, clientName: found.clientName },
+    ),
+  );
   if (!decided) {
     // Someone else decided it (or it expired) since the lookup.
     const current = await findDeviceCode(env.DB, { userCode, teamId: web.teamId, now });
     throw current ? alreadyDecided(current) : unknownCode();
   }
-  await appendAudit(
-    env,
-    auditEvents.deviceCodeDecided(
-      { teamId: web.teamId, actor: userActor(web.userId), at: now },
-      { codeId: decided.id, decision, clientName: decided.clientName },
-    ),
-  );
+  await chainQueued(env, web.teamId);
   return decided;
 }

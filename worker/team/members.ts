@@ -29,7 +29,7 @@ import { DomainError } from "../errors";
 import { hubFor } from "../hub/api";
 import { ADMIN_ROLES, mayGrant, mayManage } from "../roles";
 import type { Env, WebIdentity } from "../types";
-import { appendAudit } from "./audit";
+import { appendAudit, chainQueued } from "./audit";
 import { type AuditContext, auditEvents, userActor } from "./audit-events";
 import { revokeKey } from "./keys";
 import { switchTeam } from "./teams";
@@ -59,30 +59,41 @@ export async function inviteMember(env: Env, w: WebIdentity, i: { role: Role; em
   const token = randomToken();
   const id = newId("inv");
   const now = Date.now();
-  await createInvite(env.DB, {
-    id,
-    teamId: w.teamId,
-    tokenHash: sha256Hex(token),
-    role: i.role,
-    email: i.email,
-    createdBy: w.userId,
-    now,
-    ttlMs: INVITE_TTL_MS,
-  });
-  await appendAudit(env, auditEvents.memberInvited(byUser(w, now), { inviteId: id, ...i }));
+  await createInvite(
+    env.DB,
+    {
+      id,
+      teamId: w.teamId,
+      tokenHash: sha256Hex(token),
+      role: i.role,
+      email: i.email,
+      createdBy: w.userId,
+      now,
+      ttlMs: INVITE_TTL_MS,
+    },
+    auditEvents.memberInvited(byUser(w, now), { inviteId: id, ...i }),
+  );
+  await chainQueued(env, w.teamId);
   return { id, token, expiresAt: now + INVITE_TTL_MS };
 }
 
 export async function revokeInvite(env: Env, w: WebIdentity, inviteId: string): Promise<void> {
   const now = Date.now();
-  if (!(await revokeInviteRow(env.DB, w.teamId, inviteId, now))) throw new DomainError("not_found", "no such invite");
-  await appendAudit(env, auditEvents.inviteRevoked(byUser(w, now), inviteId));
+  const revoked = await revokeInviteRow(
+    env.DB,
+    { teamId: w.teamId, id: inviteId, now },
+    auditEvents.inviteRevoked(byUser(w, now), inviteId),
+  );
+  if (!revoked) throw new DomainError("not_found", "no such invite");
+  await chainQueued(env, w.teamId);
 }
 
 /** Joins the invite's team and moves the caller's web session there. */
 export async function acceptInvite(env: Env, w: WebIdentity, token: string) {
   const now = Date.now();
-  const accepted = await acceptInviteRow(env.DB, { tokenHash: sha256Hex(token), userId: w.userId, now });
+  const accepted = await acceptInviteRow(env.DB, { tokenHash: sha256Hex(token), userId: w.userId, now }, (i) =>
+    auditEvents.memberJoined({ teamId: i.teamId, actor: userActor(w.userId), at: now }, { userId: w.userId, ...i }),
+  );
   if (accepted.outcome === "already_member") {
     throw new DomainError("already_member", "you are already a member of that team");
   }
@@ -93,12 +104,9 @@ export async function acceptInvite(env: Env, w: WebIdentity, token: string) {
     );
   }
   if (accepted.outcome !== "joined") throw badInvite();
-  const { teamId, inviteId, role } = accepted;
+  const { teamId, role } = accepted;
   await membersChanged(env, teamId);
-  await appendAudit(
-    env,
-    auditEvents.memberJoined({ teamId, actor: userActor(w.userId), at: now }, { userId: w.userId, inviteId, role }),
-  );
+  await chainQueued(env, teamId);
   await switchTeam(env, w, teamId);
   return { teamId, role };
 }
@@ -107,42 +115,47 @@ export async function changeRole(env: Env, w: WebIdentity, userId: string, role:
   const target = await findMember(env.DB, w.teamId, userId);
   if (!target) throw noMember();
   if (!mayManage(w.role, target.role) || !mayGrant(w.role, role)) throw outranked(w);
-  if (!(await setMemberRole(env.DB, { teamId: w.teamId, userId: target.userId, role }))) throw lastOwner();
+  const audit = auditEvents.memberRoleChanged(byUser(w), { userId: target.userId, before: target.role, after: role });
+  if (!(await setMemberRole(env.DB, { teamId: w.teamId, userId: target.userId, role }, audit))) throw lastOwner();
   // Cached identities carry the old role: in this isolate the new one applies at once.
   for (const hash of await webSessionHashes(env.DB, w.teamId, target.userId)) forgetWebSession(hash);
-  const now = Date.now();
   await membersChanged(env, w.teamId);
-  await appendAudit(
-    env,
-    auditEvents.memberRoleChanged(byUser(w, now), { userId: target.userId, before: target.role, after: role }),
-  );
+  await chainQueued(env, w.teamId);
   return { ...target, role };
 }
 
 /**
  * Removes a member (or the caller leaves): their web sessions end, their sockets close, their
  * devices go, and their keys are revoked (in D1 at once, in one batch with the removal) with
- * their pending requests. Removing someone already removed is the same success: an
- * administrator's retry redoes everything after the batch (sockets, sessions told, audit), so a
- * removal that failed half-way is finished rather than answered 404.
+ * their pending requests; its audit event is queued in that batch too. Removing someone already
+ * removed is the same success: an administrator's retry redoes everything after the batch
+ * (sockets, sessions told, chaining the event), so a removal that failed half-way is finished
+ * rather than answered 404, and still records one event.
  */
 export async function removeMember(env: Env, w: WebIdentity, userId: string): Promise<void> {
   const target = await findMember(env.DB, w.teamId, userId);
   if (!target) return finishRemovalAgain(env, w, userId);
   const leaving = target.userId === w.userId;
   if (!leaving && !mayManage(w.role, target.role)) throw refused(w);
-  const removed = await removeMemberRows(env.DB, {
-    teamId: w.teamId,
-    userId: target.userId,
-    left: leaving,
-    now: Date.now(),
-  });
+  const now = Date.now();
+  // The batch fills in the role and the keys it revoked as it found them.
+  const audit = removedEvent(w, target.userId, { role: target.role, left: leaving, removedAt: now }, 0);
+  const removed = await removeMemberRows(
+    env.DB,
+    { teamId: w.teamId, userId: target.userId, left: leaving, now },
+    audit,
+  );
   if (!removed) throw lastOwner();
   for (const tokenHash of removed.tokenHashes) forgetWebSession(tokenHash);
   const hub = hubFor(env, w.teamId);
   await Promise.all(removed.deviceIds.map((id) => hub.deviceRemoved(id)));
   await finishRemoval(env, w, target.userId, removed.removal);
+  await chainQueued(env, w.teamId);
 }
+
+/** Audited under the removal's time, so the same removal always makes the same event id. */
+const removedEvent = (w: WebIdentity, userId: string, r: Removal, revokedKeys: number) =>
+  auditEvents.memberRemoved(byUser(w, r.removedAt), { userId, role: r.role, left: r.left, revokedKeys });
 
 const refused = (w: WebIdentity) =>
   ADMIN_ROLES.includes(w.role) ? outranked(w) : new DomainError("forbidden", `your role (${w.role}) may not do this`);
@@ -152,14 +165,13 @@ async function finishRemovalAgain(env: Env, w: WebIdentity, userId: string): Pro
   const removal = await findRemoval(env.DB, w.teamId, userId);
   if (!removal) throw noMember();
   if (!mayManage(w.role, removal.role)) throw refused(w);
-  await finishRemoval(env, w, userId, removal);
+  const keyIds = await finishRemoval(env, w, userId, removal);
+  // Queued again for a removal whose batch did not carry it (made before it did): else a replay, ignored.
+  await appendAudit(env, removedEvent(w, userId, removal, keyIds.length));
 }
 
-/**
- * Everything after the removal's batch; each step may run again. Audited under the removal's
- * time, so a retry replays the same entry rather than adding one.
- */
-async function finishRemoval(env: Env, w: WebIdentity, userId: string, removal: Removal): Promise<void> {
+/** Everything after the removal's batch (which queued its audit event); each step may run again. */
+async function finishRemoval(env: Env, w: WebIdentity, userId: string, removal: Removal): Promise<string[]> {
   const hub = hubFor(env, w.teamId);
   const actor = userActor(w.userId);
   const keyIds = await keysRevokedByRemoval(env.DB, { teamId: w.teamId, userId, removedAt: removal.removedAt });
@@ -168,13 +180,5 @@ async function finishRemoval(env: Env, w: WebIdentity, userId: string, removal: 
     ...keyIds.map((keyId) => revokeKey(env, { teamId: w.teamId, userId, keyId, actor })),
   ]);
   await membersChanged(env, w.teamId);
-  await appendAudit(
-    env,
-    auditEvents.memberRemoved(byUser(w, removal.removedAt), {
-      userId,
-      role: removal.role,
-      left: removal.left,
-      revokedKeys: keyIds.length,
-    }),
-  );
+  return keyIds;
 }

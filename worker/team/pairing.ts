@@ -9,7 +9,7 @@ import { newSecret } from "../crypto";
 import { claimPairingToken, createPairingToken, findPairingToken } from "../db";
 import { DomainError } from "../errors";
 import type { Env, WebIdentity } from "../types";
-import { appendAudit, chainQueued } from "./audit";
+import { chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
 import { refuseUnaskedSwitch } from "./switch-account";
 
@@ -39,16 +39,15 @@ export async function claimPairing(
   const now = Date.now();
   const pending = c.current && !c.confirm ? await findPairingToken(env.DB, c.tokenHash, now) : null;
   if (pending) refuseUnaskedSwitch(c.current, pending, c.confirm);
-  const paired = await claimPairingToken(env.DB, c.tokenHash, now);
+  const paired = await claimPairingToken(env.DB, c.tokenHash, now, (p) =>
+    auditEvents.pairingClaimed(
+      { teamId: p.teamId, actor: userActor(p.userId), at: now },
+      { userId: p.userId, tokenHash: c.tokenHash, userAgent: c.userAgent },
+    ),
+  );
   if (!paired) {
     throw new DomainError("invalid_pairing", "this pairing link is invalid, used or expired; make a new one");
   }
-  await appendAudit(
-    env,
-    auditEvents.pairingClaimed(
-      { teamId: paired.teamId, actor: userActor(paired.userId), at: now },
-      { userId: paired.userId, tokenHash: c.tokenHash, userAgent: c.userAgent },
-    ),
-  );
+  await chainQueued(env, paired.teamId);
   return paired;
 }
