@@ -176,6 +176,22 @@ describe("team quotas", () => {
     expect((await askHttp(key, unique("heal"))).status).toBe(201);
   });
 
+  it("a release that overtakes its admit (a gate that stopped waiting) leaves no slot behind", async () => {
+    const owner = await signUp();
+    const hub = hubStub(owner.teamId);
+    await hub.releaseRequest(owner.teamId, "apr_overtaken");
+    const late = await hub.admitRequest(owner.teamId, {
+      approvalId: "apr_overtaken",
+      keyId: "key_late",
+      sessionId: "late",
+      ownerUserId: owner.userId,
+      expiresAt: Date.now() + 60_000,
+      limits: DEFAULT_POLICY.limits,
+    });
+    expect(late.ok).toBe(false);
+    expect(await runInDurableObject(hub, (h: TeamHub) => h.quotaPending())).toBe(0);
+  });
+
   it("refuses on the socket with -32001 and data {reason, limit, retryAfterMs}; the dashboard is told", async () => {
     const owner = await signUp();
     await setLimits(owner, { pendingPerKey: 1 });

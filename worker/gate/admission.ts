@@ -21,6 +21,10 @@ const UNAVAILABLE_RETRY_MS = 1_000;
 
 export interface AdmissionHost {
   machine: StateMachine;
+  /** The session as it is now: a policy change may have come in while the hub was asked. */
+  session(): ServedSession | null;
+  /** Whether the key was revoked (the gate remembers revoked keys). */
+  isRevoked(keyId: string): boolean;
   /** The team's hub, called and awaited. */
   hub(teamId: string): GateHub;
   /** News for the hub in the background (the gate's `tellHub`). */
@@ -60,11 +64,33 @@ export class Admission {
       if ("unavailable" in verdict) this.release(teamId, approvalId);
       return refusalOf(verdict);
     }
-    const opened = holderAlive()
-      ? this.host.machine.open(meta, holder, params, now, approvalId)
-      : ({ refused: "holder_gone", message: "the socket closed before the request was held" } as const);
+    const opened = this.hold(holder, params, now, approvalId, holderAlive);
     if ("refused" in opened) this.release(teamId, approvalId);
     return opened;
+  }
+
+  /**
+   * Holds an admitted request, with what changed during the wait taken into account: the
+   * holder gone, its key revoked, a newer policy. A failure to hold is a refusal like any other,
+   * so the slot is freed and the agent answered.
+   */
+  private hold(
+    holder: Holder,
+    params: RequestPermissionParams,
+    now: number,
+    approvalId: string,
+    holderAlive: () => boolean,
+  ): Approval | Refusal {
+    if (!holderAlive()) return { refused: "holder_gone", message: "the socket closed before the request was held" };
+    const session = this.host.session();
+    if (!session || this.host.isRevoked(holder.keyId)) {
+      return { refused: "key_revoked", message: "this API key was revoked" };
+    }
+    try {
+      return this.host.machine.open(session, holder, params, now, approvalId);
+    } catch {
+      return { refused: "not_held", message: "the request could not be held; nothing was held" };
+    }
   }
 
   private async admit(meta: ServedSession, ask: Parameters<GateHub["admitRequest"]>[1]): Promise<Verdict> {

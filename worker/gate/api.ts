@@ -69,7 +69,7 @@ export type HttpOpenResult =
   | { ok: true; approvalId: string; expiresAt: number }
   | {
       ok: false;
-      error: Extract<ErrorCode, "invalid_request" | "key_revoked" | "too_many_pending">;
+      error: Extract<ErrorCode, "invalid_request" | "key_revoked" | "too_many_pending" | "internal_error">;
       message: string;
       issues?: unknown[];
     }

@@ -44,6 +44,10 @@ export class HttpAgents {
       }
       case "quota_unavailable":
         return { ok: false, error: "quota_unavailable", message: opened.message, retryAfterMs: opened.retryAfterMs };
+      case "key_revoked":
+        return { ok: false, error: "key_revoked", message: opened.message };
+      case "not_held":
+        return { ok: false, error: "internal_error", message: opened.message };
       case "holder_gone":
       case "invalid_params":
         return {

@@ -74,7 +74,13 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
         this.http.polls.wake(row.id);
       },
     });
-    const admission = new Admission({ machine: this.machine, hub: (teamId) => gateHub(env, teamId), tellHub: hub });
+    const admission = new Admission({
+      machine: this.machine,
+      session: () => store.meta(),
+      isRevoked: (keyId) => store.isRevoked(keyId),
+      hub: (teamId) => gateHub(env, teamId),
+      tellHub: hub,
+    });
     this.presence = new Presence({ store, outbox: this.outbox, tellHub: hub, connected: () => this.sockets.anyOpen() });
     this.agents = new SocketAgents({
       store,

@@ -9,7 +9,7 @@
  * post-change step (the shell).
  */
 
-import { parseFrame, rpcError, rpcIdKey } from "../../sdk/src/jsonrpc";
+import { parseFrame, type RpcMessage, rpcError, rpcIdKey } from "../../sdk/src/jsonrpc";
 import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams, RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
 import { randomBase62 } from "../crypto";
 import type { Admission } from "./admission";
@@ -81,10 +81,19 @@ export class SocketAgents {
     }
     const replies: object[] = [];
     for (const m of parsed.messages) {
-      const reply = m.kind === "invalid" ? m.response : await dispatch(this.rpc, identity, m);
+      const reply = m.kind === "invalid" ? m.response : await this.dispatchSafely(identity, m);
       if (reply) replies.push(reply);
     }
     if (replies.length > 0) send(ws, parsed.batch ? replies : replies[0]);
+  }
+
+  /** One message's reply; a failure answers that request with an error instead of leaving it unanswered. */
+  private async dispatchSafely(identity: SocketIdentity, m: RpcMessage): Promise<object | null> {
+    try {
+      return await dispatch(this.rpc, identity, m);
+    } catch {
+      return m.kind === "request" ? rpcError(m.id, RPC_ERROR.internal, "internal error; nothing was held") : null;
+    }
   }
 
   /** The socket closed (the peer's close is answered) or failed: what it held ends. */
@@ -160,7 +169,10 @@ function refusalReply(id: RpcId, r: Refusal): object {
     case "too_many_pending":
       return rpcError(id, RPC_ERROR.tooManyPending, r.message);
     case "holder_gone":
+    case "not_held":
       return rpcError(id, RPC_ERROR.internal, r.message);
+    case "key_revoked":
+      return rpcError(id, RPC_ERROR.invalidRequest, r.message, { reason: "key_revoked" });
     case "invalid_params":
       return rpcError(id, RPC_ERROR.invalidParams, r.message, r.issues && { issues: r.issues });
   }

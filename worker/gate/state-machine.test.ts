@@ -7,7 +7,9 @@ import type { Approval } from "../../sdk/src/approval";
 import type { RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { OutboxOp } from "../db";
 import { DEFAULT_POLICY } from "../policy";
+import { Admission } from "./admission";
 import type { DecisionInput } from "./api";
+import type { QuotaVerdict } from "./hub";
 import type { Outbox } from "./outbox";
 import { EMPTY_INFO } from "./rules";
 import { type Refusal, StateMachine } from "./state-machine";
@@ -54,13 +56,14 @@ function memoryStore(meta: ServedSession) {
     pendingLeaseLapsedBy: (now: number) => pending((r) => r.lease_until !== null && r.lease_until <= now),
     pendingOfKey: (keyId: string) => pending((r) => r.key_id === keyId),
     revoke: (keyId: string) => revoked.add(keyId),
+    isRevoked: (keyId: string) => revoked.has(keyId),
   };
   return { store: store as unknown as GateStore, rows, revoked };
 }
 
 function machine(policy = DEFAULT_POLICY) {
   const meta: ServedSession = { teamId: "team", sessionId: "sess", ownerUserId: "owner", policy, info: EMPTY_INFO };
-  const { store, rows } = memoryStore(meta);
+  const { store, rows, revoked } = memoryStore(meta);
   const ops: OutboxOp[] = [];
   const news: string[] = [];
   const delivered: Array<{ id: string; answer: RequestPermissionResponse }> = [];
@@ -100,7 +103,7 @@ function machine(policy = DEFAULT_POLICY) {
       },
       now,
     );
-  return { m, meta, rows, ops, news, delivered, open, decide };
+  return { m, meta, store, rows, revoked, ops, news, delivered, open, decide };
 }
 
 const OPTIONS = [
@@ -216,5 +219,62 @@ describe("the approval state machine", () => {
     expect(m.revokeKey("k1", 2_000)).toBe(1);
     expect(rows.get(mine.id)?.state).toBe("denied");
     expect(rows.get(other.id)?.state).toBe("pending");
+  });
+});
+
+describe("admission: what changed while the hub was asked", () => {
+  const HOLDER = { socketId: "s1", rpcKey: "1", keyId: "k1", leaseUntil: null };
+  const PARAMS = { sessionId: "sess", toolCall: { toolCallId: "t1", title: "ls" }, options: OPTIONS };
+
+  /** The real admission over the machine, with a hub whose verdict the test gives when it likes. */
+  function admission(t: ReturnType<typeof machine>, session = () => t.meta) {
+    let verdict: (v: QuotaVerdict) => void = () => undefined;
+    const released: string[] = [];
+    const hub = {
+      admitRequest: () => new Promise<QuotaVerdict>((resolve) => (verdict = resolve)),
+      releaseRequest: async (_teamId: string, id: string) => void released.push(id),
+    };
+    const a = new Admission({
+      machine: t.m,
+      session,
+      isRevoked: (keyId) => t.revoked.has(keyId),
+      hub: () => hub as never,
+      tellHub: (_teamId, tell) => void tell(hub as never),
+    });
+    return { open: () => a.open(t.meta, HOLDER, PARAMS, 1_000), admit: () => verdict({ ok: true }), released };
+  }
+
+  it("a key revoked during the wait is refused, holds nothing and frees its slot", async () => {
+    const t = machine();
+    const { open, admit, released } = admission(t);
+    const opening = open();
+    t.revoked.add("k1");
+    admit();
+    expect(await opening).toMatchObject({ refused: "key_revoked" });
+    expect(t.rows.size).toBe(0);
+    expect(released).toHaveLength(1);
+  });
+
+  it("a failure to store the request is a refusal that frees its slot, never an unanswered request", async () => {
+    const t = machine();
+    (t.store as unknown as { insertPending: () => void }).insertPending = () => {
+      throw new Error("storage failed");
+    };
+    const { open, admit, released } = admission(t);
+    const opening = open();
+    admit();
+    expect(await opening).toMatchObject({ refused: "not_held" });
+    expect(released).toHaveLength(1);
+  });
+
+  it("a policy changed during the wait applies to the request it holds", async () => {
+    const t = machine();
+    const newer = { ...t.meta, policy: { ...DEFAULT_POLICY, lifetimeMs: 120_000 } };
+    const { open, admit, released } = admission(t, () => newer);
+    const opening = open();
+    admit();
+    const held = (await opening) as Approval;
+    expect(held.expiresAt).toBe(1_000 + 120_000);
+    expect(released).toEqual([]);
   });
 });

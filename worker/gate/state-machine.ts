@@ -41,7 +41,11 @@ export type Refusal =
   /** The team's quotas could not be checked in time: refused, never held unchecked. */
   | { refused: "quota_unavailable"; message: string; retryAfterMs: number }
   /** The socket that sent it closed while it was being admitted: nobody to answer. */
-  | { refused: "holder_gone"; message: string };
+  | { refused: "holder_gone"; message: string }
+  /** Its key was revoked while it was being admitted. */
+  | { refused: "key_revoked"; message: string }
+  /** Storage failed while holding it: nothing was held. */
+  | { refused: "not_held"; message: string };
 
 /** What the state machine needs from its Durable Object. */
 export interface MachineHost {

@@ -16,10 +16,20 @@ import { type Bucket, type BucketRate, fullAt, take } from "./token-bucket";
 
 /** A refusal is shown on the live feed at most once per key and limit in this long. */
 export const REFUSAL_NOTICE_MS = 10_000;
+/** How long a release that came before its admit is remembered (the gate waits 2 s at most). */
+const LATE_ADMIT_MS = 60_000;
+const MAX_RELEASED = 10_000;
 
 export class Quotas {
   /** When each key's refusal for each limit was last shown (in memory: a restart may show one more). */
   private readonly shown = new Map<string, number>();
+
+  /**
+   * Releases that found no slot, by approval id and until when: a gate that stopped waiting
+   * releases at once, and its late admit must not count a slot nobody will release (in memory:
+   * the late admit comes within seconds, from an RPC a restart would have failed).
+   */
+  private readonly released = new Map<string, number>();
 
   constructor(private readonly host: HubHost) {}
 
@@ -28,6 +38,8 @@ export class Quotas {
     const { sql } = this.host;
     sql.exec("DELETE FROM quota_pending WHERE expires_at <= ?", now);
     sql.exec("DELETE FROM quota_buckets WHERE full_at <= ?", now);
+    this.forgetReleasedBefore(now);
+    if (this.released.has(ask.approvalId)) return { ok: false, limit: "pendingPerKey", retryAfterMs: 0 };
     // The same ask again (a retried RPC) is the same slot.
     if (sql.exec("SELECT 1 FROM quota_pending WHERE approval_id = ?", ask.approvalId).toArray().length > 0) {
       return { ok: true };
@@ -54,9 +66,16 @@ export class Quotas {
     return { ok: true };
   }
 
-  /** The request ended (or was never held): its slot is free. */
-  release(approvalId: string): void {
-    this.host.sql.exec("DELETE FROM quota_pending WHERE approval_id = ?", approvalId);
+  /** The request ended (or was never held): its slot is free, and a late admit of it counts nothing. */
+  release(approvalId: string, now = Date.now()): void {
+    const { rowsWritten } = this.host.sql.exec("DELETE FROM quota_pending WHERE approval_id = ?", approvalId);
+    if (rowsWritten > 0) return;
+    if (this.released.size >= MAX_RELEASED) this.released.clear();
+    this.released.set(approvalId, now + LATE_ADMIT_MS);
+  }
+
+  private forgetReleasedBefore(now: number): void {
+    for (const [id, until] of this.released) if (until <= now) this.released.delete(id);
   }
 
   /** Whether to show this refusal on the live feed: an agent retrying in a loop shows once per window. */
