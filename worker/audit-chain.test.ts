@@ -174,6 +174,18 @@ describe("ChainVerifier against anchored heads", () => {
     expect(verify(nulled, [headAt(3)]).mismatch).toMatchObject({ reason: "head_mismatch" });
   });
 
+  it("accepts an untouched log whose newest row is from before the chain, anchored as the genesis hash", () => {
+    const legacy: StoredAuditRow = {
+      ...(rows()[0] as StoredAuditRow),
+      seq: 1,
+      eventId: "old",
+      prevHash: null,
+      hash: null,
+    };
+    const anchored = { teamId: "team_a", count: 1, seq: 1, hash: GENESIS_HASH, at: legacy.at };
+    expect(verify([legacy], [anchored]).mismatch).toBeNull();
+  });
+
   it("finds a head whose count differs and ignores the head of an empty log", () => {
     expect(verify(rows(), [{ ...headAt(3), count: 2 }]).mismatch).toMatchObject({ reason: "count_mismatch" });
     const empty = { teamId: "team_a", count: 0, seq: 0, hash: GENESIS_HASH, at: 0 };

@@ -140,7 +140,8 @@ export class ChainVerifier {
   private reachesHeads(row: StoredAuditRow): boolean {
     for (let head = this.heads[0]; head && head.seq <= row.seq; head = this.heads[0]) {
       if (head.seq < row.seq) this.mismatch = headMismatch("entries_missing", head);
-      else if (row.hash !== head.hash) this.mismatch = headMismatch("head_mismatch", head);
+      // A row from before the chain has no hash; the hub anchored it as the genesis hash.
+      else if ((row.hash ?? GENESIS_HASH) !== head.hash) this.mismatch = headMismatch("head_mismatch", head);
       else if (this.entries !== head.count) this.mismatch = headMismatch("count_mismatch", head);
       if (this.mismatch) return false;
       this.heads.shift();

@@ -281,6 +281,7 @@ describe("decision events", () => {
       state: "denied",
       reason: "decided",
       requestHash: approval.requestHash,
+      truncated: null,
       optionId: "deny",
       option: { name: "Deny", kind: "reject_once" },
     });

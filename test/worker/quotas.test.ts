@@ -254,6 +254,12 @@ describe("team quotas", () => {
       state: "allowed",
       snapshot: { truncated: { bytesNotStored } },
     });
+    // The record says the decider saw a cut card.
+    await flush(owner.teamId, sessionId);
+    const decided = await env.DB.prepare("SELECT detail FROM audit_log WHERE event_id = ?")
+      .bind(`${approvalId}:approval.allowed`)
+      .first<{ detail: string }>();
+    expect(JSON.parse(decided?.detail as string)).toMatchObject({ truncated: bytesNotStored });
   });
 });
 

@@ -60,13 +60,16 @@ export async function auditTail(db: D1Database, teamId: string): Promise<AuditTa
   return row ? { ...row, hash: row.hash ?? GENESIS_HASH } : { seq: 0, hash: GENESIS_HASH, count: 0, at: 0 };
 }
 
-/** The hash stored at one seq of the team's log: null when the row is gone (or has none). */
+/**
+ * The hash stored at one seq of the team's log, null when the row is gone. A row from before the
+ * chain (no hash) reads as the genesis hash, as `auditTail` anchors it.
+ */
 export async function auditHashAt(db: D1Database, teamId: string, seq: number): Promise<string | null> {
   const row = await db
     .prepare("SELECT hash FROM audit_log WHERE team_id = ? AND seq = ?")
     .bind(teamId, seq)
     .first<{ hash: string | null }>();
-  return row?.hash ?? null;
+  return row ? (row.hash ?? GENESIS_HASH) : null;
 }
 
 /** A condition in SQL whose parameters start at `?5` (`?1`–`?4` are the event's). */

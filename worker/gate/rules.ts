@@ -200,8 +200,9 @@ export function helloInfo(
 
 /**
  * An audit event for an approval. Ids, hashes and outcomes only: tool arguments never enter the
- * detail, but `requestHash` commits to exactly what the humans were shown, and `option` says
- * which of the offered options was chosen (null until one is).
+ * detail, but `requestHash` commits to the whole request the agent sent, `truncated` says when
+ * the humans were shown a card cut to the team's stored-bytes limit (how many bytes were not
+ * shown), and `option` says which of the offered options was chosen (null until one is).
  */
 export function auditOp(meta: ServedSession, a: Approval, actor: string, action: string, at: number): OutboxOp {
   const chosen = a.options.find((o) => o.optionId === a.optionId);
@@ -210,6 +211,7 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     state: a.state,
     reason: a.reason,
     requestHash: a.requestHash,
+    truncated: a.snapshot.truncated?.bytesNotStored ?? null,
     optionId: a.optionId,
     option: chosen ? { name: chosen.name, kind: chosen.kind } : null,
     decidedBy: a.decidedBy,
