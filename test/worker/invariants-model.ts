@@ -260,7 +260,7 @@ export class Run {
         );
         if (!item) return;
         const answered = this.poll(item, 50);
-        await vi.waitFor(async () => expect(await this.waitingPolls()).toBe(1), { timeout: 5_000, interval: 5 });
+        await vi.waitFor(async () => expect(await this.waitingPolls()).toBe(1), { timeout: 20_000, interval: 5 });
         await this.decideAs(item, this.owner, a.option, false, "web");
         const response = await answered;
         expect(response.status).toBe(200);

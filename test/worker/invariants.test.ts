@@ -81,14 +81,26 @@ const REGRESSIONS: Record<string, Action[]> = {
   ],
 };
 
+let reported = false;
+
 async function play(cast: Cast, actions: Action[]) {
   const run = new Run(cast, unique("prop"));
   await run.connect();
-  for (const a of actions) {
-    await run.step(a);
-    await run.check();
+  try {
+    for (const a of actions) {
+      await run.step(a);
+      await run.check();
+    }
+    await run.finish();
+  } catch (error) {
+    // The first failure, before shrinking: shown at once (`--silent=false`), however long shrinking takes.
+    if (!reported) console.error(`first failing sequence: ${JSON.stringify(actions)}\n${error}`);
+    reported = true;
+    throw error;
+  } finally {
+    // No run leaves its socket open (a failed one may have lost it already).
+    if (run.socket.ws.readyState === WebSocket.OPEN) run.socket.ws.close(1000);
   }
-  await run.finish();
 }
 
 describe("invariants under random sequences", () => {
