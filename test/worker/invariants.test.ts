@@ -5,7 +5,8 @@
  * step (the model and the checks: invariants-model.ts).
  *
  * Seeded: the same sequences every run unless `TAPGATE_FUZZ_SEED` says otherwise, so a failure
- * replays. `npm test` runs `DEFAULT_RUNS` cases, `npm run fuzz` 1,000 (`TAPGATE_FUZZ_RUNS`).
+ * replays. `npm test` runs `DEFAULT_RUNS` cases; `npm run fuzz` 1,000, in slices of fresh workerd
+ * processes (`scripts/fuzz.mjs`), each slice `TAPGATE_FUZZ_RUNS` cases of its own seed.
  * A failure prints its seed, path and shrunk sequence: add the sequence to `REGRESSIONS`, where
  * it runs as a plain test on every `npm test` from then on.
  */
@@ -126,7 +127,7 @@ describe("invariants under random sequences", () => {
       );
       const details = await fc.check(property, { seed, numRuns, ...(path && { path, endOnFailure: true }) });
       if (!details.failed) return;
-      const replay = `TAPGATE_FUZZ_SEED=${details.seed} TAPGATE_FUZZ_PATH=${details.counterexamplePath} npm run fuzz`;
+      const replay = `TAPGATE_FUZZ_SEED=${details.seed} TAPGATE_FUZZ_PATH=${details.counterexamplePath} npx vitest run --project worker test/worker/invariants.test.ts`;
       throw new Error(
         `${fc.defaultReportMessage(details)}\nReplay: ${replay}\nThen add the shrunk sequence to REGRESSIONS.`,
       );
