@@ -48,7 +48,7 @@ export function applyMigrations(persistTo, stdio = "pipe") {
 /**
  * @param {{ persistTo?: string, port?: number, vars?: Record<string, string>, assets?: string, log?: (line: string) => void }} [options]
  *   `assets` serves that directory instead of `pwa/dist` (the rest of wrangler.toml's `[assets]` still applies).
- * @returns {Promise<{ url: string, persistTo: string, pid: number, stop: () => Promise<void> }>}
+ * @returns {Promise<{ url: string, persistTo: string, pid: number, stop: (signal?: NodeJS.Signals) => Promise<void> }>}
  *   `pid` is the wrangler process, the parent of the workerd processes that serve the Worker.
  */
 export async function startLocalWorker(options = {}) {
@@ -85,9 +85,10 @@ export async function startLocalWorker(options = {}) {
   child.stderr.on("data", collect);
   const exited = new Promise((resolve) => child.once("exit", resolve));
   const url = `http://127.0.0.1:${port}`;
-  const stop = async () => {
+  /** SIGTERM shuts down; SIGKILL is a crash: the old instance runs no handler after it. */
+  const stop = async (signal = "SIGTERM") => {
     if (child.exitCode !== null) return;
-    process.kill(-child.pid, "SIGTERM");
+    process.kill(-child.pid, signal);
     await exited;
   };
   try {

@@ -202,7 +202,9 @@ describe("a restart of the service", () => {
     const approval = await person.waitForOne(sessionId);
 
     const port = Number(new URL(worker.url).port);
-    await worker.stop();
+    // A crash, not a shutdown: a shutting-down instance may still see the socket close and end
+    // the request itself (agent_disconnected) before it goes.
+    await worker.stop("SIGKILL");
     // The SDK's own fail-closed answer: no `_meta`, since the service never answered.
     expect(await inFlight).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
     worker = await startLocalWorker({ persistTo: worker.persistTo, port });
