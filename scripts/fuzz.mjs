@@ -7,6 +7,7 @@
 // vitest does not exit (the pool sometimes hangs in teardown) is stopped and counted as passed.
 //   TAPGATE_FUZZ_CASES (default 1000), TAPGATE_FUZZ_SLICE (default 100), TAPGATE_FUZZ_SEED (default 20261201)
 import { spawn } from "node:child_process";
+import { stripVTControlCharacters } from "node:util";
 
 const cases = Number(process.env.TAPGATE_FUZZ_CASES ?? 1000);
 const slice = Number(process.env.TAPGATE_FUZZ_SLICE ?? 100);
@@ -23,7 +24,7 @@ function runSlice(runs, sliceSeed) {
   return new Promise((resolve) => {
     child.stdout.on("data", (chunk) => {
       process.stdout.write(chunk);
-      output += chunk.toString().replace(/\x1b\[[0-9;]*m/g, "");
+      output += stripVTControlCharacters(chunk.toString());
       if (grace || !/[✓×] hold after every step/.test(output)) return;
       grace = setTimeout(() => {
         console.log(`fuzz: vitest did not exit ${EXIT_GRACE_MS / 1000} s after its last test; stopping it`);
