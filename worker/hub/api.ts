@@ -8,6 +8,7 @@
  */
 import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
 import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
+import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 import type { AuditAnchors, AuditEvent } from "../audit-chain";
 import type { DeviceRow } from "../db/devices";
 import type { VersionedPolicy } from "../policy";
@@ -56,9 +57,6 @@ export interface SessionNews {
   deadLetters?: number;
 }
 
-/** A session whose outbox dead-lettered rows, for the dashboard (`GET /v1/sessions`). */
-import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
-
 /** A SessionGate asks the team's quotas before it holds a request. */
 export interface QuotaAsk {
   approvalId: string;
@@ -76,6 +74,7 @@ export type QuotaVerdict = { ok: true } | { ok: false; limit: QuotaLimit; retryA
 
 /** The live feed's events (sdk/src/human/live.ts): approvals carry `owner` and `delivery`. */
 export type { LiveApproval, LiveEvent } from "../../sdk/src/human/live";
+/** A session whose outbox dead-lettered rows, for the dashboard (`GET /v1/sessions`). */
 export type { DeadLetteredSession };
 
 /**

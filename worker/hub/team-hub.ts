@@ -225,12 +225,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.feed.closeExpired(now);
   }
 
+  // ── sessions and policy ──────────────────────────────────────────────────
+
   async deadLettered(teamId: string): Promise<DeadLetteredSession[]> {
     this.adopt(teamId);
     return this.sessions.deadLettered();
   }
-
-  // ── policy ───────────────────────────────────────────────────────────────
 
   async policy(teamId: string): Promise<VersionedPolicy> {
     this.adopt(teamId);
