@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { globLiteral, globMatch, pathWithin, requestFacts } from "./request-match";
+import { globLiteral, globMatch, pathWithin, requestFacts } from "./request-match.js";
 
 describe("globMatch", () => {
   it("matches stars, question marks and literals over the whole text", () => {
