@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { globLiteral, globMatch, pathWithin, requestFacts } from "./request-match.js";
+import { globLiteral, globMatch, isHighRisk, pathWithin, requestFacts } from "./request-match.js";
 
 describe("globMatch", () => {
   it("matches stars, question marks and literals over the whole text", () => {
@@ -59,5 +59,26 @@ describe("requestFacts", () => {
       agent: "claude-code",
     });
     expect(requestFacts({ toolCall: { toolCallId: "t", rawInput: "ls" }, session }).command).toBeNull();
+  });
+});
+
+describe("isHighRisk", () => {
+  const session = { title: null, agent: null, host: null, cwd: null };
+  const facts = (command: string, kind = "execute") =>
+    requestFacts({ toolCall: { toolCallId: "t", kind, title: "Bash", rawInput: { command } }, session });
+  const patterns = [{ command: "git push --force*" }, { command: "rm -rf *" }, { command: "*drop table*" }];
+
+  it("matches the whole command or any part of a chain, ignoring case", () => {
+    expect(isHighRisk(patterns, facts("git push --force origin main"))).toBe(true);
+    expect(isHighRisk(patterns, facts("cd /tmp && rm -rf build"))).toBe(true);
+    expect(isHighRisk(patterns, facts("psql -c 'DROP TABLE users'"))).toBe(true);
+    expect(isHighRisk(patterns, facts("git push origin main"))).toBe(false);
+    expect(isHighRisk(patterns, facts("ls -la | grep rm"))).toBe(false);
+  });
+
+  it("needs every field a pattern names", () => {
+    expect(isHighRisk([{ kind: "delete", title: "Bash" }], facts("ls", "delete"))).toBe(true);
+    expect(isHighRisk([{ kind: "delete", title: "Bash" }], facts("ls", "execute"))).toBe(false);
+    expect(isHighRisk([{ command: "*" }], requestFacts({ toolCall: { toolCallId: "t" }, session }))).toBe(false);
   });
 });

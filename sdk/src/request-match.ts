@@ -7,6 +7,7 @@
  * or what a match does. Pure and environment-neutral: the Worker, the PWA and the SDK import it.
  */
 import type { ApprovalSnapshot } from "./approval.js";
+import type { HighRiskPattern } from "./human/policy.js";
 
 /** What a rule or a risk pattern may name of a request; `null` where the request does not say. */
 export interface RequestFacts {
@@ -103,4 +104,27 @@ export function globLiteral(text: string): string {
 export function pathWithin(path: string, prefix: string): boolean {
   const base = prefix.length > 1 ? prefix.replace(/\/+$/, "") : prefix;
   return path === base || path.startsWith(base.endsWith("/") ? base : `${base}/`);
+}
+
+/** The parts of a command chain, each tried on its own: `cd x && rm -rf y` holds `rm -rf y`. */
+export function commandParts(command: string): string[] {
+  const parts = command
+    .split(/&&|\|\||[;|\n]/)
+    .map(normalizeSpace)
+    .filter(Boolean);
+  return [normalizeSpace(command), ...parts];
+}
+
+/** Whether a request is high-risk under these patterns (ignoring case; a fact the request lacks never matches). */
+export function isHighRisk(patterns: readonly HighRiskPattern[], facts: RequestFacts): boolean {
+  return patterns.some((pattern) => riskPatternMatches(pattern, facts));
+}
+
+function riskPatternMatches(pattern: HighRiskPattern, facts: RequestFacts): boolean {
+  const glob = (p: string, text: string | null) => text !== null && globMatch(p, text, { ignoreCase: true });
+  if (pattern.kind !== undefined && !glob(pattern.kind, facts.kind)) return false;
+  if (pattern.title !== undefined && !glob(pattern.title, facts.title)) return false;
+  if (pattern.command === undefined) return true;
+  const command = pattern.command;
+  return facts.command !== null && commandParts(facts.command).some((part) => glob(command, part));
 }

@@ -32,6 +32,41 @@ export type TeamLimits = z.infer<typeof teamLimitsSchema>;
 /** The names of the team limits, as a refusal's `limit` names them. */
 export type LimitName = keyof TeamLimits;
 
+/**
+ * A high-risk pattern (docs/state-machine.md "Risk tiers"): globs of `sdk/src/request-match.ts`
+ * over the request's facts, matched ignoring case; every field it names must match. A `command`
+ * pattern is also tried on each part of a command chain (`a && b`, `a; b`, `a | b`).
+ */
+export const highRiskPatternSchema = z
+  .object({
+    kind: z.string().min(1).max(64).optional(),
+    command: z.string().min(1).max(256).optional(),
+    title: z.string().min(1).max(256).optional(),
+  })
+  .strict()
+  .refine((p) => p.kind !== undefined || p.command !== undefined || p.title !== undefined, {
+    message: "a high-risk pattern names at least one of kind, command, title",
+  });
+export type HighRiskPattern = z.infer<typeof highRiskPatternSchema>;
+
+/** What counts as high-risk until a team says otherwise: destructive and history-rewriting commands. */
+export const DEFAULT_HIGH_RISK: HighRiskPattern[] = [
+  { command: "git push --force*" },
+  { command: "git push -f*" },
+  { command: "git push * --force*" },
+  { command: "git push * -f*" },
+  { command: "git reset --hard*" },
+  { command: "rm -rf *" },
+  { command: "rm -fr *" },
+  { command: "rm -r -f *" },
+  { command: "sudo rm *" },
+  { command: "*DROP TABLE*" },
+  { command: "*DROP DATABASE*" },
+  { command: "*TRUNCATE TABLE*" },
+  { command: "terraform destroy*" },
+  { command: "kubectl delete*" },
+];
+
 export const teamPolicySchema = z.object({
   lifetimeMs: z
     .number()
@@ -44,6 +79,10 @@ export const teamPolicySchema = z.object({
   deciders: z.enum(["any_approver", "session_owner"]).default("any_approver"),
   lockScreen: z.enum(["tool_title", "generic"]).default("tool_title"),
   limits: teamLimitsSchema.prefault({}),
+  /** Requests that need a fresh passkey assertion to allow, and that no standing rule allows. */
+  highRisk: z.array(highRiskPatternSchema).max(100).default(DEFAULT_HIGH_RISK),
+  /** How many different people must allow a high-risk request (any deny denies at once). */
+  highRiskQuorum: z.union([z.literal(1), z.literal(2)]).default(1),
 });
 export type TeamPolicy = z.infer<typeof teamPolicySchema>;
 
