@@ -1,5 +1,12 @@
 /** D1 access: approvals (index and history). */
-import type { Approval, ApprovalState, DecidedBy, OwnedApproval, SessionInfo } from "../../sdk/src/approval";
+import type {
+  Approval,
+  ApprovalRule,
+  ApprovalState,
+  DecidedBy,
+  OwnedApproval,
+  SessionInfo,
+} from "../../sdk/src/approval";
 import type { AuditEvent } from "../audit-chain";
 
 export interface ApprovalRow {
@@ -15,6 +22,8 @@ export interface ApprovalRow {
   resolved_at: number | null;
   option_id: string | null;
   decided_by: string | null;
+  /** JSON {id, createdBy}: the standing rule that allowed it (migration 0011). */
+  rule: string | null;
 }
 
 export function approvalFromRow(r: ApprovalRow): Approval {
@@ -31,6 +40,7 @@ export function approvalFromRow(r: ApprovalRow): Approval {
     resolvedAt: r.resolved_at,
     optionId: r.option_id,
     decidedBy: r.decided_by ? (JSON.parse(r.decided_by) as DecidedBy) : null,
+    ...(r.rule ? { rule: JSON.parse(r.rule) as ApprovalRule } : {}),
   };
 }
 
@@ -120,10 +130,12 @@ function approvalUpsertStatement(
   return db
     .prepare(
       `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
-                              options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                              options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id,
+                              rule, rule_id)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
        ON CONFLICT (id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
-              resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id
+              resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id,
+              rule = excluded.rule, rule_id = excluded.rule_id
         WHERE approvals.state = 'pending' AND approvals.team_id = excluded.team_id`,
     )
     .bind(
@@ -143,5 +155,7 @@ function approvalUpsertStatement(
       a.resolvedAt,
       a.decidedBy ? JSON.stringify(a.decidedBy) : null,
       a.optionId,
+      a.rule ? JSON.stringify(a.rule) : null,
+      a.rule?.id ?? null,
     );
 }

@@ -7,7 +7,14 @@
  * Owns: rules, no state, no I/O. Does not own: storage (store.ts) or the transitions that apply
  * the rules (state-machine.ts). Imports no `cloudflare:workers`, so rules.test.ts runs under Node.
  */
-import type { Approval, ApprovalState, DecidedBy, ResolutionReason, SessionInfo } from "../../sdk/src/approval";
+import type {
+  Approval,
+  ApprovalRule,
+  ApprovalState,
+  DecidedBy,
+  ResolutionReason,
+  SessionInfo,
+} from "../../sdk/src/approval";
 import {
   failClosedAnswer,
   type PermissionOption,
@@ -45,6 +52,8 @@ export interface Resolution {
   reason: ResolutionReason;
   optionId?: string;
   decidedBy?: DecidedBy;
+  /** The standing rule that allowed it (reason `rule`). */
+  rule?: ApprovalRule;
 }
 
 /**
@@ -96,6 +105,7 @@ export function resolvedApproval(pending: Approval, r: Resolution, now: number):
     resolvedAt: now,
     optionId: r.optionId ?? null,
     decidedBy: r.decidedBy ?? null,
+    ...(r.rule && { rule: r.rule }),
   };
 }
 
@@ -107,16 +117,25 @@ export function resolvedApproval(pending: Approval, r: Resolution, now: number):
 export function agentAnswer(
   approvalId: string,
   agentOptions: PermissionOption[],
-  r: { reason: ResolutionReason | null; optionId?: string | null; decidedBy?: DecidedBy | null },
+  r: {
+    reason: ResolutionReason | null;
+    optionId?: string | null;
+    decidedBy?: DecidedBy | null;
+    rule?: ApprovalRule | null;
+  },
 ): RequestPermissionResponse {
   const { outcome } =
-    r.reason === "decided" && r.optionId
+    (r.reason === "decided" || (r.reason === "rule" && r.rule)) && r.optionId
       ? { outcome: { outcome: "selected" as const, optionId: r.optionId } }
       : r.reason === "agent_cancelled" || r.reason === "session_cancelled"
         ? { outcome: { outcome: "cancelled" as const } }
         : failClosedAnswer(agentOptions);
   const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
-  return { outcome, _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }) } } };
+  const rule = r.reason === "rule" && r.rule ? { id: r.rule.id, createdBy: r.rule.createdBy } : undefined;
+  return {
+    outcome,
+    _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }) } },
+  };
 }
 
 /** Why a pending request ends at `now` without a human, or null while it still waits. */
@@ -215,6 +234,7 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     optionId: a.optionId,
     option: chosen ? { name: chosen.name, kind: chosen.kind } : null,
     decidedBy: a.decidedBy,
+    ...(a.rule && { rule: a.rule }),
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
 }

@@ -36,6 +36,7 @@ import { migrate } from "./migrations";
 import { PushQueue } from "./push-queue";
 import { Quotas } from "./quotas";
 import { Sessions } from "./sessions";
+import { StandingRules } from "./standing-rules";
 
 /** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
 const OPPORTUNISTIC_DRAIN_MS = 10_000;
@@ -49,6 +50,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly sessions: Sessions;
   private readonly audit: AuditWriter;
   private readonly quotas: Quotas;
+  private readonly rules: StandingRules;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -75,6 +77,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.audit = new AuditWriter(this.host);
     this.quotas = new Quotas(this.host);
+    this.rules = new StandingRules(this.host);
   }
 
   // ── platform entry points ────────────────────────────────────────────────
@@ -139,7 +142,17 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!verdict.ok && this.quotas.shouldShow(ask.keyId, verdict.limit, now)) {
       this.ctx.waitUntil(this.showRefusal(ask, verdict, now));
     }
-    return verdict;
+    if (!verdict.ok) return verdict;
+    // A copy not loaded hands out no rules (humans decide) and is read again after the answer.
+    if (!this.rules.loaded()) this.ctx.waitUntil(this.rules.reload(teamId).catch(() => undefined));
+    return { ok: true, rules: this.rules.forSession(ask.ownerUserId, now) };
+  }
+
+  // ── standing rules ───────────────────────────────────────────────────────
+
+  async rulesChanged(teamId: string): Promise<void> {
+    this.adopt(teamId);
+    await this.rules.reload(teamId);
   }
 
   async releaseRequest(teamId: string, approvalId: string): Promise<void> {
@@ -208,6 +221,10 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async forgetDirectory(): Promise<void> {
     this.directory.forget();
+    // A member removed or demoted holds no rules any more: none are handed out until re-read.
+    this.rules.forget();
+    const teamId = this.teamId();
+    if (teamId) this.ctx.waitUntil(this.rules.reload(teamId).catch(() => undefined));
   }
 
   // ── the live feed ────────────────────────────────────────────────────────

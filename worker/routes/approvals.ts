@@ -35,7 +35,7 @@ export const approvalRoutes = new Hono<AppEnv>()
     validate("json", decisionBodySchema),
     async (c) => {
       const w = c.get("web");
-      const { optionId, requestHash } = c.req.valid("json");
+      const { optionId, requestHash, rule } = c.req.valid("json");
       const approval = await decideApproval(c.env, {
         approvalId: c.req.param("id"),
         teamId: w.teamId,
@@ -45,6 +45,7 @@ export const approvalRoutes = new Hono<AppEnv>()
         device: deviceName(c.req.header("X-Tapgate-Device")),
         optionId,
         requestHash,
+        ...(rule && { rule }),
       });
       return c.json(approval, 200);
     },
