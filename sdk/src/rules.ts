@@ -8,9 +8,18 @@
  * rules exist (the hub's copy, D1's record), high-risk patterns (the caller checks `isHighRisk`
  * first), or what an allowed request does. Pure and environment-neutral.
  */
-import type { Owner } from "./approval.js";
+import type { Approval, Owner } from "./approval.js";
+import type { HighRiskPattern } from "./human/policy.js";
 import type { RuleMatch, RuleScope } from "./human/rules.js";
-import { globLiteral, globMatch, normalizeSpace, pathWithin, type RequestFacts } from "./request-match.js";
+import {
+  globLiteral,
+  globMatch,
+  isHighRisk,
+  normalizeSpace,
+  pathWithin,
+  type RequestFacts,
+  requestFacts,
+} from "./request-match.js";
 
 /** A rule as the gate gets it from the team's hub: what it needs to match, nothing more. */
 export interface StandingRule {
@@ -105,6 +114,50 @@ export function derivedMatch(facts: RequestFacts): RuleMatch | null {
     ...(facts.cwd !== null && { cwd: facts.cwd }),
     ...(facts.host !== null && { host: facts.host }),
   };
+}
+
+/**
+ * What of a request a rule reads, or null when no rule may touch it: its card was cut to the
+ * stored-bytes limit (what a rule would need could be missing), or it is high-risk.
+ */
+export function ruleFactsOf(approval: Pick<Approval, "snapshot">, highRisk: readonly HighRiskPattern[]) {
+  if (approval.snapshot.truncated) return null;
+  const facts = requestFacts(approval.snapshot);
+  return isHighRisk(highRisk, facts) ? null : facts;
+}
+
+/**
+ * The match of the rule a card's "Allow for 1 h" makes, or why none may be made: the request
+ * must offer `allow_once` (and the decision pick it, when `optionId` is given), the decider must
+ * own the session (a `me` rule covers only their own sessions), the request must not be
+ * high-risk or cut, and the match (derived unless given) must match this very request. The
+ * gate decides with it; the card offers the button and its preview with it.
+ */
+export function cardRule(
+  approval: Pick<Approval, "snapshot" | "options" | "sessionId">,
+  c: {
+    deciderUserId: string;
+    ownerUserId: string;
+    highRisk: readonly HighRiskPattern[];
+    optionId?: string;
+    match?: RuleMatch;
+  },
+): { ok: true; match: RuleMatch } | { ok: false; message: string } {
+  const option = approval.options.find((o) =>
+    c.optionId === undefined ? o.kind === "allow_once" : o.optionId === c.optionId,
+  );
+  if (option?.kind !== "allow_once") return { ok: false, message: "a rule is made only with an allow_once option" };
+  if (c.deciderUserId !== c.ownerUserId) {
+    return { ok: false, message: "a rule from a card covers your own sessions: only the session's owner makes one" };
+  }
+  const facts = ruleFactsOf(approval, c.highRisk);
+  if (!facts) return { ok: false, message: "no rule allows a high-risk or truncated request" };
+  const match = c.match ?? derivedMatch(facts);
+  if (!match) return { ok: false, message: "this request has no command or title to match" };
+  if (!ruleMatches(match, { facts, sessionId: approval.sessionId })) {
+    return { ok: false, message: "the rule's match does not match this request" };
+  }
+  return { ok: true, match };
 }
 
 /** A glob for people: literal text quoted as is, a pattern marked as one. */

@@ -1,11 +1,13 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, type ApprovalView, api, canDecide, type Delivery } from "../api";
+import { describeMatch } from "../../../sdk/src/rules";
+import { type ApiError, type ApprovalView, api, canDecide, type Delivery, type RuleMatch } from "../api";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
+import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
 import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
@@ -14,7 +16,7 @@ import { Link } from "../router";
 import { containsUnsafeText } from "../safe-text";
 import { useMe } from "../viewer";
 
-type Notice = { tone: "error" | "warn"; text: string } | null;
+type Notice = { tone: "error" | "warn" | "ok"; text: string } | null;
 
 /** The card for one request: a screen of its own on the phone, or inline in the dashboard's side panel (`embedded`). */
 export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: boolean }) {
@@ -41,12 +43,20 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
   });
 
-  const choose = async (option: ApprovalView["options"][number]) => {
+  /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). */
+  const choose = async (
+    option: Pick<ApprovalView["options"][number], "optionId">,
+    rule?: { expiresInMs: number; match: RuleMatch },
+  ) => {
     if (!approval) return;
-    setBusy(option.optionId);
+    setBusy(rule ? "rule" : option.optionId);
     setNotice(null);
     try {
-      setApproval(await api.decide(id, option.optionId, approval.requestHash));
+      const decided = await api.decide(id, option.optionId, approval.requestHash, rule);
+      setApproval((prev) => ({ ...decided, owner: prev?.owner, delivery: prev?.delivery }));
+      if (decided.createdRule) {
+        setNotice({ tone: "ok", text: `Allowed, and for 1 h: ${describeMatch(decided.createdRule.match)}` });
+      }
     } catch (e) {
       const err = e as ApiError;
       const final = asRecord(err.body).approval as ApprovalView | undefined;
@@ -56,7 +66,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
           tone: "warn",
           text: "The request changed while you were reading it. Check it again before deciding.",
         });
-      } else if (!final) {
+      } else if (err.code === "rule_not_created" || !final) {
         setNotice({ tone: "error", text: err.message });
       }
     } finally {
@@ -95,7 +105,10 @@ function Card({
   approval: ApprovalView;
   busy: string | null;
   notice: Notice;
-  onChoose: (o: ApprovalView["options"][number]) => void;
+  onChoose: (
+    o: Pick<ApprovalView["options"][number], "optionId">,
+    rule?: { expiresInMs: number; match: RuleMatch },
+  ) => void;
   embedded: boolean;
 }) {
   const me = useMe();
@@ -188,7 +201,14 @@ function Card({
             You are a viewer in this team: you can follow this request, but only approvers can decide it.
           </Banner>
         ) : approval.state === "pending" ? (
-          <OptionButtons options={approval.options} busy={busy} onChoose={onChoose} />
+          <>
+            <OptionButtons options={approval.options} busy={busy} onChoose={onChoose} />
+            <RuleOffer
+              approval={approval}
+              busy={busy}
+              onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule)}
+            />
+          </>
         ) : (
           <Outcome approval={approval} />
         )}
