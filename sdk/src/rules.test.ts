@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
+import { DEFAULT_HIGH_RISK } from "./human/policy.js";
 import { ruleMatchSchema } from "./human/rules.js";
 import { requestFacts } from "./request-match.js";
-import { applicableRule, derivedMatch, describeMatch, ruleApplies, ruleMatches, type StandingRule } from "./rules.js";
+import {
+  applicableRule,
+  cardRule,
+  derivedMatch,
+  describeMatch,
+  ruleApplies,
+  ruleMatches,
+  type StandingRule,
+} from "./rules.js";
 
 const session = { title: null, agent: { name: "claude-code" }, host: "laptop", cwd: "/repo" };
 const facts = (command: string | null, more: { kind?: string; title?: string; cwd?: string } = {}) =>
@@ -96,5 +105,34 @@ describe("the match schema and its words", () => {
       cwd: "/repo",
       host: "laptop",
     });
+  });
+});
+
+describe("cardRule", () => {
+  const card = (command: string, more: { truncated?: boolean } = {}) => ({
+    sessionId: "s1",
+    options: [
+      { optionId: "ok", name: "Allow", kind: "allow_once" },
+      { optionId: "no", name: "Deny", kind: "reject_once" },
+    ],
+    snapshot: {
+      toolCall: { toolCallId: "t", kind: "execute", rawInput: { command } },
+      session,
+      ...(more.truncated && { truncated: { bytesNotStored: 10 } }),
+    },
+  });
+  const who = { deciderUserId: "u1", ownerUserId: "u1", highRisk: DEFAULT_HIGH_RISK };
+
+  it("offers the derived match on your own request with allow_once, never otherwise", () => {
+    expect(cardRule(card("npm test"), who)).toEqual({
+      ok: true,
+      match: { kind: "execute", command: "npm test", cwd: "/repo", host: "laptop" },
+    });
+    expect(cardRule(card("npm test"), { ...who, optionId: "no" }).ok).toBe(false);
+    expect(cardRule(card("npm test"), { ...who, deciderUserId: "u2" }).ok).toBe(false);
+    expect(cardRule(card("git push --force"), who).ok).toBe(false);
+    expect(cardRule(card("npm test", { truncated: true }), who).ok).toBe(false);
+    expect(cardRule(card("npm test"), { ...who, match: { command: "npm run *" } }).ok).toBe(false);
+    expect(cardRule(card("npm test"), { ...who, match: { command: "npm *" } }).ok).toBe(true);
   });
 });

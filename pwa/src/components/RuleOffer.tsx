@@ -47,20 +47,18 @@ export function RuleOffer({
   });
   if (!offer.ok) return null;
   return (
-    <div class="rule-offer" data-testid="rule-offer">
-      <button
-        type="button"
-        class="option allow"
-        disabled={busy !== null}
-        aria-busy={busy === "rule"}
-        onClick={() => onAllowWithRule(allowOnce.optionId, { expiresInMs: RULE_DEFAULT_MS, match: offer.match })}
-        data-testid="option-allow-rule"
-      >
-        <span data-testid="option-label">Allow for 1 h</span>
-        <span class="option-note" data-testid="rule-preview">
-          {describeMatch(offer.match)}
-        </span>
-      </button>
-    </div>
+    <button
+      type="button"
+      class="option allow rule-offer"
+      disabled={busy !== null}
+      aria-busy={busy === "rule"}
+      onClick={() => onAllowWithRule(allowOnce.optionId, { expiresInMs: RULE_DEFAULT_MS, match: offer.match })}
+      data-testid="option-allow-rule"
+    >
+      <span data-testid="option-label">Allow for 1 h</span>
+      <span class="option-note" data-testid="rule-preview">
+        {describeMatch(offer.match)}
+      </span>
+    </button>
   );
 }

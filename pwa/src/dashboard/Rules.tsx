@@ -84,7 +84,7 @@ function RuleRow({ rule, onEnded }: { rule: Rule; onEnded: (rule: Rule) => void 
   const until = rule.endedAt ?? rule.expiresAt;
   return (
     <tr data-testid={`rule-row-${rule.id}`} data-state={state} class={state === "active" ? undefined : "revoked"}>
-      <td class="clip">
+      <td class="break">
         <SafeText text={describeMatch(rule.match, rule.scope)} testId="rule-match" />
         {rule.note && (
           <span class="muted small">

@@ -201,14 +201,18 @@ function Card({
             You are a viewer in this team: you can follow this request, but only approvers can decide it.
           </Banner>
         ) : approval.state === "pending" ? (
-          <>
-            <OptionButtons options={approval.options} busy={busy} onChoose={onChoose} />
-            <RuleOffer
-              approval={approval}
-              busy={busy}
-              onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule)}
-            />
-          </>
+          <OptionButtons
+            options={approval.options}
+            busy={busy}
+            onChoose={onChoose}
+            besideAllowOnce={
+              <RuleOffer
+                approval={approval}
+                busy={busy}
+                onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule)}
+              />
+            }
+          />
         ) : (
           <Outcome approval={approval} />
         )}
