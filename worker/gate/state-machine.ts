@@ -21,6 +21,7 @@ import { randomBase62 } from "../crypto";
 import type { DecisionInput, DecisionResult } from "./api";
 import type { GateHub } from "./hub";
 import type { Outbox } from "./outbox";
+import { cardRuleMatch, ruleResolution } from "./rule-allow";
 import {
   agentAnswer,
   auditOp,
@@ -33,7 +34,6 @@ import {
   requestLifetimeMs,
   resolvedApproval,
 } from "./rules";
-import { cardRuleMatch, ruleResolution } from "./standing-rules";
 import type { GateStore, Holder, PendingRow, ServedSession, StoredRow } from "./store";
 
 export type Refusal =

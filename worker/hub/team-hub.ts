@@ -35,8 +35,8 @@ import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
 import { PushQueue } from "./push-queue";
 import { Quotas } from "./quotas";
+import { StandingRules } from "./rules";
 import { Sessions } from "./sessions";
-import { StandingRules } from "./standing-rules";
 
 /** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
 const OPPORTUNISTIC_DRAIN_MS = 10_000;

@@ -4,7 +4,7 @@
  *
  * Owns: the order of those steps, who may make and end which rule, and what a failure to reach
  * the hub answers (a rule made is undone; an end is retried by the caller). Does not own: the
- * SQL (`db/rules.ts`), the hub's copy (`hub/standing-rules.ts`), or matching (the gate).
+ * SQL (`db/rules.ts`), the hub's copy (`hub/rules.ts`), or matching (the gate).
  */
 import type { Approval } from "../../sdk/src/approval";
 import type { Role } from "../../sdk/src/human/roles";
