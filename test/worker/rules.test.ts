@@ -128,6 +128,30 @@ describe("standing rules", () => {
     expect(await runInDurableObject(hubStub(owner.teamId), (hub: TeamHub) => hub.quotaPending())).toBe(0);
   });
 
+  it("an agent over HTTP gets the rule's answer on its first poll", async () => {
+    const owner = await signUp();
+    const rule = await makeRule(owner, { scope: "me", match: { command: "npm test" } });
+    const { key } = await createKey(owner);
+    const sessionId = unique("http");
+    const auth = { Authorization: `Bearer ${key}` };
+    const created = await api(`/v1/agent/sessions/${sessionId}/permissions`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify(permissionParams(sessionId, { toolCall: npmTest() })),
+    });
+    expect(created.status).toBe(201);
+    const { approvalId } = await json<{ approvalId: string }>(created);
+    const polled = await api(`/v1/agent/approvals/${approvalId}?wait=0`, { headers: auth });
+    expect(polled.status).toBe(200);
+    expect(await json(polled)).toMatchObject({
+      approvalId,
+      state: "allowed",
+      reason: "rule",
+      outcome: { outcome: "selected", optionId: "allow" },
+      _meta: { tapgate: { approvalId, reason: "rule", rule: { id: rule.id } } },
+    });
+  });
+
   it("sends no push, where a request humans must decide is pushed", async () => {
     const owner = await signUp();
     const pushed: string[] = [];
