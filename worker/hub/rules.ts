@@ -18,6 +18,8 @@ import type { HubHost } from "./host";
 export class StandingRules {
   /** Reloads run one after another, so the last to finish read D1 last. */
   private reloading: Promise<void> = Promise.resolve();
+  /** A background reload (`loadSoon`) is on its way: busy admissions start one, not one each. */
+  private loadingSoon: Promise<void> | null = null;
 
   constructor(private readonly host: HubHost) {}
 
@@ -51,6 +53,16 @@ export class StandingRules {
       );
     }
     sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('rules', '1')");
+  }
+
+  /** Starts reading the copy again unless that is already on its way; never fails. */
+  loadSoon(teamId: string): Promise<void> {
+    this.loadingSoon ??= this.reload(teamId)
+      .catch(() => undefined)
+      .finally(() => {
+        this.loadingSoon = null;
+      });
+    return this.loadingSoon;
   }
 
   /** Whether the copy is current. */

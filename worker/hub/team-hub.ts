@@ -144,7 +144,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     }
     if (!verdict.ok) return verdict;
     // A copy not loaded hands out no rules (humans decide) and is read again after the answer.
-    if (!this.rules.loaded()) this.ctx.waitUntil(this.rules.reload(teamId).catch(() => undefined));
+    if (!this.rules.loaded()) this.ctx.waitUntil(this.rules.loadSoon(teamId));
     return { ok: true, rules: this.rules.forSession(ask.ownerUserId, now) };
   }
 
@@ -224,7 +224,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     // A member removed or demoted holds no rules any more: none are handed out until re-read.
     this.rules.forget();
     const teamId = this.teamId();
-    if (teamId) this.ctx.waitUntil(this.rules.reload(teamId).catch(() => undefined));
+    if (teamId) this.ctx.waitUntil(this.rules.loadSoon(teamId));
   }
 
   // ── the live feed ────────────────────────────────────────────────────────
