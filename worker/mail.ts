@@ -14,7 +14,8 @@ export interface Mail {
   link: string | null;
 }
 
-async function send(env: Env, mail: Mail): Promise<void> {
+/** Sends one mail (or keeps it in the dev outbox); for callers without a request, like the hub's escalation mail. */
+export async function sendMail(env: Env, mail: Mail): Promise<void> {
   if (env.DEV_OUTBOX === "1") {
     console.log(`[dev outbox] to ${mail.to}: ${mail.subject}\n${mail.text}`);
     await saveDevMessage(env.DB, { ...mail, sentAt: Date.now() });
@@ -33,7 +34,7 @@ async function send(env: Env, mail: Mail): Promise<void> {
 }
 
 export function deliverMail(c: Context<AppEnv>, mail: Mail): Promise<void> {
-  return send(c.env, mail);
+  return sendMail(c.env, mail);
 }
 
 /**

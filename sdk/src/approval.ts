@@ -49,8 +49,29 @@ export const deliverySchema = z.object({
   deliveredAt: z.number().nullable(),
   seenAt: z.number().nullable(),
   failedAt: z.number().nullable(),
+  /** The service worker's receipts: it got the push, `showNotification` resolved, the person tapped it. */
+  receivedAt: z.number().nullable().optional(),
+  displayedAt: z.number().nullable().optional(),
+  openedAt: z.number().nullable().optional(),
 });
 export type Delivery = z.infer<typeof deliverySchema>;
+
+/**
+ * One step of a request's escalation ladder as it ran (the card's timeline): when, by which
+ * channel, whom it was for and how many it reached. `shownLive`: people whose open, visible app
+ * got the card instead of a push; `phase: "presence"` is the push that follows when they had not
+ * seen it within 20 s.
+ */
+export const escalationEventSchema = z.object({
+  step: z.number().int(),
+  phase: z.enum(["step", "presence"]),
+  at: z.number(),
+  via: z.enum(["push", "email"]),
+  to: z.array(z.string()),
+  reached: z.number().int(),
+  shownLive: z.array(z.string()),
+});
+export type EscalationEvent = z.infer<typeof escalationEventSchema>;
 
 /** What the agent said about its session (hello and `session/update`). */
 export const sessionInfoSchema = z.object({
@@ -104,7 +125,11 @@ export const ownedApprovalSchema = approvalSchema.extend({ owner: ownerSchema })
 export type OwnedApproval = z.infer<typeof ownedApprovalSchema>;
 
 /** One approval in full (`GET /v1/approvals/:id`, the live feed): its owner and its push deliveries. */
-export const approvalDetailSchema = ownedApprovalSchema.extend({ delivery: z.array(deliverySchema) });
+export const approvalDetailSchema = ownedApprovalSchema.extend({
+  delivery: z.array(deliverySchema),
+  /** The escalation steps that ran, oldest first (absent once the hub forgot the request). */
+  escalations: z.array(escalationEventSchema).optional(),
+});
 export type ApprovalDetail = z.infer<typeof approvalDetailSchema>;
 
 /** An agent session as the dashboard shows it (`GET /v1/sessions` and the live feed). */

@@ -22,6 +22,8 @@ export const METHODS = {
   requestPermission: "session/request_permission",
   cancelRequest: "$/cancel_request",
   sessionCancel: "session/cancel",
+  /** Gate → agent notification: where a held request stands (who it reached, who saw it). */
+  progress: "_tapgate/progress",
 } as const;
 
 export const RPC_ERROR = {
@@ -199,3 +201,23 @@ export function parseJson(text: string): unknown {
     return undefined;
   }
 }
+
+/**
+ * `_tapgate/progress` (gate → agent notification, and `progress` in a long poll's `202`): where a
+ * held request stands, sent each time it changes. `deliveredTo`: devices the push service took it
+ * for (`shownAt` once the device showed it) and open app pages it was shown on (`device: "app"`);
+ * `seenBy`: people who saw it; `escalatedTo`: the latest escalation step past the first;
+ * `unreachable`: nothing reached anyone yet (no device, no open page), the ladder moves on at once.
+ */
+export const progressParamsSchema = z.object({
+  requestId: rpcIdSchema,
+  approvalId: z.string(),
+  deliveredTo: z.array(
+    z.object({ name: z.string(), device: z.string(), at: z.number(), shownAt: z.number().optional() }),
+  ),
+  seenBy: z.array(z.object({ name: z.string(), at: z.number() })),
+  escalatedTo: z.object({ names: z.array(z.string()), via: z.enum(["push", "email"]), at: z.number() }).optional(),
+  claimedBy: z.object({ name: z.string(), at: z.number() }).optional(),
+  unreachable: z.literal(true).optional(),
+});
+export type Progress = z.infer<typeof progressParamsSchema>;

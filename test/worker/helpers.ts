@@ -88,6 +88,9 @@ export class AgentSocket {
   private inbox: unknown[] = [];
   private waiters: Array<(m: unknown) => void> = [];
   private barriers = new Map<unknown, () => void>();
+  /** `_tapgate/progress` notifications, kept apart from the inbox: answers are what `next` waits for. */
+  readonly progress: Array<Record<string, unknown>> = [];
+  private progressWaiters: Array<() => void> = [];
   closed: Promise<CloseEvent>;
 
   constructor(readonly ws: WebSocket) {
@@ -118,7 +121,12 @@ export class AgentSocket {
     return handled;
   }
 
-  private receive(frame: { id?: unknown }): void {
+  private receive(frame: { id?: unknown; method?: unknown; params?: unknown }): void {
+    if (frame?.method === "_tapgate/progress") {
+      this.progress.push(frame.params as Record<string, unknown>);
+      for (const wake of this.progressWaiters.splice(0)) wake();
+      return;
+    }
     const barrier = this.barriers.get(frame?.id);
     if (barrier) {
       this.barriers.delete(frame.id);
@@ -147,6 +155,15 @@ export class AgentSocket {
 
   pending(): number {
     return this.inbox.length;
+  }
+
+  /** The first progress notification (received or still to come) that matches. */
+  async nextProgress(match: (p: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+    for (;;) {
+      const found = this.progress.find(match);
+      if (found) return found;
+      await new Promise<void>((resolve) => this.progressWaiters.push(resolve));
+    }
   }
 }
 

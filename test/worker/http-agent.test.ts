@@ -99,7 +99,13 @@ describe("agents over HTTP", () => {
 
     const pending = await poll(key, approvalId);
     expect(pending.status).toBe(202);
-    expect(await json(pending)).toEqual({ approvalId, state: "pending", expiresAt });
+    // Where it stands rides along (docs/agent-protocol.md "Progress"): nothing reached yet.
+    expect(await json(pending)).toEqual({
+      approvalId,
+      state: "pending",
+      expiresAt,
+      progress: expect.objectContaining({ requestId: approvalId, approvalId, deliveredTo: [], seenBy: [] }),
+    });
 
     expect((await decide(owner, approval, "allow")).status).toBe(200);
     const answered = await poll(key, approvalId);
@@ -118,7 +124,9 @@ describe("agents over HTTP", () => {
       await api("/v1/approvals?state=resolved&scope=mine", { cookie: owner.cookie }),
     );
     expect(approvals.find((a) => a.id === approvalId)).toMatchObject({ state: "allowed", optionId: "allow" });
-    const { results } = await env.DB.prepare("SELECT action FROM audit_log WHERE subject = ? ORDER BY seq")
+    const { results } = await env.DB.prepare(
+      "SELECT action FROM audit_log WHERE subject = ? AND action <> 'approval.escalated' ORDER BY seq",
+    )
       .bind(approvalId)
       .all<{ action: string }>();
     expect(results.map((r) => r.action)).toEqual(["approval.requested", "approval.allowed"]);

@@ -13,7 +13,7 @@ import type { ErrorCode } from "../../sdk/src/errors";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
 import type { RuleMatch } from "../../sdk/src/human/rules";
-import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type { Progress, RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
 
 /** The longest an HTTP agent's poll may wait: under the 60 s idle timeout of common proxies. */
@@ -90,7 +90,8 @@ export type HttpOpenResult =
 
 /** Where an HTTP-held request stands: still pending, or its final answer. */
 export type HttpPollBody =
-  | { approvalId: string; state: "pending"; expiresAt: number }
+  /** `progress`: where it stands (`_tapgate/progress`, with `requestId` the approval id). */
+  | { approvalId: string; state: "pending"; expiresAt: number; progress?: Progress }
   /** A final body is itself an ACP RequestPermissionResponse: its `outcome` is what the agent acts on. */
   | ({ approvalId: string; state: Exclude<ApprovalState, "pending">; reason: ResolutionReason | null } & Pick<
       RequestPermissionResponse,
@@ -99,6 +100,14 @@ export type HttpPollBody =
 
 /** Unknown ids, another team's and another user's all get the same `not_found`. */
 export type HttpPollResult = { ok: true; body: HttpPollBody } | { ok: false; error: Extract<ErrorCode, "not_found"> };
+
+/** Where a request's pushes went and who saw it, as the team's hub tells the gate (`deliveryChanged`). */
+export interface DeliveryReceipts {
+  /** Devices the push service took it for (`shownAt` once shown), and open pages it was shown on (`device: "app"`). */
+  deliveredTo: Array<{ userId: string; name: string; device: string; at: number; shownAt?: number }>;
+  /** People who may decide and saw it: a device showed or opened it, or a visible page showed it. */
+  seenBy: Array<{ userId: string; name: string; at: number }>;
+}
 
 /** The SessionGate's RPC surface: what routes and the team's hub may call. */
 export interface SessionGateApi extends Rpc.DurableObjectBranded {
@@ -109,6 +118,8 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
   getApproval(teamId: string, approvalId: string): Promise<Approval | null>;
   /** A human decides a pending approval. */
   decide(d: DecisionInput): Promise<DecisionResult>;
+  /** The hub's receipts for a pending request changed: its ladder stops once seen, and its agent hears the progress. */
+  deliveryChanged(teamId: string, approvalId: string, receipts: DeliveryReceipts): Promise<void>;
 
   /** A revoked key: its pending requests are denied and its sockets closed; how many were denied. */
   revokeKey(teamId: string, keyId: string): Promise<number>;

@@ -7,7 +7,7 @@
  * machine, after admission.ts), joining (presence.ts) or the post-change step (the shell).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type { Progress, RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { Admission } from "./admission";
 import type { AgentCaller, GateJoin, HttpOpenResult, HttpPollResult } from "./api";
 import { LEASE_MS } from "./rules";
@@ -20,6 +20,8 @@ export interface HttpHost {
   machine: StateMachine;
   admission: Admission;
   join(join: GateJoin): ServedSession | null;
+  /** Where a pending request stands (escalation.ts), for the `202` body. */
+  progress(approvalId: string): Progress | null;
 }
 
 export class HttpAgents {
@@ -91,7 +93,9 @@ export class HttpAgents {
     const row = this.gate.store.row(approvalId) as StoredRow;
     const approval = JSON.parse(row.record) as Approval;
     if (approval.state === "pending") {
-      return { ok: true, body: { approvalId, state: "pending", expiresAt: approval.expiresAt } };
+      const progress = this.gate.progress(approvalId);
+      const body = { approvalId, state: "pending" as const, expiresAt: approval.expiresAt };
+      return { ok: true, body: progress ? { ...body, progress } : body };
     }
     // Rows resolved by builds that did not store answers get theirs recomputed.
     const answer = row.answer

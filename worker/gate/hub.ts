@@ -10,6 +10,8 @@ import type { Approval } from "../../sdk/src/approval";
 import {
   type ApprovalNews,
   type AuditEvent,
+  type EscalationOrder,
+  type EscalationOutcome,
   hubFor,
   PRESENCE_REPORT_MS,
   type QuotaAsk,
@@ -19,7 +21,7 @@ import {
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 
-export type { ApprovalNews, AuditEvent, QuotaAsk, QuotaVerdict, SessionNews };
+export type { ApprovalNews, AuditEvent, EscalationOrder, EscalationOutcome, QuotaAsk, QuotaVerdict, SessionNews };
 export { PRESENCE_REPORT_MS };
 
 /** The part of a TeamHub a SessionGate calls. */
@@ -34,6 +36,8 @@ export interface GateHub {
   admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict>;
   /** An admitted request was not held after all. */
   releaseRequest(teamId: string, approvalId: string): Promise<void>;
+  /** Runs one escalation step of a request (escalation.ts); once per step and phase. */
+  escalate(teamId: string, order: EscalationOrder): Promise<EscalationOutcome>;
   /** Appends to the team's audit chain; resolves once D1 has every event. */
   appendAudit(events: AuditEvent[]): Promise<void>;
 }

@@ -42,6 +42,11 @@ const MIGRATIONS: MigrationStep[] = [
   // Retention: resolved rows older than the team's `limits.retentionDays` are pruned on the
   // alarm; by state and expiry, so the oldest of each state is found without a scan.
   "CREATE INDEX IF NOT EXISTS approvals_state_expiry ON approvals (state, expires_at);",
+  // The escalation ladder (escalation.ts, ladder-store.ts): per request, its steps as opened,
+  // what fired, the hub's receipts, the last progress the agent got, and when to look again.
+  `CREATE TABLE IF NOT EXISTS ladders (approval_id TEXT PRIMARY KEY, ladder TEXT NOT NULL, receipts TEXT NOT NULL,
+     progress TEXT, next_at INTEGER);
+   CREATE INDEX IF NOT EXISTS ladders_next ON ladders (next_at);`,
 ];
 
 /** The version every object reaches on its next start. */

@@ -9,11 +9,12 @@
  * `webSocketMessage`, `webSocketClose`, `webSocketError`, `alarm`) and each RPC method to one
  * wrapper that always ends in the post-change step (`afterChange`: schedule the alarm, flush
  * the outbox), so no path can forget it. It owns no rule, no SQL and no protocol: see
- * state-machine.ts, admission.ts, store.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts.
+ * state-machine.ts, admission.ts, store.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts,
+ * escalation.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../../sdk/src/approval";
-import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams } from "../../sdk/src/protocol";
+import { HEARTBEAT_INTERVAL_MS, METHODS, type RequestPermissionParams } from "../../sdk/src/protocol";
 import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";
@@ -21,13 +22,16 @@ import type {
   AgentCaller,
   DecisionInput,
   DecisionResult,
+  DeliveryReceipts,
   GateJoin,
   HttpOpenResult,
   HttpPollResult,
   SessionGateApi,
 } from "./api";
+import { Escalation } from "./escalation";
 import { HttpAgents } from "./http-agents";
 import { type GateHub, gateHub, tellHub } from "./hub";
+import { LadderStore } from "./ladder-store";
 import { migrate } from "./migrations";
 import { Outbox } from "./outbox";
 import { Presence } from "./presence";
@@ -44,6 +48,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly presence: Presence;
   private readonly sockets: Sockets;
   private readonly agents: SocketAgents;
+  private readonly escalation: Escalation;
   /** The outbox to D1 and the audit chain (a field, not exposed over RPC). */
   readonly outbox: Outbox;
   /** Agents that poll over HTTP instead of holding a socket (a field, not exposed over RPC). */
@@ -73,6 +78,18 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
         this.sockets.answer(row.socket_id, row.rpc_id, answer);
         this.http.polls.wake(row.id);
       },
+      opened: (approval, meta, now) => {
+        this.escalation.start(approval, meta, now);
+        // The first step runs now, after this change: never awaited on the agent's path.
+        ctx.waitUntil(this.escalateDue(now));
+      },
+    });
+    this.escalation = new Escalation({
+      store,
+      ladders: new LadderStore(ctx.storage.sql),
+      outbox: this.outbox,
+      escalate: (teamId, order) => gateHub(env, teamId).escalate(teamId, order),
+      notify: (row, progress) => this.sockets.notify(row.socket_id, METHODS.progress, progress),
     });
     const admission = new Admission({
       machine: this.machine,
@@ -89,7 +106,13 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       presence: this.presence,
       sockets: this.sockets,
     });
-    this.http = new HttpAgents({ store, machine: this.machine, admission, join: (join) => this.presence.join(join) });
+    this.http = new HttpAgents({
+      store,
+      machine: this.machine,
+      admission,
+      join: (join) => this.presence.join(join),
+      progress: (approvalId) => this.escalation.progress(approvalId),
+    });
     this.change(() => this.agents.resolveOrphans(Date.now()));
   }
 
@@ -113,13 +136,13 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.change(() => this.agents.closed(ws));
   }
 
-  /** One alarm serves expiry, leases, heartbeat checks, presence reports, outbox retries and retention. */
+  /** One alarm serves expiry, leases, heartbeat checks, presence reports, outbox retries, escalation and retention. */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
     await this.changeAsync(async () => {
       this.sweepDue(Date.now());
-      await this.outbox.flush().catch(() => undefined);
+      await Promise.all([this.outbox.flush().catch(() => undefined), this.escalation.tick(Date.now())]);
     });
   }
 
@@ -131,6 +154,10 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   async decide(d: DecisionInput): Promise<DecisionResult> {
     return this.change(() => this.machine.decide(d, Date.now()));
+  }
+
+  async deliveryChanged(teamId: string, approvalId: string, receipts: DeliveryReceipts): Promise<void> {
+    this.change(() => this.escalation.received(teamId, approvalId, receipts, Date.now()));
   }
 
   async revokeKey(teamId: string, keyId: string): Promise<number> {
@@ -172,6 +199,14 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.change(() => this.sweepDue(now));
   }
 
+  /**
+   * Runs the escalation steps due at `now` and waits for the hub's outcomes (the alarm's share;
+   * tests run it at a chosen moment, without the heartbeat and lease checks a sweep would do).
+   */
+  async escalateDue(now: number): Promise<void> {
+    return this.changeAsync(() => this.escalation.tick(now));
+  }
+
   /** Hands the outbox to D1 and the audit chain now; rejects when a write failed. */
   async flushOutbox(): Promise<void> {
     return this.changeAsync(() => this.outbox.flush());
@@ -183,7 +218,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.agents.closeSilent(now);
     this.agents.resolveOrphans(now);
     this.presence.reportIfDue(now, wasConnected);
-    this.store.pruneResolvedBefore(now - this.retentionMs());
+    if (this.store.pruneResolvedBefore(now - this.retentionMs()) > 0) this.escalation.pruneResolved();
   }
 
   /** How long resolved rows are kept: the team's `limits.retentionDays`. */
@@ -226,9 +261,14 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     const due = this.store.pendingDue();
     const oldest = this.store.oldestResolvedExpiry();
     const prune = oldest === null ? null : oldest + this.retentionMs();
-    const candidates = [due.expiry, due.lease, this.outbox.dueAt(now), this.presence.reportDueAt(), prune].filter(
-      (at) => at !== null,
-    );
+    const candidates = [
+      due.expiry,
+      due.lease,
+      this.outbox.dueAt(now),
+      this.presence.reportDueAt(),
+      prune,
+      this.escalation.dueAt(),
+    ].filter((at) => at !== null);
     if (due.socketHeld > 0) candidates.push(now + HEARTBEAT_INTERVAL_MS);
     if (candidates.length === 0) return;
     const at = Math.min(...candidates);

@@ -76,6 +76,12 @@ export class Sockets {
     for (const ws of this.ctx.getWebSockets(socketTag(socketId))) send(ws, rpcResult(id, result));
   }
 
+  /** A JSON-RPC notification to one socket (none for HTTP-held requests, whose socket id is empty). */
+  notify(socketId: string, method: string, params: unknown): void {
+    if (socketId === "") return;
+    for (const ws of this.ctx.getWebSockets(socketTag(socketId))) send(ws, { jsonrpc: "2.0", method, params });
+  }
+
   closeKey(keyId: string, code: number, reason: string): void {
     for (const ws of this.ctx.getWebSockets(keyTag(keyId))) closeQuietly(ws, code, reason);
   }

@@ -58,6 +58,8 @@ export interface MachineHost {
   tellHub(teamId: string, news: (hub: GateHub) => Promise<unknown>): void;
   /** Hands a resolved request's answer to whoever waits for it: its socket, its long polls. */
   deliver(row: PendingRow, answer: RequestPermissionResponse): void;
+  /** A request is now pending (its escalation ladder starts). */
+  opened?(approval: Approval, meta: ServedSession, now: number): void;
 }
 
 export class StateMachine {
@@ -125,8 +127,10 @@ export class StateMachine {
         ownerUserId: meta.ownerUserId,
         recipients: meta.policy.notify,
         lockScreen: meta.policy.lockScreen,
+        ladder: this.host.opened !== undefined,
       }),
     );
+    this.host.opened?.(approval, meta, now);
     if (approval.options.length === 0) {
       // Team policy hid every option the agent offered: nobody could ever decide it.
       this.resolve(this.store.pendingById(approval.id) as PendingRow, { state: "denied", reason: "invalid" }, now);

@@ -6,8 +6,10 @@
  * subsystems). Imports only types from `sdk/src`, `worker/policy.ts`, `db/devices.ts` and
  * the pure `../audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
  */
-import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
-import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
+import type { AgentSession, Approval, Delivery, EscalationEvent, SessionInfo } from "../../sdk/src/approval";
+import type { ReceiptBody } from "../../sdk/src/human/approvals";
+import type { EscalationStep, QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
+import type { DeviceHealth } from "../../sdk/src/human/push";
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 import type { StandingRule } from "../../sdk/src/rules";
 import type { AuditAnchors, AuditEvent } from "../audit-chain";
@@ -43,7 +45,38 @@ export interface ApprovalNews {
   ownerUserId: string;
   recipients: "session_owner" | "all_approvers";
   lockScreen: "tool_title" | "generic";
+  /** The gate runs the escalation ladder: the hub only shows the request; pushes come from `escalate`. */
+  ladder?: boolean;
 }
+
+/**
+ * One escalation step a SessionGate asks its hub to run (the gate's `escalation.ts` decides when).
+ * Carries the approval, so it works even if it overtakes `approvalCreated`. Run once per
+ * (approval, step, phase): a repeat gets the first run's outcome.
+ */
+export interface EscalationOrder {
+  approval: Approval;
+  ownerUserId: string;
+  step: number;
+  /** "presence": the push after a person shown the card live had not seen it within 20 s. */
+  phase: "step" | "presence";
+  to: EscalationStep["to"];
+  via: EscalationStep["via"];
+  lockScreen: ApprovalNews["lockScreen"];
+}
+
+/** What a step did: how many devices, pages or mailboxes it reached, whose names, whether it held pushes for visible pages. */
+export interface EscalationOutcome {
+  reached: number;
+  to: string[];
+  held: boolean;
+}
+
+/** A service worker receipt (`POST /v1/approvals/:id/receipt`). */
+export type ReceiptEvent = ReceiptBody["event"];
+
+/** How a push device is doing (`GET /v1/devices`): its recent pushes failing, or taken but never shown. */
+export type { DeviceHealth };
 
 /** What a SessionGate reports when its connection state or metadata may have changed. */
 export interface SessionNews {
@@ -112,6 +145,14 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   markSeen(approvalId: string, deviceId: string, userId: string): Promise<boolean>;
   /** Where a request's pushes went, device by device. */
   deliveries(approvalId: string): Promise<Delivery[]>;
+  /** Runs one escalation step of a request (once per step and phase; a repeat answers the first outcome). */
+  escalate(teamId: string, order: EscalationOrder): Promise<EscalationOutcome>;
+  /** The escalation steps that ran for a request, oldest first. */
+  timeline(approvalId: string): Promise<EscalationEvent[]>;
+  /** A service worker receipt for this user's device; false when it was not this user's push. */
+  markReceipt(approvalId: string, deviceId: string, userId: string, event: ReceiptEvent): Promise<boolean>;
+  /** How each of this user's devices is doing, by device id (devices with no recent pushes are absent). */
+  deviceHealth(userId: string): Promise<Record<string, DeviceHealth>>;
 
   deviceSaved(teamId: string, device: HubDevice): Promise<void>;
   deviceRemoved(deviceId: string): Promise<void>;

@@ -7,6 +7,8 @@
  * the push queue (a removed device's queued pushes are `push-queue.ts`'s), D1's devices (the
  * routes and `db/devices.ts`), or who decides (the gate).
  */
+
+import type { EscalationStep } from "../../sdk/src/human/policy";
 import { listTeamDirectory } from "../db";
 import { DECIDER_ROLES } from "../roles";
 import type { ApprovalNews, HubDevice } from "./api";
@@ -79,6 +81,34 @@ export class Directory {
   nameOf(userId: string): string {
     const row = this.host.sql.exec("SELECT name FROM people WHERE user_id = ?", userId).toArray()[0];
     return (row?.name as string | undefined) ?? "";
+  }
+
+  /**
+   * The members an escalation step is for: the session's owner, every member with a deciding
+   * role, or the members named (those still in the team), in that order.
+   */
+  peopleFor(to: EscalationStep["to"], ownerUserId: string): string[] {
+    const { sql } = this.host;
+    if (to === "session_owner") return [ownerUserId];
+    const rows =
+      to === "all_approvers"
+        ? sql.exec(
+            `SELECT user_id FROM members WHERE role IN (${DECIDER_ROLES.map(() => "?").join(", ")}) ORDER BY user_id`,
+            ...DECIDER_ROLES,
+          )
+        : sql.exec(`SELECT user_id FROM members WHERE user_id IN (${to.map(() => "?").join(", ")})`, ...to);
+    const ids = rows.toArray().map((r) => r.user_id as string);
+    return Array.isArray(to) ? to.filter((id) => ids.includes(id)) : ids;
+  }
+
+  devicesOf(userId: string): HubDevice[] {
+    return this.host.sql.exec("SELECT * FROM devices WHERE user_id = ? ORDER BY name", userId).toArray().map(toDevice);
+  }
+
+  /** Whether the member may decide requests (their seeing one stops its escalation). */
+  isDecider(userId: string): boolean {
+    const role = this.host.sql.exec("SELECT role FROM members WHERE user_id = ?", userId).toArray()[0]?.role;
+    return DECIDER_ROLES.includes(role as (typeof DECIDER_ROLES)[number]);
   }
 
   /** The devices a request's push goes to: its session owner's, or every decider's. */

@@ -1,17 +1,18 @@
 /**
  * The live feed: browsers hold a WebSocket to their team's hub and get every approval and
- * session change as it happens. The feed is one-way; browsers only ping, and pings are answered
- * by the runtime without waking the hub.
+ * session change as it happens. Browsers ping (answered by the runtime without waking the hub)
+ * and say whether they are visible and which cards they showed (presence, `message`).
  *
  * Owns: the join handshake (`hubJoinRequest` on the Worker's side, `join` on the hub's), the
- * sockets and their tags, the events sent, and the `approvals` table (the latest state of each
+ * sockets and their tags (and each socket's reported visibility), the events sent, and the `approvals` table (the latest state of each
  * request, which never goes back to pending), and closing a socket whose web session ended:
  * signed out, removed, or expired (checked before every event). Does not own: who may join (the
  * route checks the cookie and Origin; the hub checks D1 once more after accepting, so a removal
  * or sign-out racing the join cannot leave a socket open), deliveries (`push-queue.ts`), or
  * sessions (`sessions.ts`).
  */
-import type { Approval, Delivery } from "../../sdk/src/approval";
+import type { Approval, Delivery, EscalationEvent } from "../../sdk/src/approval";
+import { liveClientMessageSchema } from "../../sdk/src/human/live";
 import { webSessionInTeam } from "../db";
 import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "../gate/sockets";
 import type { HubJoin, LiveApproval, LiveEvent } from "./api";
@@ -30,6 +31,7 @@ export class LiveFeed {
   constructor(
     private readonly host: HubHost,
     private readonly deliveries: (approvalId: string) => Delivery[],
+    private readonly timeline: (approvalId: string) => EscalationEvent[] = () => [],
   ) {}
 
   /**
@@ -50,6 +52,34 @@ export class LiveFeed {
       return new Response("the web session ended", { status: 401 });
     }
     return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /**
+   * A page's message (`liveClientMessageSchema`): its visibility, kept on the socket (so it
+   * survives hibernation), or the cards it showed. Cards count as seen only from a page that
+   * said it is visible. Returns who saw which cards, or null.
+   */
+  message(ws: WebSocket, text: string): { userId: string; approvalIds: string[] } | null {
+    let parsed: ReturnType<typeof liveClientMessageSchema.safeParse>;
+    try {
+      parsed = liveClientMessageSchema.safeParse(JSON.parse(text));
+    } catch {
+      return null;
+    }
+    const join = ws.deserializeAttachment() as (HubJoin & { visible?: boolean }) | null;
+    if (!parsed.success || !join) return null;
+    if (parsed.data.type === "visibility") {
+      ws.serializeAttachment({ ...join, visible: parsed.data.visible });
+      return null;
+    }
+    return join.visible ? { userId: join.userId, approvalIds: parsed.data.approvalIds } : null;
+  }
+
+  /** Whether this person has an open page that said it is visible (never guessed). */
+  isVisible(userId: string): boolean {
+    return this.host
+      .sockets(`user:${userId}`)
+      .some((ws) => (ws.deserializeAttachment() as { visible?: boolean } | null)?.visible === true);
   }
 
   closed(ws: WebSocket, code: number, reason: string): void {
@@ -108,7 +138,7 @@ export class LiveFeed {
     if (!row) return null;
     const approval = JSON.parse(row.record as string) as Approval;
     const owner = { userId: row.owner_user_id as string, name: (row.name as string | null) ?? "" };
-    return { ...approval, owner, delivery: this.deliveries(approvalId) };
+    return { ...approval, owner, delivery: this.deliveries(approvalId), escalations: this.timeline(approvalId) };
   }
 
   /** Records the latest state; a resolved approval never goes back to pending. Returns whether it changed. */

@@ -7,7 +7,7 @@
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
  * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout, `quotas.ts`
- * quota_pending/quota_buckets; the
+ * quota_pending/quota_buckets, `escalation.ts` escalations/live_cards; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -54,6 +54,16 @@ const MIGRATIONS: MigrationStep[] = [
   // Standing rules (rules.ts): the team's rules that stand, copied from D1 on change.
   `CREATE TABLE IF NOT EXISTS standing_rules (id TEXT PRIMARY KEY, scope TEXT NOT NULL, created_by TEXT NOT NULL,
      creator_name TEXT NOT NULL, match TEXT NOT NULL, expires_at INTEGER NOT NULL);`,
+  // Delivery you can trust (escalation.ts): the service worker's receipts per device, the
+  // escalation steps each request ran (its timeline, once per step and phase), and cards shown
+  // on (and seen from) a visible open page.
+  `ALTER TABLE deliveries ADD COLUMN received_at INTEGER;
+   ALTER TABLE deliveries ADD COLUMN displayed_at INTEGER;
+   ALTER TABLE deliveries ADD COLUMN opened_at INTEGER;
+   CREATE TABLE IF NOT EXISTS escalations (approval_id TEXT NOT NULL, step INTEGER NOT NULL, phase TEXT NOT NULL,
+     at INTEGER NOT NULL, via TEXT NOT NULL, outcome TEXT NOT NULL, PRIMARY KEY (approval_id, step, phase));
+   CREATE TABLE IF NOT EXISTS live_cards (approval_id TEXT NOT NULL, user_id TEXT NOT NULL, shown_at INTEGER,
+     seen_at INTEGER, PRIMARY KEY (approval_id, user_id));`,
 ];
 
 /** The version every hub reaches on its next start. */

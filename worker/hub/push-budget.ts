@@ -5,8 +5,8 @@
  * sessions cannot bury an approver's phone in 5,000 notifications.
  *
  * Owns: the budget rule (`pushDecision`, pure, unit-tested in `push-budget.test.ts`) and its
- * bookkeeping in the hub's `push_budget` (which requests went to which device, pushed or held
- * back) and `push_summaries` (each device's last summary). Does not own: what a push says or
+ * bookkeeping in the hub's `push_budget` (which requests went to which device, pushed, pushed
+ * again by an escalation, or held back) and `push_summaries` (each device's last summary). Does not own: what a push says or
  * sending it (`push-queue.ts`, `web-push.ts`), or which devices a request goes to
  * (`directory.ts`).
  */
@@ -43,13 +43,7 @@ export class PushBudget {
       )
       .toArray();
     if (logged.length === 0) return null;
-    const sent = sql
-      .exec(
-        "SELECT COUNT(*) AS n FROM push_budget WHERE device_id = ? AND pushed = 1 AND at > ?",
-        deviceId,
-        now - PUSH_WINDOW_MS,
-      )
-      .one().n as number;
+    const sent = this.sentInWindow(deviceId, now);
     const summaryAt =
       (sql.exec("SELECT at FROM push_summaries WHERE device_id = ?", deviceId).toArray()[0]?.at as
         | number
@@ -62,6 +56,36 @@ export class PushBudget {
     if (decision === "none") return { kind: "none" };
     sql.exec("INSERT OR REPLACE INTO push_summaries (device_id, at) VALUES (?, ?)", deviceId, now);
     return { kind: "summary", waiting: this.waiting(deviceId) };
+  }
+
+  /**
+   * An escalation's repeat push of a request this device was pushed (`pushed` 1 → 2): it spends
+   * from the same budget as a new request, so a device never gets more than PUSHES_PER_WINDOW
+   * notifications per window. False when the device was not pushed the request, was already
+   * pushed it again, or its budget is spent (its summary already told it).
+   */
+  spendRepeat(deviceId: string, approvalId: string, now: number): boolean {
+    if (this.sentInWindow(deviceId, now) >= PUSHES_PER_WINDOW) return false;
+    return (
+      this.host.sql
+        .exec(
+          "UPDATE push_budget SET pushed = 2 WHERE device_id = ? AND approval_id = ? AND pushed = 1 RETURNING device_id",
+          deviceId,
+          approvalId,
+        )
+        .toArray().length > 0
+    );
+  }
+
+  /** Pushes to the device in the window: each request pushed counts 1, and its repeat 1 more. */
+  private sentInWindow(deviceId: string, now: number): number {
+    return this.host.sql
+      .exec(
+        "SELECT COALESCE(SUM(pushed), 0) AS n FROM push_budget WHERE device_id = ? AND pushed > 0 AND at > ?",
+        deviceId,
+        now - PUSH_WINDOW_MS,
+      )
+      .one().n as number;
   }
 
   /** A removed device's budget goes with it. */

@@ -1,7 +1,8 @@
 /**
  * Pushes to the team's devices, with retries: a queue in the hub's SQLite that `drain` sends
  * from (on news, and from the hub's alarm), with backoff until a message would be too late, and
- * the per-device delivery record of each request (sent, delivered, seen, failed).
+ * the per-device delivery record of each request (sent, delivered, failed, and the service
+ * worker's receipts: received, displayed, opened, seen).
  *
  * Owns: the `push_queue` and `deliveries` tables, the claim that keeps a job from being sent
  * twice, backoff, and the alarm time it needs. Does not own: the per-device push budget
@@ -11,7 +12,7 @@
  * The exported functions above the class are pure and unit-tested (`push-queue.test.ts`).
  */
 import type { Approval, Delivery } from "../../sdk/src/approval";
-import type { ApprovalNews, HubDevice } from "./api";
+import type { ApprovalNews, HubDevice, ReceiptEvent } from "./api";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";
 import { PushBudget } from "./push-budget";
@@ -24,6 +25,12 @@ export const SEND_CLAIM_MS = 30_000;
 /** How long a "resolved" message may wait to close a notification. */
 const RESOLVED_TTL_S = 24 * 60 * 60;
 const TEST_TTL_MS = 60_000;
+/** The delivery column each service-worker receipt sets. */
+const RECEIPT_COLUMNS: Record<ReceiptEvent, string> = {
+  received: "received_at",
+  displayed: "displayed_at",
+  opened: "opened_at",
+};
 
 type Urgency = "high" | "normal";
 
@@ -89,9 +96,11 @@ export class PushQueue {
   /**
    * Queues a new request's push for these devices, each as its budget allows (`push-budget.ts`):
    * the request itself, the device's one summary, or nothing. A replayed request queues nothing.
+   * Returns the devices the request itself was queued for.
    */
-  queueNews(news: ApprovalNews, devices: HubDevice[], now: number): void {
+  queueNews(news: ApprovalNews, devices: HubDevice[], now: number): string[] {
     const { approval } = news;
+    const queued: string[] = [];
     this.budget.prune(now);
     for (const device of devices) {
       const spend = this.budget.spend(device.id, approval.id, now);
@@ -111,8 +120,26 @@ export class PushQueue {
         )
         .toArray();
       const { payload, urgency } = approvalPush(news);
-      if (fresh.length > 0) this.enqueue(device.id, approval.id, payload, urgency, approval.expiresAt, now);
+      if (fresh.length === 0) continue;
+      this.enqueue(device.id, approval.id, payload, urgency, approval.expiresAt, now);
+      queued.push(device.id);
     }
+    return queued;
+  }
+
+  /**
+   * Of these devices, those the push service took the request for, or whose push of it is still
+   * being retried (a 429 or 5xx is no unreachable device, yet).
+   */
+  reachedOrTrying(approvalId: string, deviceIds: string[]): string[] {
+    const trying = new Set(
+      this.host.sql
+        .exec("SELECT device_id FROM push_queue WHERE approval_id = ?", approvalId)
+        .toArray()
+        .map((r) => r.device_id as string),
+    );
+    const delivered = new Set(this.deliveries(approvalId).flatMap((d) => (d.deliveredAt === null ? [] : [d.deviceId])));
+    return deviceIds.filter((id) => delivered.has(id) || trying.has(id));
   }
 
   /** Nothing left to ask: drop its unsent pushes, and close the notification where one went out. */
@@ -138,12 +165,17 @@ export class PushQueue {
     this.budget.forgetDevice(deviceId);
   }
 
-  /** The service worker saw the push on this device; false when it was not this user's push. */
-  markSeen(approvalId: string, deviceId: string, userId: string, now: number): boolean {
+  /**
+   * A service worker receipt for this device (the first time of each counts); `displayed` and
+   * `opened` also set `seen_at`. False when it was not this user's push.
+   */
+  markReceipt(approvalId: string, deviceId: string, userId: string, event: ReceiptEvent, now: number): boolean {
+    const column = RECEIPT_COLUMNS[event];
+    const seen = event === "received" ? "seen_at" : "COALESCE(seen_at, ?1)";
     const updated = this.host.sql
       .exec(
-        `UPDATE deliveries SET seen_at = COALESCE(seen_at, ?) WHERE approval_id = ? AND device_id = ? AND user_id = ?
-         RETURNING device_id`,
+        `UPDATE deliveries SET ${column} = COALESCE(${column}, ?1), seen_at = ${seen}
+          WHERE approval_id = ?2 AND device_id = ?3 AND user_id = ?4 RETURNING device_id`,
         now,
         approvalId,
         deviceId,
@@ -154,15 +186,59 @@ export class PushQueue {
     return updated.length > 0;
   }
 
+  /**
+   * An escalation's repeat: the request once more to those of `devices` it was pushed to, each
+   * as its budget allows (`spendRepeat`). The device ids queued.
+   */
+  queueRepeat(news: ApprovalNews, devices: HubDevice[], now: number): string[] {
+    const { approval } = news;
+    const queued: string[] = [];
+    for (const device of devices) {
+      const pushed = this.host.sql
+        .exec(
+          "SELECT 1 FROM deliveries WHERE approval_id = ? AND device_id = ? AND sent_at IS NOT NULL",
+          approval.id,
+          device.id,
+        )
+        .toArray();
+      if (pushed.length === 0 || !this.budget.spendRepeat(device.id, approval.id, now)) continue;
+      const { payload, urgency } = approvalPush(news);
+      this.enqueue(device.id, approval.id, payload, urgency, approval.expiresAt, now);
+      queued.push(device.id);
+    }
+    return queued;
+  }
+
   deliveries(approvalId: string): Delivery[] {
     return this.host.sql
       .exec(
         `SELECT device_id AS deviceId, device_name AS deviceName, user_id AS userId, sent_at AS sentAt,
-                delivered_at AS deliveredAt, seen_at AS seenAt, failed_at AS failedAt
+                delivered_at AS deliveredAt, seen_at AS seenAt, failed_at AS failedAt, received_at AS receivedAt,
+                displayed_at AS displayedAt, opened_at AS openedAt
            FROM deliveries WHERE approval_id = ? ORDER BY device_name`,
         approvalId,
       )
       .toArray() as unknown as Delivery[];
+  }
+
+  /** Each of this user's devices' latest pushes, newest first (for `device-health.ts`). */
+  recentByDevice(userId: string, perDevice: number): Map<string, Delivery[]> {
+    const rows = this.host.sql
+      .exec(
+        `SELECT device_id AS deviceId, device_name AS deviceName, user_id AS userId, sent_at AS sentAt,
+                delivered_at AS deliveredAt, seen_at AS seenAt, failed_at AS failedAt, received_at AS receivedAt,
+                displayed_at AS displayedAt, opened_at AS openedAt
+           FROM deliveries WHERE user_id = ? AND sent_at IS NOT NULL ORDER BY sent_at DESC`,
+        userId,
+      )
+      .toArray() as unknown as Delivery[];
+    const byDevice = new Map<string, Delivery[]>();
+    for (const d of rows) {
+      const list = byDevice.get(d.deviceId) ?? [];
+      if (list.length < perDevice) list.push(d);
+      byDevice.set(d.deviceId, list);
+    }
+    return byDevice;
   }
 
   /** Forgets the deliveries of requests resolved before `before` (the feed forgets the requests). */

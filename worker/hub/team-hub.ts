@@ -10,10 +10,10 @@
  * Owns: the platform entry points, each mapped to one subsystem (partyserver style), the hub's
  * team (`meta('team')`), and the order of steps when news touches several subsystems. Does not
  * own: any table or rule (the subsystems: `directory.ts`, `live-feed.ts`, `push-queue.ts`,
- * `sessions.ts`, `audit-writer.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
+ * `escalation.ts`, `sessions.ts`, `audit-writer.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Approval, Delivery } from "../../sdk/src/approval";
+import type { Approval, Delivery, EscalationEvent } from "../../sdk/src/approval";
 import { deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
@@ -22,14 +22,20 @@ import type {
   AuditAnchors,
   AuditEvent,
   DeadLetteredSession,
+  DeviceHealth,
+  EscalationOrder,
+  EscalationOutcome,
   HubDevice,
   QuotaAsk,
   QuotaVerdict,
+  ReceiptEvent,
   SessionNews,
   TeamHubApi,
 } from "./api";
 import { AuditWriter } from "./audit-writer";
+import { deviceHealthOf, HEALTH_WINDOW } from "./device-health";
 import { Directory } from "./directory";
+import { Escalations } from "./escalation";
 import type { HubHost } from "./host";
 import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
@@ -51,6 +57,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly audit: AuditWriter;
   private readonly quotas: Quotas;
   private readonly rules: StandingRules;
+  private readonly escalations: Escalations;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -70,10 +77,20 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     };
     this.directory = new Directory(this.host);
     this.push = new PushQueue(this.host, this.directory, {
-      onDelivery: (approvalId) => this.feed.broadcast("approval", approvalId),
+      onDelivery: (approvalId) => {
+        this.feed.broadcast("approval", approvalId);
+        this.escalations.report(approvalId);
+      },
       onGone: (deviceId) => this.dropDevice(deviceId),
     });
-    this.feed = new LiveFeed(this.host, (approvalId) => this.push.deliveries(approvalId));
+    this.feed = new LiveFeed(
+      this.host,
+      (approvalId) => this.push.deliveries(approvalId),
+      (approvalId) => this.escalations.timeline(approvalId),
+    );
+    this.escalations = new Escalations(this.host, this.directory, this.feed, this.push, {
+      background: (work) => ctx.waitUntil(work),
+    });
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.audit = new AuditWriter(this.host);
     this.quotas = new Quotas(this.host);
@@ -86,8 +103,13 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     return this.feed.join(request, (teamId) => this.adopt(teamId));
   }
 
-  override async webSocketMessage(): Promise<void> {
-    // The feed is one-way; browsers only ping, and pings are answered without waking us.
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    // Pings are answered without waking us; pages say whether they are visible and what they showed.
+    if (typeof message !== "string") return;
+    const seen = this.feed.message(ws, message);
+    if (!seen) return;
+    await this.directory.load();
+    this.escalations.seenLive(seen.userId, seen.approvalIds, Date.now());
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
@@ -110,6 +132,8 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     // The directory first: the feed names the request's owner.
     await this.directory.load();
     this.feed.broadcast("approval", news.approval.id);
+    // Under a ladder the gate's `escalate` pushes, step by step.
+    if (news.ladder) return;
     this.push.queueNews(news, this.directory.recipients(news), now);
     await this.push.drain();
   }
@@ -122,6 +146,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
     this.push.queueResolved(approval, now);
+    this.escalations.prune(now - KEEP_RESOLVED_MS);
     this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
     this.feed.prune(now - KEEP_RESOLVED_MS);
     await this.push.drain();
@@ -175,7 +200,32 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   // ── pushes and devices ───────────────────────────────────────────────────
 
   async markSeen(approvalId: string, deviceId: string, userId: string): Promise<boolean> {
-    return this.push.markSeen(approvalId, deviceId, userId, Date.now());
+    return this.markReceipt(approvalId, deviceId, userId, "displayed");
+  }
+
+  async markReceipt(approvalId: string, deviceId: string, userId: string, event: ReceiptEvent): Promise<boolean> {
+    await this.directory.load();
+    return this.push.markReceipt(approvalId, deviceId, userId, event, Date.now());
+  }
+
+  // ── escalation ───────────────────────────────────────────────────────────
+
+  async escalate(teamId: string, order: EscalationOrder, now = Date.now()): Promise<EscalationOutcome> {
+    this.adopt(teamId);
+    return this.escalations.run(order, now);
+  }
+
+  async timeline(approvalId: string): Promise<EscalationEvent[]> {
+    return this.escalations.timeline(approvalId);
+  }
+
+  async deviceHealth(userId: string): Promise<Record<string, DeviceHealth>> {
+    const now = Date.now();
+    const health: Record<string, DeviceHealth> = {};
+    for (const [deviceId, recent] of this.push.recentByDevice(userId, HEALTH_WINDOW)) {
+      health[deviceId] = deviceHealthOf(recent, now);
+    }
+    return health;
   }
 
   async deliveries(approvalId: string): Promise<Delivery[]> {

@@ -1,7 +1,7 @@
-/** Web Push: the VAPID key, this user's devices, test pushes, and the service worker's "seen". */
+/** Web Push: the VAPID key, this user's devices (with their health), test pushes, and the service worker's receipts. */
 import { Hono } from "hono";
-import { seenBodySchema } from "../../sdk/src/human/approvals";
-import { deviceBodySchema, deviceParamSchema } from "../../sdk/src/human/push";
+import { receiptBodySchema, seenBodySchema } from "../../sdk/src/human/approvals";
+import { type DeviceHealth, deviceBodySchema, deviceParamSchema } from "../../sdk/src/human/push";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { listDevices, touchDevice } from "../db";
 import { DomainError } from "../errors";
@@ -33,9 +33,21 @@ export const pushRoutes = new Hono<AppEnv>()
   })
   .get("/v1/devices", async (c) => {
     const w = c.get("web");
-    const devices = await listDevices(c.env.DB, w.teamId, w.userId);
+    const [devices, health] = await Promise.all([
+      listDevices(c.env.DB, w.teamId, w.userId),
+      // The hub's view of recent pushes; without it the list still answers (health unknown).
+      hubFor(c.env, w.teamId)
+        .deviceHealth(w.userId)
+        .catch((): Record<string, DeviceHealth> => ({})),
+    ]);
     return c.json({
-      devices: devices.map(({ id, name, createdAt, lastSeenAt }) => ({ id, name, createdAt, lastSeenAt })),
+      devices: devices.map(({ id, name, createdAt, lastSeenAt }) => ({
+        id,
+        name,
+        createdAt,
+        lastSeenAt,
+        health: health[id] ?? "ok",
+      })),
     });
   })
   .delete("/v1/devices/:id", validate("param", deviceParamSchema), async (c) => {
@@ -54,6 +66,14 @@ export const pushRoutes = new Hono<AppEnv>()
     const { deviceId } = c.req.valid("json");
     const seen = await hubFor(c.env, w.teamId).markSeen(c.req.param("id"), deviceId, w.userId);
     if (!seen) throw new DomainError("not_found", "no push of that approval to that device");
+    c.executionCtx.waitUntil(touchDevice(c.env.DB, w.teamId, w.userId, deviceId, Date.now()));
+    return c.body(null, 204);
+  })
+  .post("/v1/approvals/:id/receipt", requireWeb, requireSameOrigin, validate("json", receiptBodySchema), async (c) => {
+    const w = c.get("web");
+    const { deviceId, event } = c.req.valid("json");
+    const marked = await hubFor(c.env, w.teamId).markReceipt(c.req.param("id"), deviceId, w.userId, event);
+    if (!marked) throw new DomainError("not_found", "no push of that approval to that device");
     c.executionCtx.waitUntil(touchDevice(c.env.DB, w.teamId, w.userId, deviceId, Date.now()));
     return c.body(null, 204);
   });

@@ -1,6 +1,6 @@
 /**
  * Approvals as the human side sees them: reading one (its gate if it still holds it, else the
- * D1 record, with its pushes from the hub) and deciding one. Also the agent side's way to the
+ * D1 record, with its pushes and escalation timeline from the hub) and deciding one. Also the agent side's way to the
  * gate an approval id names.
  *
  * Owns: the one "no such approval" answer (unknown ids, another team's and another user's all
@@ -27,14 +27,16 @@ export function approvalGate(env: Env, approvalId: string) {
 /** One approval of the team, with whose session asked and where its pushes went. */
 export async function readApproval(env: Env, teamId: string, approvalId: string): Promise<ApprovalDetail> {
   const gate = approvalGate(env, approvalId);
-  const [held, delivery] = await Promise.all([
+  const hub = hubFor(env, teamId);
+  const [held, delivery, escalations] = await Promise.all([
     gate.getApproval(teamId, approvalId),
-    hubFor(env, teamId).deliveries(approvalId),
+    hub.deliveries(approvalId),
+    hub.timeline(approvalId),
   ]);
   const approval = held ?? (await getApprovalRecord(env.DB, teamId, approvalId));
   const owner = approval && (await getApprovalOwner(env.DB, teamId, approval));
   if (!approval || !owner) throw noSuchApproval();
-  return { ...approval, owner, delivery };
+  return { ...approval, owner, delivery, escalations };
 }
 
 /**

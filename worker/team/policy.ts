@@ -11,7 +11,7 @@
 import type { PolicyUpdate } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
 import { canonicalJson } from "../crypto";
-import { getTeamPolicy, setTeamPolicy } from "../db";
+import { getTeamPolicy, listMembers, setTeamPolicy } from "../db";
 import { DomainError } from "../errors";
 import { hubFor } from "../hub/api";
 import { DEFAULT_POLICY, type TeamPolicy } from "../policy";
@@ -27,6 +27,7 @@ export async function changePolicy(
   c: { teamId: string; userId: string; role: Role; body: PolicyUpdate },
 ): Promise<TeamPolicy> {
   const { teamId } = c;
+  await checkEscalationMembers(env, teamId, c.body);
   const keepLimits = c.body.limits === undefined || (await unchangedLimits(env, c));
   const policy: TeamPolicy = { ...c.body, limits: c.body.limits ?? DEFAULT_POLICY.limits };
   const context = { teamId, actor: userActor(c.userId), at: Date.now() };
@@ -39,6 +40,21 @@ export async function changePolicy(
   // that misses it still gets it, from the hub when it next reports, or at its next join.
   await hubFor(env, teamId).policyChanged();
   return after;
+}
+
+/** An escalation step naming members names this team's members only (400 naming the field). */
+async function checkEscalationMembers(env: Env, teamId: string, body: PolicyUpdate): Promise<void> {
+  const named = body.escalation.flatMap((step, i) =>
+    Array.isArray(step.to) ? step.to.map((id, j) => ({ id, i, j })) : [],
+  );
+  if (named.length === 0) return;
+  const members = new Set((await listMembers(env.DB, teamId)).map((m) => m.userId));
+  const stranger = named.find((n) => !members.has(n.id));
+  if (!stranger) return;
+  const path = ["escalation", stranger.i, "to", stranger.j];
+  throw new DomainError("invalid_request", `escalation[${stranger.i}].to[${stranger.j}]: not a member of this team`, {
+    extra: { issues: [{ code: "custom", path, message: "not a member of this team" }] },
+  });
 }
 
 /** True when a non-owner sent the current limits back; throws when they would change them. */

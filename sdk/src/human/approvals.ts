@@ -39,3 +39,13 @@ export const decisionAnswerSchema = approvalSchema.extend({ createdRule: ruleSch
 /** `POST /v1/approvals/:id/seen` (the service worker; answers 204). */
 export const seenBodySchema = z.object({ deviceId: deviceIdSchema });
 export type SeenBody = z.infer<typeof seenBodySchema>;
+
+/**
+ * `POST /v1/approvals/:id/receipt` (the service worker; answers 204): `received` (the push
+ * arrived), `displayed` (`showNotification` resolved), `opened` (the person tapped it).
+ */
+export const receiptBodySchema = z.object({
+  deviceId: deviceIdSchema,
+  event: z.enum(["received", "displayed", "opened"]),
+});
+export type ReceiptBody = z.infer<typeof receiptBodySchema>;

@@ -20,3 +20,14 @@ export const liveEventSchema = z.discriminatedUnion("type", [
 ]);
 export type LiveEvent = z.infer<typeof liveEventSchema>;
 export type LiveApproval = z.infer<typeof approvalDetailSchema>;
+
+/**
+ * What a page may send on its live socket (besides `ping`): whether it is visible
+ * (`visibilitychange`), and which pending cards it showed while visible. A person with a visible
+ * page gets cards there instead of pushes; a card shown counts as seen.
+ */
+export const liveClientMessageSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("visibility"), visible: z.boolean() }),
+  z.object({ type: z.literal("seen"), approvalIds: z.array(z.string().max(200)).max(200) }),
+]);
+export type LiveClientMessage = z.infer<typeof liveClientMessageSchema>;

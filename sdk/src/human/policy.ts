@@ -67,6 +67,57 @@ export const DEFAULT_HIGH_RISK: HighRiskPattern[] = [
   { command: "kubectl delete*" },
 ];
 
+/** Who an escalation step reaches: the session's owner, every member who may decide, or these members. */
+export const escalationTargetSchema = z.union([
+  z.enum(["session_owner", "all_approvers"]),
+  z
+    .array(z.string().regex(/^usr_[0-9A-Za-z]+$/, "not a member id"))
+    .min(1)
+    .max(20),
+]);
+export type EscalationTarget = z.infer<typeof escalationTargetSchema>;
+
+/**
+ * One rung of the escalation ladder (docs/state-machine.md "Escalation"): `afterMs` after the
+ * request opened, unless someone has seen it or it ended, reach `to` by `via`. A push to a
+ * device already pushed for the request is a repeat (the notification alerts again).
+ */
+export const escalationStepSchema = z
+  .object({
+    afterMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(24 * 60 * MINUTE),
+    to: escalationTargetSchema,
+    via: z.enum(["push", "email"]),
+  })
+  .strict();
+export type EscalationStep = z.infer<typeof escalationStepSchema>;
+
+/** The most steps a ladder may have. */
+export const MAX_ESCALATION_STEPS = 8;
+
+/** Push the owner at once; again after 60 s; every approver after 3 min; mail the owner after 5 min. */
+export const DEFAULT_ESCALATION: EscalationStep[] = [
+  { afterMs: 0, to: "session_owner", via: "push" },
+  { afterMs: MINUTE, to: "session_owner", via: "push" },
+  { afterMs: 3 * MINUTE, to: "all_approvers", via: "push" },
+  { afterMs: 5 * MINUTE, to: "session_owner", via: "email" },
+];
+
+export const escalationSchema = z
+  .array(escalationStepSchema)
+  .min(1)
+  .max(MAX_ESCALATION_STEPS)
+  .superRefine((steps, ctx) => {
+    for (let i = 1; i < steps.length; i++) {
+      if ((steps[i] as EscalationStep).afterMs < (steps[i - 1] as EscalationStep).afterMs) {
+        ctx.addIssue({ code: "custom", path: [i, "afterMs"], message: "escalation steps must be sorted by afterMs" });
+      }
+    }
+  });
+
 export const teamPolicySchema = z.object({
   lifetimeMs: z
     .number()
@@ -83,6 +134,8 @@ export const teamPolicySchema = z.object({
   highRisk: z.array(highRiskPatternSchema).max(100).default(DEFAULT_HIGH_RISK),
   /** How many different people must allow a high-risk request (any deny denies at once). */
   highRiskQuorum: z.union([z.literal(1), z.literal(2)]).default(1),
+  /** The escalation ladder: who is reached when, until the request is seen or ends. */
+  escalation: escalationSchema.default(DEFAULT_ESCALATION),
 });
 export type TeamPolicy = z.infer<typeof teamPolicySchema>;
 

@@ -41,7 +41,15 @@ export const deviceParamSchema = z.object({ id: deviceIdSchema });
 
 export const savedDeviceSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.number() });
 
-/** `GET /v1/devices`: this person's devices in this team. */
-export const deviceSchema = savedDeviceSchema.extend({ lastSeenAt: z.number().nullable() });
+/**
+ * `GET /v1/devices`: this person's devices in this team. `health`: `failing` when its last three
+ * pushes failed, `not_shown` when the push service took its last three but it showed none.
+ */
+export const deviceHealthSchema = z.enum(["ok", "failing", "not_shown"]);
+export type DeviceHealth = z.infer<typeof deviceHealthSchema>;
+export const deviceSchema = savedDeviceSchema.extend({
+  lastSeenAt: z.number().nullable(),
+  health: deviceHealthSchema.default("ok"),
+});
 export type Device = z.infer<typeof deviceSchema>;
 export const deviceListSchema = z.object({ devices: z.array(deviceSchema) });

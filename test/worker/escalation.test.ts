@@ -1,0 +1,264 @@
+/**
+ * The escalation ladder, end to end in workerd: a fake push service (outbound fetch captured)
+ * and the dev outbox as the fake mail provider. Time moves forward by running the gate's
+ * escalation at a chosen moment (`escalateDue(now)`, the alarm's share), never by sleeping.
+ */
+import { env, runInDurableObject } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { ApprovalDetail } from "../../sdk/src/approval";
+import type { LiveFeed } from "../../worker/hub/live-feed";
+import type { TeamHub } from "../../worker/hub/team-hub";
+import { fakePushService } from "./fake-push";
+import {
+  api,
+  connectAgent,
+  createKey,
+  decide,
+  flush,
+  gateStub,
+  json,
+  type Member,
+  outbox,
+  pendingApprovals,
+  permissionParams,
+  signUp,
+  unique,
+} from "./helpers";
+import { addMember, openLive } from "./team-helpers";
+
+let fake: ReturnType<typeof fakePushService>;
+beforeEach(() => {
+  fake = fakePushService();
+});
+afterEach(() => vi.restoreAllMocks());
+
+async function ask(owner: Member) {
+  const { key } = await createKey(owner);
+  const sessionId = unique("sess");
+  const agent = await connectAgent(key, sessionId);
+  await agent.ask(1, permissionParams(sessionId));
+  const [approval] = await pendingApprovals(owner, sessionId);
+  if (!approval) throw new Error("not pending");
+  /** Runs the ladder at `createdAt + ms`, as the alarm would then. */
+  const at = (ms: number) =>
+    runInDurableObject(gateStub(owner.teamId, sessionId), (gate) => gate.escalateDue(approval.createdAt + ms));
+  return { agent, sessionId, approval, at };
+}
+
+const approvalsTo = (phone: Parameters<typeof fake.to>[0]) => fake.to(phone).filter((p) => p.type === "approval");
+
+/** Waits until the team's hub has taken in the page's visibility message (no barrier on a live socket). */
+function untilVisible(member: Member, visible: boolean) {
+  const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(member.teamId)) as unknown as DurableObjectStub<TeamHub>;
+  return vi.waitFor(async () => {
+    const now = await runInDurableObject(hub, (h) =>
+      (h as unknown as { feed: LiveFeed }).feed.isVisible(member.userId),
+    );
+    if (now !== visible) throw new Error("not yet");
+  });
+}
+
+async function mails(member: Member) {
+  const { messages } = await json<{ messages: Array<{ subject: string; text: string; link: string }> }>(
+    await outbox(member.email),
+  );
+  return messages.filter((m) => m.subject.includes("waiting for your answer"));
+}
+
+async function detail(member: Member, id: string) {
+  return json<ApprovalDetail>(await api(`/v1/approvals/${id}`, { cookie: member.cookie }));
+}
+
+describe("the escalation ladder", () => {
+  it("walks the default ladder once: owner, owner again at 60 s, every approver at 3 min, mail at 5 min", async () => {
+    const owner = await signUp();
+    const bea = await addMember(owner, "approver", "Bea");
+    const ownerPhone = await fake.addPhone(owner, "Pixel 8");
+    const beaPhone = await fake.addPhone(bea, "iPhone");
+    const { approval, at, sessionId } = await ask(owner);
+    await fake.untilPushes(1);
+    expect(approvalsTo(ownerPhone)).toHaveLength(1);
+
+    await at(59_999);
+    expect(approvalsTo(ownerPhone)).toHaveLength(1);
+    await at(60_000);
+    await at(60_000); // an alarm that runs twice repeats nothing
+    expect(approvalsTo(ownerPhone)).toHaveLength(2);
+    expect(approvalsTo(beaPhone)).toHaveLength(0);
+
+    await at(180_000);
+    expect(approvalsTo(beaPhone)).toEqual([expect.objectContaining({ approvalId: approval.id })]);
+    expect(approvalsTo(ownerPhone)).toHaveLength(2);
+    expect(await mails(owner)).toHaveLength(0);
+
+    await at(300_000);
+    await at(400_000);
+    const mailed = await mails(owner);
+    expect(mailed).toHaveLength(1);
+    // A link that opens the card; never a decision link, never the tool's arguments.
+    expect(mailed[0]?.link).toMatch(new RegExp(`/approvals/${approval.id}$`));
+    expect(mailed[0]?.text).not.toContain("rm -rf");
+    expect(await mails(bea)).toHaveLength(0);
+    expect(fake.pushes).toHaveLength(3);
+
+    // Every step is on the card's timeline and in the audit chain.
+    const { escalations } = await detail(owner, approval.id);
+    expect(escalations?.map((e) => [e.step, e.via, e.to.sort(), e.reached])).toEqual([
+      [0, "push", ["Ada"], 1],
+      [1, "push", ["Ada"], 1],
+      [2, "push", ["Ada", "Bea"], 1],
+      [3, "email", ["Ada"], 1],
+    ]);
+    await flush(owner.teamId, sessionId);
+    const { entries } = await json<{ entries: Array<{ action: string; subject: string; detail: { step: number } }> }>(
+      await api("/v1/audit", { cookie: owner.cookie }),
+    );
+    const steps = entries.filter((e) => e.action === "approval.escalated" && e.subject === approval.id);
+    expect(steps.map((e) => e.detail.step).sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it("stops the moment a device showed the request", async () => {
+    const owner = await signUp();
+    const phone = await fake.addPhone(owner);
+    const { agent, approval, at } = await ask(owner);
+    await fake.untilPushes(1);
+    const shown = await api(`/v1/approvals/${approval.id}/receipt`, {
+      method: "POST",
+      cookie: owner.cookie,
+      body: JSON.stringify({ deviceId: phone.deviceId, event: "displayed" }),
+    });
+    expect(shown.status).toBe(204);
+    // The gate hears it from the hub, and tells the agent.
+    await agent.nextProgress((p) => (p.seenBy as unknown[]).length > 0);
+    await at(600_000 - 1);
+    expect(approvalsTo(phone)).toHaveLength(1);
+    expect(await mails(owner)).toHaveLength(0);
+    const { delivery } = await detail(owner, approval.id);
+    expect(delivery[0]).toMatchObject({ displayedAt: expect.any(Number), seenAt: expect.any(Number) });
+  });
+
+  it("stops on a decision, and never fires for a resolved request", async () => {
+    const owner = await signUp();
+    const phone = await fake.addPhone(owner);
+    const { agent, approval, at } = await ask(owner);
+    await fake.untilPushes(1);
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
+    await agent.next();
+    await fake.untilPushes(2); // the notification closes
+    await at(60_000);
+    await at(600_000 - 1);
+    expect(fake.to(phone).map((p) => p.type)).toEqual(["approval", "resolved"]);
+    expect(await mails(owner)).toHaveLength(0);
+    expect((await detail(owner, approval.id)).escalations).toHaveLength(1);
+  });
+
+  it("when no device can be reached, says so at once and runs the first step that can reach someone", async () => {
+    const owner = await signUp();
+    const bea = await addMember(owner, "approver", "Bea");
+    const beaPhone = await fake.addPhone(bea, "iPhone");
+    const { agent, approval } = await ask(owner); // the owner has no device
+    // Without moving time: step 0 (owner) and step 1 (owner again) reach nobody, step 2 reaches Bea.
+    await fake.untilPushes(1);
+    expect(approvalsTo(beaPhone)).toEqual([expect.objectContaining({ approvalId: approval.id })]);
+    const first = await agent.nextProgress(() => true);
+    expect(first).toMatchObject({ requestId: 1, approvalId: approval.id, unreachable: true, deliveredTo: [] });
+    const escalated = await agent.nextProgress((p) => p.escalatedTo !== undefined);
+    expect(escalated.escalatedTo).toMatchObject({ via: "push" });
+    expect((escalated.escalatedTo as { names: string[] }).names.sort()).toEqual(["Ada", "Bea"]);
+    expect(escalated.unreachable).toBeUndefined();
+    const { escalations } = await detail(owner, approval.id);
+    expect(escalations?.map((e) => [e.step, e.reached])).toEqual([
+      [0, 0],
+      [1, 0],
+      [2, 1],
+    ]);
+  });
+
+  it("a visible page gets the card instead of a push; unseen after 20 s, the phone is pushed; seen, the ladder stops", async () => {
+    const owner = await signUp();
+    const phone = await fake.addPhone(owner);
+    const page = await openLive(owner);
+    page.ws.send(JSON.stringify({ type: "visibility", visible: true }));
+    await untilVisible(owner, true);
+    const { agent, approval, at } = await ask(owner);
+    const shownLive = await agent.nextProgress((p) => (p.deliveredTo as unknown[]).length > 0);
+    expect(shownLive.deliveredTo).toEqual([expect.objectContaining({ name: "Ada", device: "app" })]);
+    expect(fake.pushes).toHaveLength(0);
+    await at(19_999);
+    expect(fake.pushes).toHaveLength(0);
+    await at(20_000);
+    expect(approvalsTo(phone)).toHaveLength(1);
+    // The page shows the card while visible: seen, and nothing more happens.
+    page.ws.send(JSON.stringify({ type: "seen", approvalIds: [approval.id] }));
+    await agent.nextProgress((p) => (p.seenBy as unknown[]).length > 0);
+    await at(600_000 - 1);
+    expect(approvalsTo(phone)).toHaveLength(1);
+    expect(await mails(owner)).toHaveLength(0);
+    const { escalations } = await detail(owner, approval.id);
+    expect(escalations?.map((e) => [e.step, e.phase, e.shownLive])).toEqual([
+      [0, "step", ["Ada"]],
+      [0, "presence", []],
+    ]);
+    page.ws.close();
+  });
+
+  it("a hidden page is no presence: the push goes out", async () => {
+    const owner = await signUp();
+    const phone = await fake.addPhone(owner);
+    const page = await openLive(owner);
+    page.ws.send(JSON.stringify({ type: "visibility", visible: true }));
+    await untilVisible(owner, true);
+    page.ws.send(JSON.stringify({ type: "visibility", visible: false })); // visibilitychange: hidden
+    await untilVisible(owner, false);
+    await ask(owner);
+    await fake.untilPushes(1);
+    expect(approvalsTo(phone)).toHaveLength(1);
+    page.ws.close();
+  });
+});
+
+describe("the ladder in the team policy", () => {
+  it("takes a ladder naming the team's members, and refuses strangers, unsorted steps and too many, naming the field", async () => {
+    const owner = await signUp();
+    const bea = await addMember(owner, "approver", "Bea");
+    const stranger = await signUp("Eve");
+    const put = (escalation: unknown) =>
+      api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify({ escalation }) });
+    const ok = await put([
+      { afterMs: 0, to: "session_owner", via: "push" },
+      { afterMs: 30_000, to: [bea.userId], via: "email" },
+    ]);
+    expect(ok.status).toBe(200);
+    expect((await json<{ escalation: unknown[] }>(ok)).escalation).toHaveLength(2);
+    const foreign = await put([{ afterMs: 0, to: [bea.userId, stranger.userId], via: "push" }]);
+    expect(foreign.status).toBe(400);
+    expect(await json(foreign)).toMatchObject({
+      error: "invalid_request",
+      message: expect.stringContaining("escalation[0].to[1]"),
+    });
+    const unsorted = await put([
+      { afterMs: 5_000, to: "session_owner", via: "push" },
+      { afterMs: 0, to: "all_approvers", via: "push" },
+    ]);
+    expect(unsorted.status).toBe(400);
+    expect(JSON.stringify(await json(unsorted))).toContain("escalation");
+    const many = Array.from({ length: 9 }, (_, i) => ({ afterMs: i * 1000, to: "session_owner", via: "push" }));
+    expect((await put(many)).status).toBe(400);
+  });
+});
+
+describe("device health", () => {
+  it("flags a device whose pushes keep failing", async () => {
+    const owner = await signUp();
+    const phone = await fake.addPhone(owner);
+    fake.state.answer = () => 400; // the push service refuses: the delivery fails
+    for (let i = 0; i < 3; i++) await ask(owner);
+    await fake.untilPushes(3);
+    await vi.waitFor(async () => {
+      const { devices } = await json<{ devices: Array<{ id: string; health: string }> }>(
+        await api("/v1/devices", { cookie: owner.cookie }),
+      );
+      expect(devices.find((d) => d.id === phone.deviceId)?.health).toBe("failing");
+    });
+  });
+});

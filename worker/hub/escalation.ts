@@ -1,0 +1,249 @@
+/**
+ * The hub's half of the escalation ladder: running one step a SessionGate asks for (push the
+ * people it names, or mail them a link to the card), presence (a person whose visible page is
+ * open gets the card there and no push), the receipts a gate is told about (who the request
+ * reached, who saw it), and each request's timeline of steps.
+ *
+ * Owns: the `escalations` table (each step and phase run once, with its outcome: the timeline)
+ * and `live_cards` (cards shown on, and seen from, visible pages), the receipts report to the
+ * request's gate, and the escalation mail. Does not own: when a step runs (the gate's
+ * `escalation.ts`, by its alarm), pushes and their budget (`push-queue.ts`, `push-budget.ts`),
+ * who is visible (`live-feed.ts`), or who is in the team (`directory.ts`).
+ */
+import type { EscalationEvent } from "../../sdk/src/approval";
+import { listMembers } from "../db";
+import { type DeliveryReceipts, gateFor } from "../gate/api";
+import { sendMail } from "../mail";
+import type { ApprovalNews, EscalationOrder, EscalationOutcome } from "./api";
+import type { Directory } from "./directory";
+import type { HubHost } from "./host";
+import type { LiveFeed } from "./live-feed";
+import type { PushQueue } from "./push-queue";
+
+type Receipts = DeliveryReceipts;
+
+/** The device name a card shown on an open page goes by in `deliveredTo`. */
+export const LIVE_DEVICE = "app";
+
+export interface EscalationHooks {
+  /** Runs work after the answer (the hub's waitUntil). */
+  background(work: Promise<unknown>): void;
+}
+
+export class Escalations {
+  constructor(
+    private readonly host: HubHost,
+    private readonly directory: Directory,
+    private readonly feed: LiveFeed,
+    private readonly push: PushQueue,
+    private readonly hooks: EscalationHooks,
+  ) {}
+
+  /** Runs one step once; a repeat of the same step and phase answers the first run's outcome. */
+  async run(order: EscalationOrder, now: number): Promise<EscalationOutcome> {
+    const { sql } = this.host;
+    const { approval } = order;
+    const done = sql
+      .exec(
+        "SELECT outcome FROM escalations WHERE approval_id = ? AND step = ? AND phase = ?",
+        approval.id,
+        order.step,
+        order.phase,
+      )
+      .toArray()[0];
+    if (done) return JSON.parse(done.outcome as string) as EscalationOutcome;
+    // News can overtake each other: a request already resolved here reaches nobody any more.
+    if (!this.feed.remember(approval, order.ownerUserId, now)) return { reached: 0, to: [], held: false };
+    await this.directory.load();
+    const people = this.directory.peopleFor(order.to, order.ownerUserId);
+    const outcome = order.via === "email" ? await this.mail(order, people) : await this.pushTo(order, people, now);
+    const stored = { ...outcome, shownLive: outcome.shownLive.map((id) => this.directory.nameOf(id)) };
+    sql.exec(
+      "INSERT OR IGNORE INTO escalations (approval_id, step, phase, at, via, outcome) VALUES (?, ?, ?, ?, ?, ?)",
+      approval.id,
+      order.step,
+      order.phase,
+      now,
+      order.via,
+      JSON.stringify(stored),
+    );
+    this.feed.broadcast("approval", approval.id);
+    this.report(approval.id);
+    return { reached: outcome.reached, to: outcome.to, held: outcome.held };
+  }
+
+  /**
+   * Pushes each person's devices: a first push where the request never went, a repeat where it
+   * did. A person with a visible page gets the card there instead (phase "step"); the presence
+   * phase pushes those shown it live who have not seen it.
+   */
+  private async pushTo(order: EscalationOrder, people: string[], now: number) {
+    const { approval } = order;
+    const news: ApprovalNews = {
+      approval,
+      ownerUserId: order.ownerUserId,
+      recipients: "session_owner",
+      lockScreen: order.lockScreen,
+    };
+    const shownLive: string[] = [];
+    const pushed: string[] = [];
+    const targets = order.phase === "presence" ? people.filter((p) => this.shownNotSeen(approval.id, p)) : people;
+    for (const userId of targets) {
+      if (order.phase === "step" && this.feed.isVisible(userId)) {
+        this.showLive(approval.id, userId, now);
+        shownLive.push(userId);
+        continue;
+      }
+      const devices = this.directory.devicesOf(userId);
+      const before = new Set(this.push.deliveries(approval.id).flatMap((d) => (d.sentAt === null ? [] : [d.deviceId])));
+      const first = this.push.queueNews(
+        news,
+        devices.filter((d) => !before.has(d.id)),
+        now,
+      );
+      const again = this.push.queueRepeat(
+        news,
+        devices.filter((d) => before.has(d.id)),
+        now,
+      );
+      pushed.push(...first, ...again);
+    }
+    await this.push.drain(Math.max(now, Date.now()));
+    const reached = this.push.reachedOrTrying(approval.id, pushed).length + shownLive.length;
+    return { reached, to: targets.map((id) => this.directory.nameOf(id)), held: shownLive.length > 0, shownLive };
+  }
+
+  /** Mails each person a link to the card: it opens the app, and decides nothing by itself. No tool arguments. */
+  private async mail(order: EscalationOrder, people: string[]) {
+    const teamId = this.host.teamId();
+    const members = teamId ? await listMembers(this.host.env.DB, teamId) : [];
+    const origin = this.host.env.APP_ORIGIN ?? "http://localhost:8787";
+    const link = `${origin}/approvals/${encodeURIComponent(order.approval.id)}`;
+    let reached = 0;
+    for (const userId of people) {
+      const member = members.find((m) => m.userId === userId);
+      if (!member) continue;
+      await sendMail(this.host.env, {
+        to: member.email,
+        subject: "An agent is waiting for your answer on Tapgate",
+        text: `A request in agent session ${order.approval.sessionId} has not been seen yet.\n\nOpen it in Tapgate: ${link}\n\nThe link opens the app; it decides nothing by itself.`,
+        link,
+      });
+      reached++;
+    }
+    return { reached, to: people.map((id) => this.directory.nameOf(id)), held: false, shownLive: [] as string[] };
+  }
+
+  /** A visible page of this person showed these cards: seen, for the ones still pending. */
+  seenLive(userId: string, approvalIds: string[], now: number): void {
+    for (const id of approvalIds) {
+      const changed = this.host.sql
+        .exec(
+          `INSERT INTO live_cards (approval_id, user_id, shown_at, seen_at)
+           SELECT ?1, ?2, ?3, ?3 WHERE EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND state = 'pending')
+           ON CONFLICT DO UPDATE SET seen_at = ?3, shown_at = COALESCE(shown_at, ?3) WHERE seen_at IS NULL
+           RETURNING approval_id`,
+          id,
+          userId,
+          now,
+        )
+        .toArray();
+      if (changed.length === 0) continue;
+      this.feed.broadcast("approval", id);
+      this.report(id);
+    }
+  }
+
+  private showLive(approvalId: string, userId: string, now: number): void {
+    this.host.sql.exec(
+      "INSERT INTO live_cards (approval_id, user_id, shown_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+      approvalId,
+      userId,
+      now,
+    );
+  }
+
+  private shownNotSeen(approvalId: string, userId: string): boolean {
+    return (
+      this.host.sql
+        .exec("SELECT 1 FROM live_cards WHERE approval_id = ? AND user_id = ? AND seen_at IS NULL", approvalId, userId)
+        .toArray().length > 0
+    );
+  }
+
+  /** Where a request stands: devices the push service took it for, pages shown it, people who saw it. */
+  receipts(approvalId: string): Receipts {
+    const deliveredTo: Receipts["deliveredTo"] = [];
+    const seen = new Map<string, number>();
+    const saw = (userId: string, at: number | null | undefined) => {
+      if (at === null || at === undefined || !this.directory.isDecider(userId)) return;
+      seen.set(userId, Math.min(seen.get(userId) ?? at, at));
+    };
+    for (const d of this.push.deliveries(approvalId)) {
+      const shownAt = d.displayedAt ?? d.seenAt ?? undefined;
+      if (d.deliveredAt !== null) {
+        const name = this.directory.nameOf(d.userId);
+        deliveredTo.push({
+          userId: d.userId,
+          name,
+          device: d.deviceName,
+          at: d.deliveredAt,
+          ...(shownAt ? { shownAt } : {}),
+        });
+      }
+      saw(d.userId, d.seenAt);
+      saw(d.userId, d.openedAt);
+    }
+    const cards = this.host.sql
+      .exec("SELECT user_id, shown_at, seen_at FROM live_cards WHERE approval_id = ? ORDER BY shown_at", approvalId)
+      .toArray();
+    for (const c of cards) {
+      const userId = c.user_id as string;
+      const at = c.shown_at as number;
+      deliveredTo.push({ userId, name: this.directory.nameOf(userId), device: LIVE_DEVICE, at, shownAt: at });
+      saw(userId, c.seen_at as number | null);
+    }
+    const seenBy = [...seen].map(([userId, at]) => ({ userId, name: this.directory.nameOf(userId), at }));
+    return { deliveredTo, seenBy: seenBy.sort((a, b) => a.at - b.at) };
+  }
+
+  /** Tells the request's gate where it stands, in the background, while it is pending. */
+  report(approvalId: string): void {
+    const teamId = this.host.teamId();
+    const pending = this.host.sql
+      .exec("SELECT 1 FROM approvals WHERE id = ? AND state = 'pending'", approvalId)
+      .toArray().length;
+    const gate = gateFor(this.host.env, approvalId);
+    if (!teamId || !pending || !gate) return;
+    const receipts = this.receipts(approvalId);
+    this.hooks.background(gate.deliveryChanged(teamId, approvalId, receipts).catch(() => undefined));
+  }
+
+  timeline(approvalId: string): EscalationEvent[] {
+    return this.host.sql
+      .exec("SELECT step, phase, at, via, outcome FROM escalations WHERE approval_id = ? ORDER BY at, step", approvalId)
+      .toArray()
+      .map((r) => {
+        const o = JSON.parse(r.outcome as string) as { reached: number; to: string[]; shownLive: string[] };
+        return {
+          step: r.step as number,
+          phase: r.phase as EscalationEvent["phase"],
+          at: r.at as number,
+          via: r.via as EscalationEvent["via"],
+          to: o.to,
+          reached: o.reached,
+          shownLive: o.shownLive,
+        };
+      });
+  }
+
+  /** Forgets the steps and cards of requests the feed forgets (resolved before `before`). */
+  prune(before: number): void {
+    for (const table of ["escalations", "live_cards"]) {
+      this.host.sql.exec(
+        `DELETE FROM ${table} WHERE approval_id IN (SELECT id FROM approvals WHERE state <> 'pending' AND updated_at < ?)`,
+        before,
+      );
+    }
+  }
+}
