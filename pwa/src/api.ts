@@ -102,7 +102,7 @@ export { ROLES, roleRank } from "../../sdk/src/human/index";
 config({ jitless: true });
 
 /** Any approval a screen shows: owner and delivery are there when the answer carried them. */
-export type ApprovalView = Approval & Partial<Pick<ApprovalDetail, "owner" | "delivery">>;
+export type ApprovalView = Approval & Partial<Pick<ApprovalDetail, "owner" | "delivery" | "escalations">>;
 /** A row of the pending list: from the list (owner) or the live feed (owner and delivery). */
 export type PendingApproval = OwnedApproval & Partial<Pick<ApprovalDetail, "delivery">>;
 export type HistoryFilters = HistoryFilter;

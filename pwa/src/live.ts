@@ -1,7 +1,8 @@
 /**
  * The team's live feed (`GET /v1/live`, a WebSocket held by the TeamHub). Reconnects with
  * jittered backoff, and after every (re)connect tells screens to resync from the API, because
- * events sent while the socket was down are gone.
+ * events sent while the socket was down are gone. Tells the hub whether the page is visible and
+ * which pending cards it shows (presence: no push for what a visible page already shows).
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type LiveEvent as FeedEvent, liveEventSchema } from "../../sdk/src/human/live";
@@ -24,12 +25,16 @@ class LiveFeed {
   private pongTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly events = new Set<(e: LiveEvent) => void>();
   private readonly statuses = new Set<(s: LiveStatus) => void>();
+  /** Pending cards on screen now, and those already reported seen on this socket. */
+  private showing = new Set<string>();
+  private reported = new Set<string>();
 
   start(): void {
     if (this.running) return;
     this.running = true;
     addEventListener("online", this.wake);
     document.addEventListener("visibilitychange", this.wake);
+    document.addEventListener("visibilitychange", this.tellVisibility);
     this.connect();
   }
 
@@ -37,6 +42,7 @@ class LiveFeed {
     this.running = false;
     removeEventListener("online", this.wake);
     document.removeEventListener("visibilitychange", this.wake);
+    document.removeEventListener("visibilitychange", this.tellVisibility);
     clearTimeout(this.retryTimer);
     this.drop();
   }
@@ -49,6 +55,30 @@ class LiveFeed {
   onStatus(fn: (s: LiveStatus) => void): () => void {
     this.statuses.add(fn);
     return () => this.statuses.delete(fn);
+  }
+
+  /**
+   * The pending cards this page shows now. While the page is visible, the hub hears them as
+   * seen (presence: a person with a visible page gets cards here and no push).
+   */
+  show(ids: string[]): void {
+    this.showing = new Set(ids);
+    this.reportSeen();
+  }
+
+  /** Tells the hub whether this page is visible (`visibilitychange`), then what it shows. */
+  private readonly tellVisibility = () => {
+    if (this.ws?.readyState !== WebSocket.OPEN) return;
+    this.ws.send(JSON.stringify({ type: "visibility", visible: document.visibilityState === "visible" }));
+    this.reportSeen();
+  };
+
+  private reportSeen(): void {
+    if (this.ws?.readyState !== WebSocket.OPEN || document.visibilityState !== "visible") return;
+    const fresh = [...this.showing].filter((id) => !this.reported.has(id));
+    if (fresh.length === 0) return;
+    for (const id of fresh) this.reported.add(id);
+    this.ws.send(JSON.stringify({ type: "seen", approvalIds: fresh.slice(0, 200) }));
   }
 
   /** Back online or back in front: retry now instead of waiting out the backoff, or check the socket. */
@@ -68,6 +98,8 @@ class LiveFeed {
     this.ws = ws;
     ws.onopen = () => {
       this.attempt = 0;
+      this.reported.clear();
+      this.tellVisibility();
       this.setStatus("live");
       this.pingTimer = setInterval(() => this.ping(), PING_EVERY_MS);
       this.emit({ type: "resync" });
@@ -144,6 +176,15 @@ export function useLiveEvents(fn: (e: LiveEvent) => void): void {
   const ref = useRef(fn);
   ref.current = fn;
   useEffect(() => live.onEvent((e) => ref.current(e)), []);
+}
+
+/** Reports the pending cards a screen shows (they count as seen while the page is visible). */
+export function useShowingCards(ids: string[]): void {
+  const key = ids.join(",");
+  useEffect(() => {
+    live.show(key ? key.split(",") : []);
+    return () => live.show([]);
+  }, [key]);
 }
 
 export function useLiveStatus(): LiveStatus {

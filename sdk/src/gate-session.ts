@@ -13,7 +13,9 @@ import {
   CANCELLED_ANSWER,
   failClosedAnswer,
   METHODS,
+  type Progress,
   parseJson,
+  progressParamsSchema,
   type RequestPermissionParams,
   type RequestPermissionResponse,
   requestPermissionParamsSchema,
@@ -26,6 +28,11 @@ export interface RequestPermissionOptions {
   signal?: AbortSignal;
   /** Expire sooner than the team's request lifetime (the gate takes at least 1 s). */
   timeoutMs?: number;
+  /**
+   * Where the request stands, each time it changes (`_tapgate/progress`): the devices it reached,
+   * who saw it, whom it escalated to, or that nothing could be reached. Called until the answer.
+   */
+  onProgress?: (progress: Progress) => void;
 }
 
 /** @internal What `Tapgate.session()` gives a session. */
@@ -44,6 +51,7 @@ interface Pending {
   sent: boolean;
   resolve: (answer: RequestPermissionResponse) => void;
   dispose: () => void;
+  onProgress?: (progress: Progress) => void;
 }
 
 export class GateSession {
@@ -108,7 +116,8 @@ export class GateSession {
       return Promise.resolve(denied);
     }
     return new Promise((resolve) => {
-      this.#track(id, { frame, options, sent: false, resolve, dispose: () => {} }, denied, opts);
+      const p: Pending = { frame, options, sent: false, resolve, dispose: () => {}, onProgress: opts.onProgress };
+      this.#track(id, p, denied, opts);
     });
   }
 
@@ -181,6 +190,10 @@ export class GateSession {
 
   #onFrame(text: string): void {
     const msg = parseJson(text);
+    if (isRecord(msg) && msg.method === METHODS.progress && !("id" in msg)) {
+      this.#onProgress(msg.params);
+      return;
+    }
     if (!isRecord(msg) || !("id" in msg)) {
       if (msg === undefined) this.#cfg.log("warn", "ignored an unparsable frame from Tapgate");
       return;
@@ -188,6 +201,19 @@ export class GateSession {
     const p = typeof msg.id === "number" ? this.#pending.get(msg.id) : undefined;
     if (p?.sent && typeof msg.id === "number") this.#settle(msg.id, this.#answerFrom(msg, p));
     else if (isRecord(msg.error)) this.#cfg.log("warn", `Tapgate error ${describeRpcError(msg.error)}`);
+  }
+
+  /** A progress notification for a request still in flight; a throwing callback is logged, never fatal. */
+  #onProgress(params: unknown): void {
+    const parsed = progressParamsSchema.safeParse(params);
+    const id = parsed.success ? parsed.data.requestId : undefined;
+    const p = typeof id === "number" ? this.#pending.get(id) : undefined;
+    if (!parsed.success || !p?.sent || !p.onProgress) return;
+    try {
+      p.onProgress(parsed.data);
+    } catch (err) {
+      this.#cfg.log("warn", `onProgress threw: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   #answerFrom(msg: Record<string, unknown>, p: Pending): RequestPermissionResponse {

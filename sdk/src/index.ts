@@ -14,6 +14,7 @@ export {
   type TapgateErrorCode,
   type TapgateOptions,
 } from "./client.js";
+export { progressLine } from "./progress-line.js";
 export {
   failClosedAnswer,
   HEARTBEAT_INTERVAL_MS,
@@ -22,7 +23,9 @@ export {
   METHODS,
   type PermissionOption,
   type PermissionOptionKind,
+  type Progress,
   permissionOptionSchema,
+  progressParamsSchema,
   type RequestPermissionParams,
   type RequestPermissionResponse,
   requestPermissionParamsSchema,

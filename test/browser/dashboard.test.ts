@@ -234,7 +234,7 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     expect(await row(owner, editApproval.id).getByTestId("board-member").textContent()).toBe("You");
     expect(await row(approver, editApproval.id).getByTestId("board-member").textContent()).toBe("Ada");
     // No push device yet: the delivery column says so (once it has read the card).
-    await poll(() => row(owner, editApproval.id).getByTestId("board-delivery").textContent()).toBe("no devices");
+    await poll(() => row(owner, editApproval.id).getByTestId("board-delivery").textContent()).toBe("no device reached");
 
     await phone.getByTestId(`pending-row-${editApproval.id}`).waitFor();
     await phone.getByTestId(`pending-row-${shellApproval.id}`).waitFor();

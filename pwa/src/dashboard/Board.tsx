@@ -11,7 +11,7 @@ import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { SafeText } from "../components/SafeText";
 import { ago, describeApproval } from "../format";
-import { useLiveEvents, useLiveStatus } from "../live";
+import { useLiveEvents, useLiveStatus, useShowingCards } from "../live";
 import { pending, usePending } from "../pending";
 import { Link, navigate } from "../router";
 import { ApprovalCard } from "../screens/ApprovalCard";
@@ -34,6 +34,7 @@ export function Board({ open }: { open: string | null }) {
       (!filter.kind || describeApproval(a).kind === filter.kind) &&
       (!filter.session || a.sessionId === filter.session),
   );
+  useShowingCards(shown.map((a) => a.id));
   const groups = groupBySession(shown);
   const allGroups = groupBySession(all);
   const sessions = allGroups.flatMap((g) =>
@@ -272,7 +273,12 @@ function BoardRow({
 /** Per device: the furthest step the push reached. */
 export function DeliveryChips({ delivery }: { delivery: Delivery[] | undefined }) {
   if (!delivery) return <span class="muted">…</span>;
-  if (delivery.length === 0) return <span class="muted">no devices</span>;
+  if (delivery.length === 0)
+    return (
+      <span class="muted" data-testid="unreached">
+        no device reached
+      </span>
+    );
   const shown = delivery.slice(0, 2);
   return (
     <span class="chips">

@@ -1,11 +1,13 @@
 /**
- * The team policy: five settings, owners and admins change them; they apply to new requests.
- * The team's limits (quotas) are below them, and only owners change those.
+ * The team policy: its settings and escalation ladder, owners and admins change them; they
+ * apply to new requests. The team's limits (quotas) are below them, and only owners change those.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, isAdmin, type TeamPolicy } from "../api";
 import { Banner } from "../components/Banner";
 import { useMe } from "../viewer";
+import { useMembers } from "./Board";
+import { EscalationFields, sortedLadder } from "./Escalation";
 import { LimitsFields } from "./Limits";
 import { LoadError, PageHead, useLoad } from "./ui";
 
@@ -16,6 +18,7 @@ export function Policy() {
   const admin = isAdmin(me?.role);
   const owner = me?.role === "owner";
   const loaded = useLoad(() => api.policy());
+  const members = useMembers();
   const [form, setForm] = useState<TeamPolicy | null>(null);
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState<{ tone: "ok" | "error"; text: string } | null>(null);
@@ -30,7 +33,7 @@ export function Policy() {
     setBusy(true);
     setResult(null);
     try {
-      const saved = await api.setPolicy(form);
+      const saved = await api.setPolicy({ ...form, escalation: sortedLadder(form.escalation) });
       loaded.setData(() => ({ ...form, ...(saved && typeof saved === "object" ? saved : {}) }));
       setResult({ tone: "ok", text: "Saved. New requests follow this policy; the change is in the audit log." });
     } catch (err) {
@@ -110,6 +113,16 @@ export function Policy() {
                 onChange={(v) => set("lockScreen", v)}
                 testId="policy-lock-screen"
                 options={{ tool_title: "The tool's title", generic: "“An agent is asking for permission”" }}
+              />
+            </Setting>
+            <Setting
+              title="Escalation"
+              help="Who is reached, and how, while nobody has seen a request. A person whose Tapgate is open and visible gets the card there instead of a push, and a push 20 s later if they did not look."
+            >
+              <EscalationFields
+                steps={form.escalation}
+                members={members}
+                onChange={(escalation) => set("escalation", escalation)}
               />
             </Setting>
           </fieldset>

@@ -11,7 +11,7 @@ import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
 import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
-import { useLiveEvents } from "../live";
+import { useLiveEvents, useShowingCards } from "../live";
 import { Link } from "../router";
 import { containsUnsafeText } from "../safe-text";
 import { useMe } from "../viewer";
@@ -35,12 +35,17 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
     );
   // The card is keyed by id (app.tsx), so it loads once.
   useEffect(() => void load(), []);
+  useShowingCards(approval?.state === "pending" ? [id] : []);
 
   useLiveEvents((e) => {
     if (e.type === "resync") void load();
     // Feed events may omit delivery; keep what the card already knows.
     else if ((e.type === "approval" || e.type === "resolved") && e.approval.id === id)
-      setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
+      setApproval((prev) => ({
+        ...e.approval,
+        delivery: e.approval.delivery ?? prev?.delivery,
+        escalations: e.approval.escalations ?? prev?.escalations,
+      }));
   });
 
   /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). */
@@ -185,6 +190,7 @@ function Card({
       )}
       <AgentMeta request={approval.snapshot.meta} toolCall={tc._meta} />
       {approval.delivery && approval.delivery.length > 0 && <DeliveryList delivery={approval.delivery} />}
+      <EscalationTimeline approval={approval} />
 
       <p class="muted small break" data-testid="card-id">
         Asked {dateTime(approval.createdAt)} · request {approval.id}
@@ -288,9 +294,56 @@ function DeliveryList({ delivery }: { delivery: Delivery[] }) {
             <SafeText text={x.deviceName} />:{" "}
             {x.failedAt
               ? `failed ${ago(x.failedAt, now)}`
-              : [step("sent", x.sentAt), step("delivered", x.deliveredAt), step("seen", x.seenAt)]
+              : [
+                  step("sent", x.sentAt),
+                  step("delivered", x.deliveredAt),
+                  step("arrived", x.receivedAt),
+                  step("shown", x.displayedAt ?? x.seenAt),
+                  step("opened", x.openedAt),
+                ]
                   .filter(Boolean)
                   .join(" · ") || "not sent yet"}
+          </li>
+        ))}
+      </ul>
+    </Section>
+  );
+}
+
+/**
+ * The escalation ladder as it ran (who was reached when, by push or mail), and an honest line
+ * when nothing reached anyone: the next step then runs at once.
+ */
+function EscalationTimeline({ approval }: { approval: ApprovalView }) {
+  const now = useNow();
+  const steps = approval.escalations ?? [];
+  if (steps.length === 0) return null;
+  const reachedDevice = (approval.delivery ?? []).some((d) => d.deliveredAt !== null);
+  const reachedLive = steps.some((e) => e.shownLive.length > 0);
+  const unreached = approval.state === "pending" && !reachedDevice && !reachedLive;
+  return (
+    <Section title="Escalation">
+      {unreached && (
+        <p class="warn" data-testid="card-unreached">
+          No device could be reached. Tapgate moved on to the next step at once.
+        </p>
+      )}
+      <ul class="plain" data-testid="card-escalation">
+        {steps.map((e) => (
+          <li key={`${e.step}-${e.phase}`} data-testid={`escalation-${e.step}-${e.phase}`}>
+            {e.phase === "presence" ? "not seen on the open app: " : ""}
+            {e.via === "email" ? "mailed " : "pushed "}
+            <SafeText text={e.to.join(", ") || "nobody"} /> {ago(e.at, now)}
+            {" · "}
+            {e.shownLive.length > 0 ? (
+              <>
+                shown on the open app of <SafeText text={e.shownLive.join(", ")} />
+              </>
+            ) : e.reached > 0 ? (
+              `reached ${e.reached}`
+            ) : (
+              "reached nobody"
+            )}
           </li>
         ))}
       </ul>

@@ -54,6 +54,14 @@ export function Devices() {
   );
 }
 
+/** What to do about a device whose pushes do not get through (`health` of `GET /v1/devices`). */
+const HEALTH_ADVICE = {
+  failing:
+    "Its last pushes failed. Remove this device and turn notifications on again from it; if that fails too, check that notifications are allowed for Tapgate in the system settings.",
+  not_shown:
+    "Its last pushes were delivered but never shown. On iPhone, open Tapgate from the home screen icon (not Safari) and allow notifications; then send a test push.",
+} as const;
+
 const ACTIONS = [
   ["test", "secondary", "Send test push"],
   ["remove", "danger", "Remove"],
@@ -113,6 +121,11 @@ function DeviceRow({ device, onRemoved }: { device: Device; onRemoved: () => voi
           </button>
         ))}
       </div>
+      {device.health !== "ok" && (
+        <Banner tone="warn" testId="device-health">
+          {HEALTH_ADVICE[device.health]}
+        </Banner>
+      )}
       {status && (
         <Banner tone={status.tone} testId="device-status">
           {status.text}

@@ -2,6 +2,7 @@ import type { ApprovalView } from "../api";
 import { ApprovalRow } from "../components/ApprovalRow";
 import { Banner } from "../components/Banner";
 import { ConnectionBanner } from "../components/ConnectionBanner";
+import { useShowingCards } from "../live";
 import { pending, usePending } from "../pending";
 import { Link } from "../router";
 import { useViewer } from "../viewer";
@@ -9,6 +10,7 @@ import { useViewer } from "../viewer";
 export function Pending() {
   const { viewer } = useViewer();
   const { mine, team, loaded, error } = usePending();
+  useShowingCards([...mine, ...team].map((a) => a.id));
   const offline = viewer.status === "offline" || error?.offline;
   return (
     <section class="screen" data-testid="screen-pending">

@@ -1,5 +1,6 @@
 /**
- * Tapgate's service worker: an offline app shell, and Web Push notifications. Built by
+ * Tapgate's service worker: an offline app shell, and Web Push notifications with their
+ * receipts (received, displayed, opened). Built by
  * pwa/vite.config.ts into /sw.js (one classic script); the build puts the precache list and
  * the version in front of it as `PRECACHE` and `VERSION`. Pushes and answers are read with the
  * human-API contract's schemas (sdk/src/human).
@@ -117,6 +118,8 @@ async function onPush(message: PushPayload | null): Promise<void> {
 async function showApproval(message: Extract<PushPayload, { type: "approval" }>): Promise<void> {
   const id = message.approvalId;
   const expiresAt = message.expiresAt;
+  // Receipts, so "delivered but never shown" (a known iOS failure) is visible: the push arrived…
+  const receipt = report(id, "received");
   // `actions`, `requireInteraction` and `timestamp` are not in every lib's NotificationOptions.
   const options: NotificationOptions & Record<string, unknown> = {
     tag: id,
@@ -124,20 +127,27 @@ async function showApproval(message: Extract<PushPayload, { type: "approval" }>)
     icon: ICON,
     badge: ICON,
     requireInteraction: true,
+    // An escalation's repeat of the same request (same tag) alerts again instead of replacing silently.
+    renotify: true,
     timestamp: Date.now(),
     // Deny only: allowing needs the full card in front of the person, never the lock screen.
     actions: [{ action: "deny", title: "Deny" }],
     data: { approvalId: id, url: `/approvals/${encodeURIComponent(id)}` },
   };
   await self.registration.showNotification(visible(message.title || "An agent is asking for permission"), options);
+  // …and showNotification resolved: it is on the screen.
+  await Promise.all([receipt, report(id, "displayed")]);
+}
+
+/** Tells the server what happened to a request's push on this device (best effort). */
+async function report(approvalId: string, event: "received" | "displayed" | "opened"): Promise<void> {
   const device = await thisDevice();
-  if (device) {
-    await fetch(`/v1/approvals/${encodeURIComponent(id)}/seen`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ deviceId: device.id }),
-    }).catch(() => {});
-  }
+  if (!device) return;
+  await fetch(`/v1/approvals/${encodeURIComponent(approvalId)}/receipt`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ deviceId: device.id, event }),
+  }).catch(() => {});
 }
 
 async function closeResolved(message: Extract<PushPayload, { type: "resolved" }>): Promise<void> {
@@ -160,8 +170,10 @@ self.addEventListener("notificationclick", (event) => {
   const n = event.notification;
   n.close();
   const data = (n.data ?? {}) as { approvalId?: string; url?: string };
-  if (event.action === "deny" && data.approvalId) event.waitUntil(denyFromNotification(data.approvalId, data.url));
-  else event.waitUntil(openApp(data.url || "/"));
+  const opened = data.approvalId ? report(data.approvalId, "opened") : Promise.resolve();
+  if (event.action === "deny" && data.approvalId) {
+    event.waitUntil(Promise.all([opened, denyFromNotification(data.approvalId, data.url)]));
+  } else event.waitUntil(Promise.all([opened, openApp(data.url || "/")]));
 });
 
 /** Picks the request's reject_once option (never reject_always); anything unexpected opens the card. */

@@ -1,6 +1,6 @@
 import type { ClientRequestHandlersByMethod } from "@agentclientprotocol/sdk";
 import type { LogLevel, SessionMeta, Tapgate } from "../client.js";
-import { failClosedAnswer, type RequestPermissionParams } from "../protocol.js";
+import { failClosedAnswer, type Progress, type RequestPermissionParams } from "../protocol.js";
 import { sessionsOf } from "./sessions.js";
 
 /** The `session/request_permission` handler of an `@agentclientprotocol/sdk` 2.x `client()` app. */
@@ -13,6 +13,8 @@ export interface AcpPermissionHandlerOptions {
   timeoutMs?: number;
   /** Default: warnings and errors to `console.warn`. */
   onLog?: (level: LogLevel, message: string) => void;
+  /** Where each request stands, each time it changes (`_tapgate/progress`). */
+  onProgress?: (progress: Progress) => void;
 }
 
 /**
@@ -35,6 +37,7 @@ export function acpPermissionHandler(gate: Tapgate, options: AcpPermissionHandle
       signal,
       timeoutMs: options.timeoutMs,
       log,
+      onProgress: options.onProgress,
     });
     return answer ?? failClosedAnswer(asked.options);
   };

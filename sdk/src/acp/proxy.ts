@@ -9,10 +9,12 @@ import type { Writable } from "node:stream";
 import type { SessionMeta, Tapgate } from "../client.js";
 import { isRecord, rpcError, rpcIdKey, rpcNotification, rpcRequest, rpcResult } from "../jsonrpc.js";
 import { agentOptionsOf } from "../params.js";
+import { progressLine } from "../progress-line.js";
 import {
   CANCELLED_ANSWER,
   failClosedAnswer,
   METHODS,
+  type Progress,
   type RequestPermissionParams,
   type RequestPermissionResponse,
   RPC_ERROR,
@@ -119,7 +121,8 @@ export class AcpProxy {
     if (this.#opts.decide === "race") this.#offer(ask);
     const meta = this.#meta(String(ask.sessionId));
     const log = (_: string, message: string) => this.#opts.log(message);
-    const asked = { meta, signal: ask.gate.signal, timeoutMs: this.#opts.timeoutMs, log };
+    const onProgress = (progress: Progress) => this.#opts.log(progressLine(progress));
+    const asked = { meta, signal: ask.gate.signal, timeoutMs: this.#opts.timeoutMs, log, onProgress };
     void this.#sessions.ask(ask.params, asked).then((answer) => this.#gateAnswered(ask, answer));
   }
 

@@ -4,7 +4,7 @@
  */
 import type { GateSession, LogLevel, SessionMeta, Tapgate } from "../client.js";
 import { isRecord } from "../jsonrpc.js";
-import type { RequestPermissionParams, RequestPermissionResponse, SessionUpdateParams } from "../protocol.js";
+import type { Progress, RequestPermissionParams, RequestPermissionResponse, SessionUpdateParams } from "../protocol.js";
 import { TapgateError } from "../tapgate-error.js";
 
 export interface AskOptions {
@@ -12,6 +12,8 @@ export interface AskOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
   log: (level: LogLevel, message: string) => void;
+  /** Where the request stands, each time it changes. */
+  onProgress?: (progress: Progress) => void;
 }
 
 interface Entry {
@@ -70,7 +72,11 @@ export class GateSessions {
       opts.log("warn", `cannot ask Tapgate, so the permission request is refused: ${describeOpenFailure(err)}`);
       return undefined;
     }
-    return session.requestPermission(params, { signal: opts.signal, timeoutMs: opts.timeoutMs });
+    return session.requestPermission(params, {
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs,
+      onProgress: opts.onProgress,
+    });
   }
 }
 

@@ -19,7 +19,8 @@ import {
   toPermissionRequest,
 } from "../claude/hook.js";
 import { type LogLevel, Tapgate } from "../client.js";
-import { parseJson, type TapgateAnswerMeta, tapgateAnswerMeta } from "../protocol.js";
+import { progressLine } from "../progress-line.js";
+import { type Progress, parseJson, type TapgateAnswerMeta, tapgateAnswerMeta } from "../protocol.js";
 import { baseUrl } from "./account.js";
 import { credentials } from "./config.js";
 import { oldTextReader } from "./old-text.js";
@@ -102,7 +103,8 @@ async function ask(input: HookInput, url: string, apiKey: string, timeoutMs: num
     const toolCallId = input.tool_use_id ?? `claude-${randomUUID()}`;
     const params = toPermissionRequest(input, sessionId, toolCallId, oldTextReader(input.cwd));
     const asked = Date.now();
-    const answer = await session.requestPermission(params, { timeoutMs });
+    const onProgress = (progress: Progress) => process.stderr.write(`[tapgate] ${progressLine(progress)}\n`);
+    const answer = await session.requestPermission(params, { timeoutMs, onProgress });
     const outcome = answer.outcome;
     const meta = tapgateAnswerMeta(answer);
     if (outcome.outcome === "selected" && outcome.optionId === OPTIONS[0].optionId) {

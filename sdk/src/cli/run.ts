@@ -7,6 +7,7 @@ import { type AgentArgs, parseAgentArgs, wantsHelp } from "../acp/args.js";
 import { cliGate, logToStderr } from "../acp/cli-gate.js";
 import { acpPermissionHandler } from "../acp/handler.js";
 import { sessionsOf } from "../acp/sessions.js";
+import { progressLine } from "../progress-line.js";
 
 const STOP_CODES: Record<acp.StopReason, number> = {
   end_turn: 0,
@@ -69,6 +70,7 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
   const ask = acpPermissionHandler(gate, {
     timeoutMs,
     onLog: (level, message) => level !== "debug" && logToStderr(message),
+    onProgress: (progress) => logToStderr(progressLine(progress)),
     meta,
   });
   const app = acp.client({ name: "tapgate run" }).onRequest("session/request_permission", async (ctx) => {
