@@ -54,7 +54,12 @@ function event(teamId: string, action = "test.event"): AuditEvent {
 
 describe("the audit chain", () => {
   it("links every entry of a team to the one before, from sign-up through a decision", async () => {
-    const { owner, approval, sessionId } = await askOnce();
+    const team = await signUp();
+    // A ladder whose one step waits a day: no escalation entry joins this chain (escalation.test.ts has those).
+    const escalation = [{ afterMs: 86_400_000, to: "session_owner", via: "push" }];
+    const put = await api("/v1/policy", { method: "PUT", cookie: team.cookie, body: JSON.stringify({ escalation }) });
+    expect(put.status).toBe(200);
+    const { owner, approval, sessionId } = await askOnce(team);
     expect((await decide(owner, approval, "allow")).status).toBe(200);
     await flush(owner.teamId, sessionId);
 
@@ -62,13 +67,14 @@ describe("the audit chain", () => {
     expect(chain.map((e) => e.action)).toEqual([
       "team.created",
       "auth.signed_in",
+      "team.policy_changed",
       "key.created",
       "approval.requested",
       "approval.allowed",
     ]);
     expect(chain[0]?.prevHash).toBe(GENESIS_HASH);
     for (let i = 1; i < chain.length; i++) expect(chain[i]?.prevHash).toBe(chain[i - 1]?.hash);
-    expect(await verify(owner)).toMatchObject({ ok: true, entries: 5 });
+    expect(await verify(owner)).toMatchObject({ ok: true, entries: 6 });
 
     const { entries } = await json<{ entries: Entry[] }>(await api("/v1/audit", { cookie: owner.cookie }));
     expect(entries.map((e) => e.action)).toEqual(chain.map((e) => e.action).reverse());

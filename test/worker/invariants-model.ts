@@ -359,6 +359,7 @@ export class Run {
         const {
           owner: _o,
           delivery: _d,
+          escalations: _e,
           ...read
         } = await json<ApprovalDetail>(await api(path, { cookie: this.owner.cookie }));
         const polled = item.socket === null ? await this.poll(item) : null;
@@ -441,9 +442,9 @@ export class Run {
     const marks = ids.map(() => "?").join(", ");
     const [index, audit] = await env.DB.batch<{ id?: string; subject?: string; [k: string]: unknown }>([
       env.DB.prepare(`SELECT id, state, reason FROM approvals WHERE id IN (${marks})`).bind(...ids),
-      env.DB.prepare(`SELECT subject, action, actor FROM audit_log WHERE subject IN (${marks}) ORDER BY seq`).bind(
-        ...ids,
-      ),
+      env.DB.prepare(
+        `SELECT subject, action, actor FROM audit_log WHERE subject IN (${marks}) AND action <> 'approval.escalated' ORDER BY seq`,
+      ).bind(...ids),
     ]);
     for (const item of this.items) {
       const row = index?.results.find((r) => r.id === item.approval.id);
