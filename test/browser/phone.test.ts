@@ -245,11 +245,12 @@ describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
     });
     expect(notification?.body).toMatch(/^Expires at /);
 
-    // The service worker told the server this device saw it; the open card shows it live.
-    await expect
-      .poll(async () => (await human.approval(diffApproval.id)).delivery?.find((d) => d.deviceId === deviceId)?.seenAt)
-      .toBeTypeOf("number");
-    await expect.poll(() => page.getByTestId(`delivery-${deviceId}`).textContent()).toContain("seen");
+    // The service worker told the server the push arrived and showNotification resolved (displayed,
+    // so seen); the open card shows it live.
+    const mine = async () => (await human.approval(diffApproval.id)).delivery?.find((d) => d.deviceId === deviceId);
+    await expect.poll(async () => (await mine())?.displayedAt).toBeTypeOf("number");
+    expect(await mine()).toMatchObject({ receivedAt: expect.any(Number), seenAt: expect.any(Number), openedAt: null });
+    await expect.poll(() => page.getByTestId(`delivery-${deviceId}`).textContent()).toContain("shown");
   });
 
   it("tapping Allow resolves the SDK's promise with that option and the card shows the outcome", async () => {

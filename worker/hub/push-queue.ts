@@ -167,10 +167,24 @@ export class PushQueue {
 
   /**
    * A service worker receipt for this device (the first time of each counts); `displayed` and
-   * `opened` also set `seen_at`. False when it was not this user's push.
+   * `opened` also set `seen_at`. False when the request is unknown here or the device not this user's.
    */
   markReceipt(approvalId: string, deviceId: string, userId: string, event: ReceiptEvent, now: number): boolean {
     const column = RECEIPT_COLUMNS[event];
+    // A push this hub did not record (a presence push sent before a restart, an older queue) still
+    // counts, for a request the hub knows, on a device of this user's.
+    const device = this.directory.device(deviceId);
+    if (device?.userId === userId) {
+      this.host.sql.exec(
+        `INSERT INTO deliveries (approval_id, device_id, user_id, device_name)
+         SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM approvals WHERE id = ?) ON CONFLICT DO NOTHING`,
+        approvalId,
+        deviceId,
+        userId,
+        device.name,
+        approvalId,
+      );
+    }
     const seen = event === "received" ? "seen_at" : "COALESCE(seen_at, ?1)";
     const updated = this.host.sql
       .exec(
