@@ -1,15 +1,15 @@
 /**
- * Web Push, with outbound fetch intercepted as a fake push service (the push services are the
- * one part outside this machine). Bodies are decrypted with http_ece and the VAPID JWT is
+ * Web Push, with outbound fetch intercepted as a fake push service (`fake-push.ts`; the push
+ * services are the one part outside this machine). Bodies are decrypted with http_ece and the VAPID JWT is
  * verified against the public key, independently of the code that made them.
  */
 
 import { env, runInDurableObject } from "cloudflare:test";
 import { createECDH, randomBytes } from "node:crypto";
-import ece from "http_ece";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import type { TeamHub } from "../../worker/hub/team-hub";
+import { type Captured, fakePushService } from "./fake-push";
 import {
   api,
   connectAgent,
@@ -24,56 +24,15 @@ import {
 } from "./helpers";
 import { addMember } from "./team-helpers";
 
-interface Phone {
-  deviceId: string;
-  endpoint: string;
-  ecdh: ReturnType<typeof createECDH>;
-  auth: string;
-}
-
-interface Captured {
-  url: string;
-  headers: Headers;
-  payload: Record<string, unknown>;
-}
-
+let fake: ReturnType<typeof fakePushService>;
 let pushes: Captured[];
-let answer: (url: string) => number;
-let phones: Map<string, Phone>;
-
 beforeEach(() => {
-  pushes = [];
-  phones = new Map();
-  answer = () => 201;
-  const realFetch = globalThis.fetch;
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const request = new Request(input, init);
-    const phone = phones.get(request.url);
-    if (!phone) return realFetch(input, init);
-    const body = Buffer.from(await request.arrayBuffer());
-    const plain = ece.decrypt(body, { version: "aes128gcm", privateKey: phone.ecdh, authSecret: phone.auth });
-    pushes.push({ url: request.url, headers: request.headers, payload: JSON.parse(plain.toString("utf8")) });
-    return new Response(null, { status: answer(request.url) });
-  });
+  fake = fakePushService();
+  pushes = fake.pushes;
 });
 afterEach(() => vi.restoreAllMocks());
 
-async function addPhone(member: Member, name = "Pixel 8"): Promise<Phone> {
-  const ecdh = createECDH("prime256v1");
-  ecdh.generateKeys();
-  const auth = randomBytes(16).toString("base64url");
-  const endpoint = `https://fcm.googleapis.com/fcm/send/${unique("sub")}`;
-  const response = await api("/v1/devices", {
-    method: "POST",
-    cookie: member.cookie,
-    body: JSON.stringify({ name, subscription: { endpoint, keys: { p256dh: ecdh.getPublicKey("base64url"), auth } } }),
-  });
-  expect(response.status).toBe(201);
-  const { id } = await json<{ id: string }>(response);
-  const phone = { deviceId: id, endpoint, ecdh, auth };
-  phones.set(endpoint, phone);
-  return phone;
-}
+const addPhone = (member: Member, name?: string) => fake.addPhone(member, name);
 
 /** An agent asks; resolves once the hub has handed the push to the (fake) push service. */
 const secretCall = () => ({
@@ -92,13 +51,7 @@ async function ask(member: Member, toolCall = secretCall()) {
   return { agent, sessionId, approval: approval as Approval };
 }
 
-const untilPushes = (count: number) =>
-  vi.waitFor(
-    () => {
-      if (pushes.length < count) throw new Error(`${pushes.length} pushes so far`);
-    },
-    { timeout: 5_000, interval: 10 },
-  );
+const untilPushes = (count: number) => fake.untilPushes(count);
 
 async function verifyVapid(headers: Headers, endpoint: string): Promise<void> {
   const authorization = headers.get("Authorization") ?? "";
@@ -206,7 +159,7 @@ describe("Web Push", () => {
   it("a 410 from the push service deletes the device", async () => {
     const owner = await signUp();
     const phone = await addPhone(owner);
-    answer = () => 410;
+    fake.state.answer = () => 410;
     await ask(owner);
     await untilPushes(1);
     await vi.waitFor(async () => {
@@ -221,7 +174,7 @@ describe("Web Push", () => {
     const owner = await signUp();
     await addPhone(owner);
     let calls = 0;
-    answer = () => (++calls === 1 ? 500 : 201);
+    fake.state.answer = () => (++calls === 1 ? 500 : 201);
     const { approval } = await ask(owner);
     await untilPushes(1);
     const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(owner.teamId));

@@ -130,11 +130,10 @@ export class StateMachine {
         ladder: this.host.opened !== undefined,
       }),
     );
-    this.host.opened?.(approval, meta, now);
     if (approval.options.length === 0) {
       // Team policy hid every option the agent offered: nobody could ever decide it.
       this.resolve(this.store.pendingById(approval.id) as PendingRow, { state: "denied", reason: "invalid" }, now);
-    }
+    } else this.host.opened?.(approval, meta, now);
     return approval;
   }
 
