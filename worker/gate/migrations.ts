@@ -3,7 +3,7 @@
  * deploys, so the schema only ever moves forward, one step per version.
  *
  * Owns: the tables and the steps between versions. Does not own: the statements that read and
- * write them (store.ts).
+ * write them (store.ts, ladder-store.ts).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
 

@@ -2,7 +2,7 @@
  * Every SQL statement of a SessionGate's own SQLite, and the mapping between rows and values.
  *
  * Owns: reads and writes of `meta`, `approvals` (and pruning them past retention), `tool_calls`,
- * `revoked_keys`, `outbox`, `outbox_dead`. Does not own: the schema (migrations.ts) or any
+ * `revoked_keys`, `outbox`, `outbox_dead` (the escalation ladder's `ladders`: `ladder-store.ts`). Does not own: the schema (migrations.ts) or any
  * decision about what to write (state-machine.ts, outbox.ts, ...). Synchronous, like the
  * storage under it: a caller that reads and then writes cannot be interleaved.
  */
