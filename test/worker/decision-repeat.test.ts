@@ -21,7 +21,9 @@ const decideFrom = (member: Member, approval: Approval, optionId: string, device
 /** What D1 holds about an approval once the gate's outbox is flushed: its audit events and index row. */
 async function written(teamId: string, sessionId: string, approvalId: string) {
   await flush(teamId, sessionId);
-  const audit = await env.DB.prepare("SELECT seq, action, actor FROM audit_log WHERE subject = ? ORDER BY seq")
+  const audit = await env.DB.prepare(
+    "SELECT seq, action, actor FROM audit_log WHERE subject = ? AND action <> 'approval.escalated' ORDER BY seq",
+  )
     .bind(approvalId)
     .all();
   const index = await env.DB.prepare("SELECT state, option_id, resolved_at, decided_by FROM approvals WHERE id = ?")

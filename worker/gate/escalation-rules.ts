@@ -113,6 +113,7 @@ export function progressOf(requestId: RpcId, approvalId: string, l: Ladder, rece
   // No device and no open page got it (mail is no device): said at once, not at expiry.
   const pushed = l.fired.some((f) => f.reached > 0 && l.steps[f.step]?.via === "push");
   const nothing = receipts.deliveredTo.length === 0 && receipts.seenBy.length === 0 && !pushed;
-  if (nothing && l.fired.length > 0 && l.fired.every((f) => f.acked)) progress.unreachable = true;
+  // Said once a step has answered, and kept while the next one is on its way (no flicker).
+  if (nothing && l.fired.some((f) => f.acked)) progress.unreachable = true;
   return progress;
 }
