@@ -122,7 +122,7 @@ describe("seen and progress", () => {
     const nobody = ladder({ fired: [fired(0, T0, { reached: 0 })] });
     expect(progressOf(7, "apr_x", nobody, { deliveredTo: [], seenBy: [] }).unreachable).toBe(true);
     // Still so while the next step is on its way; not before any step answered.
-    const onItsWay = ladder({ fired: [fired(0, T0, { reached: 0 }), fired(1, T0 + 1, { acked: false })] });
+    const onItsWay = ladder({ fired: [fired(0, T0, { reached: 0 }), fired(1, T0 + 1, { acked: false, reached: 0 })] });
     expect(progressOf(7, "apr_x", onItsWay, { deliveredTo: [], seenBy: [] }).unreachable).toBe(true);
     const asked = ladder({ fired: [fired(0, T0, { acked: false, reached: 0 })] });
     expect(progressOf(7, "apr_x", asked, { deliveredTo: [], seenBy: [] }).unreachable).toBeUndefined();
