@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLocalWorker } from "../../scripts/local-worker.mjs";
-import { Cli, EXAMPLE_AGENT, STRING_ID_AGENT, signedInEnv, signedOutEnv } from "./acp-helpers";
+import { ABORT_AWARE_AGENT, Cli, EXAMPLE_AGENT, STRING_ID_AGENT, signedInEnv, signedOutEnv } from "./acp-helpers";
 import { Person } from "./helpers";
 
 let worker: Awaited<ReturnType<typeof startLocalWorker>>;
@@ -59,6 +59,16 @@ it("Ctrl-C cancels the turn: the card closes, the exit code says cancelled", asy
   expect(run.lines.join("\n")).toContain("outcome: cancelled");
   await person.waitForPending(approval.sessionId, 0);
   expect(await person.approval(approval.id)).toMatchObject({ state: "cancelled" });
+});
+
+it("Ctrl-C: the agent hears session/cancel before its permission request is answered, so the turn ends cancelled", async () => {
+  const run = new Cli(["run", "--prompt", "migrate", "--", ...ABORT_AWARE_AGENT], env, "ignore");
+  const [approval] = await pendingFor("Run the migrations");
+  if (!approval) throw new Error("no approval");
+  run.child.kill("SIGINT");
+  expect(await run.exited).toBe(130);
+  expect(run.lines.join("\n")).toContain("answer: cancelled, aborted: true");
+  await person.waitForPending(approval.sessionId, 0);
 });
 
 it("other stop reasons have their own exit codes; a missing command is a usage error", async () => {

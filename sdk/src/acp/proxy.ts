@@ -90,7 +90,13 @@ export class AcpProxy {
     const msg = classifyLine(line);
     if (msg?.kind === "response" && this.#editorAnswered(msg)) return;
     if (msg?.kind === "request") this.#observeCall(msg);
-    if (msg?.kind === "notification" && msg.method === METHODS.sessionCancel) this.#cancelSession(msg.params);
+    if (msg?.kind === "notification" && msg.method === METHODS.sessionCancel) {
+      // ACP cancellation: the agent gets `session/cancel` first and its pending requests' `cancelled`
+      // answers only once that line has left, so a turn that checks its own abort signal when the
+      // answer arrives ends `cancelled`, not `end_turn`.
+      writeLine(this.#toAgent, line, () => this.#cancelSession(msg.params));
+      return;
+    }
     writeLine(this.#toAgent, line);
   }
 

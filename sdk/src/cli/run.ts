@@ -98,8 +98,12 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
       return;
     }
     logToStderr("cancelling the turn (Ctrl-C again to stop the agent)");
-    turn.abort();
-    void conn.agent.notify("session/cancel", { sessionId }).catch(() => undefined);
+    // ACP cancellation: the agent hears `session/cancel` before its pending permission requests are
+    // answered `cancelled`, so it can tell a cancelled turn from a refused tool call.
+    void conn.agent
+      .notify("session/cancel", { sessionId })
+      .catch(() => undefined)
+      .finally(() => turn.abort());
   };
   process.on("SIGINT", onInterrupt);
   const died = exited.then((code) => {
