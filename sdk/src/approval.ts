@@ -4,6 +4,7 @@
  * answers with them, the SDK reads them. Environment-neutral: no Node and no Workers APIs here.
  */
 import { z } from "zod";
+import { elicitationActionSchema, elicitationSchemaSchema } from "./protocol.js";
 
 export const APPROVAL_STATES = ["pending", "allowed", "denied", "cancelled", "expired"] as const;
 export const approvalStateSchema = z.enum(APPROVAL_STATES);
@@ -67,6 +68,16 @@ export const approvalSnapshotSchema = z.object({
    * `requestHash` still covers the whole request the agent sent.
    */
   truncated: z.object({ bytesNotStored: z.number().int().positive() }).optional(),
+  /** An elicitation's question (approvals of `type: "elicitation"`), stored whole: never cut. */
+  elicitation: z
+    .object({
+      mode: z.enum(["form", "url"]),
+      message: z.string(),
+      requestedSchema: elicitationSchemaSchema.optional(),
+      url: z.string().optional(),
+      elicitationId: z.string().optional(),
+    })
+    .optional(),
 });
 export type ApprovalSnapshot = z.infer<typeof approvalSnapshotSchema>;
 
@@ -88,6 +99,10 @@ export const approvalSchema = z.object({
   resolvedAt: z.number().nullable(),
   optionId: z.string().nullable(),
   decidedBy: decidedBySchema.nullable(),
+  /** What was asked: a permission (absent, as in every record from before elicitation) or an elicitation. */
+  type: z.enum(["permission", "elicitation"]).optional(),
+  /** An elicitation's answer once a human gave one; the content it carried goes to the agent only. */
+  action: elicitationActionSchema.nullable().optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

@@ -14,6 +14,7 @@ export const ERRORS = {
   invalid_pairing: { status: 400, message: "this pairing code is invalid, expired or already used" },
   passkey_failed: { status: 400, message: "the passkey could not be verified" },
   option_not_offered: { status: 400, message: "that option was not offered" },
+  invalid_content: { status: 400, message: "the answer does not fit the agent's form" },
   // RFC 8628 device-code polling answers (400 by the RFC).
   authorization_pending: { status: 400, message: "waiting for someone to approve the code" },
   slow_down: { status: 400, message: "polling too fast" },

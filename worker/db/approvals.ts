@@ -15,6 +15,9 @@ export interface ApprovalRow {
   resolved_at: number | null;
   option_id: string | null;
   decided_by: string | null;
+  /** `permission` or `elicitation` (migration 0014); an elicitation's `action` once answered. */
+  request_type?: string;
+  action?: string | null;
 }
 
 export function approvalFromRow(r: ApprovalRow): Approval {
@@ -31,6 +34,7 @@ export function approvalFromRow(r: ApprovalRow): Approval {
     resolvedAt: r.resolved_at,
     optionId: r.option_id,
     decidedBy: r.decided_by ? (JSON.parse(r.decided_by) as DecidedBy) : null,
+    ...(r.request_type === "elicitation" && { type: "elicitation", action: (r.action ?? null) as Approval["action"] }),
   };
 }
 
@@ -120,10 +124,12 @@ function approvalUpsertStatement(
   return db
     .prepare(
       `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
-                              options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                              options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id,
+                              request_type, action)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
        ON CONFLICT (id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
-              resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id
+              resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id,
+              action = excluded.action
         WHERE approvals.state = 'pending' AND approvals.team_id = excluded.team_id`,
     )
     .bind(
@@ -143,5 +149,7 @@ function approvalUpsertStatement(
       a.resolvedAt,
       a.decidedBy ? JSON.stringify(a.decidedBy) : null,
       a.optionId,
+      a.type ?? "permission",
+      a.action ?? null,
     );
 }

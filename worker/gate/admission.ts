@@ -8,7 +8,7 @@
  * hold (state-machine.ts), the counting (the hub's `quotas.ts`), or the replies (the transports).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type { RequestPermissionParams } from "../../sdk/src/protocol";
+import type { AgentAsk } from "../../sdk/src/protocol";
 import { limitsOf } from "../policy";
 import type { GateHub, QuotaVerdict } from "./hub";
 import type { Refusal, StateMachine } from "./state-machine";
@@ -43,7 +43,7 @@ export class Admission {
   async open(
     meta: ServedSession,
     holder: Holder,
-    params: RequestPermissionParams,
+    params: AgentAsk,
     now: number,
     holderAlive: () => boolean = () => true,
   ): Promise<Approval | Refusal> {
@@ -76,7 +76,7 @@ export class Admission {
    */
   private hold(
     holder: Holder,
-    params: RequestPermissionParams,
+    params: AgentAsk,
     now: number,
     approvalId: string,
     holderAlive: () => boolean,

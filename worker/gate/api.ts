@@ -12,7 +12,12 @@ import type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/ap
 import type { ErrorCode } from "../../sdk/src/errors";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
-import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type {
+  AgentAsk,
+  CreateElicitationResponse,
+  ElicitationAction,
+  RequestPermissionResponse,
+} from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
 
 /** The longest an HTTP agent's poll may wait: under the 60 s idle timeout of common proxies. */
@@ -45,7 +50,11 @@ export interface DecisionInput {
   /** The decider's team role; the gate checks it against `DECIDER_ROLES`. */
   role: Role;
   device: string;
-  optionId: string;
+  /** A permission's answer: one of its offered options. */
+  optionId?: string;
+  /** An elicitation's answer (instead of `optionId`): the action, and with `accept` of a form its content. */
+  action?: ElicitationAction;
+  content?: Record<string, unknown>;
   requestHash: string;
 }
 
@@ -63,7 +72,9 @@ export type DecisionResult =
   | {
       ok: false;
       error: Extract<ErrorCode, "option_not_offered" | "not_session_owner" | "role_may_not_decide" | "not_found">;
-    };
+    }
+  /** An elicitation's content does not fit its form: `field` names where (the message never echoes the value). */
+  | { ok: false; error: Extract<ErrorCode, "invalid_content">; field: string; message: string };
 
 export type HttpOpenResult =
   | { ok: true; approvalId: string; expiresAt: number }
@@ -89,6 +100,11 @@ export type HttpPollBody =
   | ({ approvalId: string; state: Exclude<ApprovalState, "pending">; reason: ResolutionReason | null } & Pick<
       RequestPermissionResponse,
       "outcome" | "_meta"
+    >)
+  /** An elicitation's final body is itself an ACP `elicitation/create` result: act on `action` (and `content`). */
+  | ({ approvalId: string; state: Exclude<ApprovalState, "pending">; reason: ResolutionReason | null } & Pick<
+      CreateElicitationResponse,
+      "action" | "content" | "_meta"
     >);
 
 /** Unknown ids, another team's and another user's all get the same `not_found`. */
@@ -110,7 +126,7 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
   applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean>;
 
   /** Holds a request for an agent that polls instead of holding a socket. */
-  openOverHttp(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult>;
+  openOverHttp(join: GateJoin, params: AgentAsk): Promise<HttpOpenResult>;
   /** Answers once the approval is resolved or `waitMs` has passed; every poll renews the lease. */
   poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult>;
   /** The agent gives a request up: `cancelled` while pending, else its final answer again. */

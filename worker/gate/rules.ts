@@ -9,6 +9,8 @@
  */
 import type { Approval, ApprovalState, DecidedBy, ResolutionReason, SessionInfo } from "../../sdk/src/approval";
 import {
+  type ElicitationAction,
+  type ElicitationContent,
   failClosedAnswer,
   type PermissionOption,
   type RequestPermissionParams,
@@ -45,6 +47,9 @@ export interface Resolution {
   reason: ResolutionReason;
   optionId?: string;
   decidedBy?: DecidedBy;
+  /** An elicitation's answer (elicitation.ts): the action, and an accepted form's content (for the agent only). */
+  action?: ElicitationAction;
+  content?: ElicitationContent;
 }
 
 /**
@@ -96,6 +101,7 @@ export function resolvedApproval(pending: Approval, r: Resolution, now: number):
     resolvedAt: now,
     optionId: r.optionId ?? null,
     decidedBy: r.decidedBy ?? null,
+    ...(pending.type === "elicitation" && { action: r.action ?? null }),
   };
 }
 
@@ -132,16 +138,21 @@ export type DecisionCheck =
 
 /** Whether a human may take this decision on a pending approval, and what it resolves to. */
 export function checkDecision(meta: ServedSession, pending: Approval, d: DecisionInput): DecisionCheck {
-  if (!DECIDER_ROLES.includes(d.role)) return { ok: false, error: "role_may_not_decide" };
-  if (meta.policy.deciders === "session_owner" && d.userId !== meta.ownerUserId) {
-    return { ok: false, error: "not_session_owner" };
-  }
+  const refused = mayDecide(meta, d);
+  if (refused) return { ok: false, error: refused };
   const option = pending.options.find((o) => o.optionId === d.optionId);
   if (!option) return { ok: false, error: "option_not_offered" };
   if (d.requestHash !== pending.requestHash) return { ok: false, error: "request_changed" };
   const state = option.kind.startsWith("allow") ? "allowed" : "denied";
   const decidedBy = { userId: d.userId, name: d.name, device: d.device };
   return { ok: true, resolution: { state, reason: "decided", optionId: option.optionId, decidedBy } };
+}
+
+/** Whether this person may decide in this session at all (role, then `deciders` policy); the refusal, or null. */
+export function mayDecide(meta: ServedSession, d: Pick<DecisionInput, "role" | "userId">) {
+  if (!DECIDER_ROLES.includes(d.role)) return "role_may_not_decide" as const;
+  if (meta.policy.deciders === "session_owner" && d.userId !== meta.ownerUserId) return "not_session_owner" as const;
+  return null;
 }
 
 /** A decision on an approval that already left `pending`: taken by a human, or ended without one. */
@@ -215,6 +226,8 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     optionId: a.optionId,
     option: chosen ? { name: chosen.name, kind: chosen.kind } : null,
     decidedBy: a.decidedBy,
+    // An elicitation's answer is its action; the content a human typed stays out of the audit log.
+    ...(a.type === "elicitation" && { action: a.action ?? null }),
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
 }

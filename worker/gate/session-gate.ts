@@ -13,7 +13,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../../sdk/src/approval";
-import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams } from "../../sdk/src/protocol";
+import { type AgentAsk, HEARTBEAT_INTERVAL_MS } from "../../sdk/src/protocol";
 import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";
@@ -150,7 +150,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   // ── RPC: agents over HTTP ────────────────────────────────────────────────
 
-  async openOverHttp(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult> {
+  async openOverHttp(join: GateJoin, params: AgentAsk): Promise<HttpOpenResult> {
     return this.changeAsync(() => this.http.open(join, params));
   }
 

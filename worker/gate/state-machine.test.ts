@@ -76,7 +76,7 @@ function machine(policy = DEFAULT_POLICY) {
     outbox: { enqueue: (op: OutboxOp) => ops.push(op) } as unknown as Outbox,
     objectId: "a".repeat(64),
     tellHub: (_teamId, tell) => void tell(hub as never),
-    deliver: (row: PendingRow, answer) => delivered.push({ id: row.id, answer }),
+    deliver: (row: PendingRow, answer) => delivered.push({ id: row.id, answer: answer as RequestPermissionResponse }),
   });
   const open = (holder: Partial<Holder> = {}, now = 1_000, options = OPTIONS) => {
     const opened = m.open(

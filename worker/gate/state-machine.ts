@@ -10,14 +10,22 @@
 import type { Approval } from "../../sdk/src/approval";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import {
+  type AgentAnswer,
+  type AgentAsk,
+  isElicitation,
   LIMITS,
   type PermissionOption,
-  type RequestPermissionParams,
-  type RequestPermissionResponse,
   tapgateMetaSchema,
 } from "../../sdk/src/protocol";
 import { randomBase62 } from "../crypto";
 import type { DecisionInput, DecisionResult } from "./api";
+import {
+  checkElicitationDecision,
+  elicitationAnswer,
+  elicitationRefusal,
+  isRepeatElicitation,
+  newElicitationApproval,
+} from "./elicitation";
 import type { GateHub } from "./hub";
 import type { Outbox } from "./outbox";
 import {
@@ -55,7 +63,7 @@ export interface MachineHost {
   objectId: string;
   tellHub(teamId: string, news: (hub: GateHub) => Promise<unknown>): void;
   /** Hands a resolved request's answer to whoever waits for it: its socket, its long polls. */
-  deliver(row: PendingRow, answer: RequestPermissionResponse): void;
+  deliver(row: PendingRow, answer: AgentAnswer): void;
 }
 
 export class StateMachine {
@@ -71,7 +79,7 @@ export class StateMachine {
   }
 
   /** The session's own checks of a new request (before the team's quotas): its lifetime, or a refusal. */
-  check(meta: ServedSession, params: RequestPermissionParams): { lifetimeMs: number } | Refusal {
+  check(meta: ServedSession, params: AgentAsk): { lifetimeMs: number } | Refusal {
     if (params.sessionId !== meta.sessionId) {
       return { refused: "invalid_params", message: `sessionId is not this session's (${meta.sessionId})` };
     }
@@ -80,6 +88,8 @@ export class StateMachine {
       const issues = ask.error.issues.map((i) => ({ ...i, path: ["_meta", "tapgate", ...i.path] }));
       return { refused: "invalid_params", message: "invalid _meta.tapgate", issues };
     }
+    const tooLarge = isElicitation(params) ? elicitationRefusal(meta, params) : null;
+    if (tooLarge) return { refused: "invalid_params", message: tooLarge };
     if (this.store.pendingCount() >= LIMITS.pendingPerSession) {
       const message = `this session already has ${LIMITS.pendingPerSession} pending requests`;
       return { refused: "too_many_pending", message };
@@ -95,22 +105,26 @@ export class StateMachine {
   open(
     meta: ServedSession,
     holder: Holder,
-    params: RequestPermissionParams,
+    params: AgentAsk,
     now: number,
     id = this.newApprovalId(),
   ): Approval | Refusal {
     const checked = this.check(meta, params);
     if ("refused" in checked) return checked;
-    const approval = newApproval({
-      id,
-      meta,
-      params,
-      // Only what this holder's own socket told (HTTP holders have none).
-      knownToolCall: this.store.toolCall(holder.socketId, params.toolCall.toolCallId),
-      lifetimeMs: checked.lifetimeMs,
-      now,
-    });
-    this.store.insertPending(approval, holder, params.options);
+    const asked = { id, meta, lifetimeMs: checked.lifetimeMs, now };
+    // Only what this holder's own socket told about the tool call (HTTP holders have none).
+    const approval = isElicitation(params)
+      ? newElicitationApproval({
+          ...asked,
+          params,
+          knownToolCall: params.toolCallId ? this.store.toolCall(holder.socketId, params.toolCallId) : {},
+        })
+      : newApproval({
+          ...asked,
+          params,
+          knownToolCall: this.store.toolCall(holder.socketId, params.toolCall.toolCallId),
+        });
+    this.store.insertPending(approval, holder, isElicitation(params) ? [] : params.options);
     this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
     this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
     this.host.tellHub(meta.teamId, (hub) =>
@@ -121,7 +135,7 @@ export class StateMachine {
         lockScreen: meta.policy.lockScreen,
       }),
     );
-    if (approval.options.length === 0) {
+    if (approval.type !== "elicitation" && approval.options.length === 0) {
       // Team policy hid every option the agent offered: nobody could ever decide it.
       this.resolve(this.store.pendingById(approval.id) as PendingRow, { state: "denied", reason: "invalid" }, now);
     }
@@ -154,7 +168,11 @@ export class StateMachine {
   }
 
   /** The answer the agent gets for a row ending this way (recomputed for rows stored without one). */
-  answerFor(row: PendingRow, r: Parameters<typeof agentAnswer>[2]): RequestPermissionResponse {
+  answerFor(
+    row: PendingRow,
+    r: Parameters<typeof agentAnswer>[2] & Parameters<typeof elicitationAnswer>[1],
+  ): AgentAnswer {
+    if ((JSON.parse(row.record) as Approval).type === "elicitation") return elicitationAnswer(row.id, r);
     return agentAnswer(row.id, JSON.parse(row.agent_options) as PermissionOption[], r);
   }
 
@@ -171,11 +189,15 @@ export class StateMachine {
     const current = JSON.parse(row.record) as Approval;
     if (row.state !== "pending") {
       // A repeat gets the stored result: no second answer, outbox row, audit event or hub news.
-      if (isRepeatDecision(current, d)) return { ok: true, approval: current };
+      const repeat =
+        current.type === "elicitation" ? isRepeatElicitation(current, row.answer, d) : isRepeatDecision(current, d);
+      if (repeat) return { ok: true, approval: current };
       return { ok: false, error: lateDecisionError(current), approval: current };
     }
-    const check = checkDecision(meta, current, d);
+    const check =
+      current.type === "elicitation" ? checkElicitationDecision(meta, current, d) : checkDecision(meta, current, d);
     if (!check.ok) {
+      if (check.error === "invalid_content") return check;
       return check.error === "request_changed"
         ? { ok: false, error: "request_changed", approval: current }
         : { ok: false, error: check.error };

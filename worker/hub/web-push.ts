@@ -84,6 +84,8 @@ export type { PushPayload } from "../../sdk/src/human/push";
 
 /** The lock screen shows the tool title or a generic line; never arguments. */
 export function lockScreenTitle(approval: Approval, policy: ApprovalNews["lockScreen"]): string {
+  // An elicitation's question, form or URL never leaves for a push service: only that there is one.
+  if (approval.type === "elicitation") return "An agent is asking you a question";
   const title = approval.snapshot.toolCall.title;
   if (policy === "generic" || typeof title !== "string" || title.trim() === "")
     return "An agent is asking for permission";

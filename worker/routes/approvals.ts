@@ -1,6 +1,6 @@
 /** The human side of approvals: list, read, decide (see team/approvals.ts). */
 import { Hono } from "hono";
-import { approvalListQuerySchema, decisionBodySchema } from "../../sdk/src/human/approvals";
+import { anyDecisionBodySchema, approvalListQuerySchema } from "../../sdk/src/human/approvals";
 import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
 import { cursorParam, nextCursor, validate } from "../http";
@@ -32,10 +32,11 @@ export const approvalRoutes = new Hono<AppEnv>()
     // The role as D1 has it now, not as cached: a member removed or demoted a moment ago decides nothing.
     requireFreshWeb,
     requireRole(...DECIDER_ROLES),
-    validate("json", decisionBodySchema),
+    validate("json", anyDecisionBodySchema),
     async (c) => {
       const w = c.get("web");
-      const { optionId, requestHash } = c.req.valid("json");
+      // `optionId` for a permission, `action` (and `content`) for an elicitation; the gate checks which fits.
+      const { requestHash, ...answer } = c.req.valid("json");
       const approval = await decideApproval(c.env, {
         approvalId: c.req.param("id"),
         teamId: w.teamId,
@@ -43,7 +44,7 @@ export const approvalRoutes = new Hono<AppEnv>()
         name: w.name,
         role: w.role,
         device: deviceName(c.req.header("X-Tapgate-Device")),
-        optionId,
+        ...answer,
         requestHash,
       });
       return c.json(approval, 200);

@@ -45,7 +45,19 @@ export async function decideApproval(env: Env, d: DecisionInput) {
     case "not_found":
       throw noSuchApproval();
     case "option_not_offered":
-      throw new DomainError(result.error, `option ${JSON.stringify(d.optionId)} was not offered`);
+      throw new DomainError(
+        result.error,
+        d.optionId === undefined
+          ? "answer this request with one of its options (optionId), or an elicitation with action"
+          : `option ${JSON.stringify(d.optionId)} was not offered`,
+      );
+    case "invalid_content":
+      throw new DomainError(result.error, result.message, {
+        extra: {
+          field: result.field,
+          issues: [{ code: "custom", path: ["content", result.field], message: result.message }],
+        },
+      });
     case "not_session_owner":
     case "role_may_not_decide":
       throw new DomainError(result.error); // the table's words
