@@ -390,3 +390,76 @@ describe("the deny reason, from the answer's _meta.tapgate", () => {
     expect(denyReason(meta("something_new"), 1)).toBe("Tapgate: denied (something_new)");
   });
 });
+
+describe("tapgate claude-hook: the Elicitation event (an MCP server asking the user)", () => {
+  /** Shaped as Claude Code documents the `Elicitation` hook input. */
+  const elicitation = (sessionId: string, extra: Record<string, unknown> = {}) => ({
+    session_id: sessionId,
+    transcript_path: "/tmp/transcript.jsonl",
+    cwd: ROOT,
+    permission_mode: "default",
+    hook_event_name: "Elicitation",
+    mcp_server_name: "deploy-server",
+    message: "Which environment should I deploy to?",
+    mode: "form",
+    requested_schema: {
+      type: "object",
+      properties: {
+        environment: { type: "string", title: "Environment", enum: ["staging", "production"] },
+        replicas: { type: "integer", title: "Replicas", minimum: 1, maximum: 5, default: 2 },
+      },
+      required: ["environment"],
+    },
+    ...extra,
+  });
+
+  it("a form answered on the phone becomes the hook's accept with the content", async () => {
+    const sessionId = unique("claude-elicit");
+    const run = runHook(elicitation(sessionId), { env: signedIn() });
+    const approval = await person.waitForOne(sanitizeSessionId(sessionId));
+    expect(approval).toMatchObject({
+      type: "elicitation",
+      snapshot: {
+        elicitation: { mode: "form", message: "Which environment should I deploy to?" },
+        meta: { "claude-code": { mcpServerName: "deploy-server" } },
+        session: { agent: { name: "claude-code" }, cwd: ROOT },
+      },
+    });
+    const content = { environment: "staging", replicas: 3 };
+    const decided = await person.fetch(`/v1/approvals/${approval.id}/decision`, {
+      method: "POST",
+      body: JSON.stringify({ action: "accept", content, requestHash: approval.requestHash }),
+    });
+    expect(decided.status).toBe(200);
+    expect(answerOf(await run)).toEqual({
+      hookSpecificOutput: { hookEventName: "Elicitation", action: "accept", content },
+    });
+  });
+
+  it("decline on the phone is the hook's decline, without content", async () => {
+    const sessionId = unique("claude-elicit");
+    const run = runHook(elicitation(sessionId), { env: signedIn() });
+    const approval = await person.waitForOne(sanitizeSessionId(sessionId));
+    await person.fetch(`/v1/approvals/${approval.id}/decision`, {
+      method: "POST",
+      body: JSON.stringify({ action: "decline", requestHash: approval.requestHash }),
+    });
+    expect(answerOf(await run)).toEqual({ hookSpecificOutput: { hookEventName: "Elicitation", action: "decline" } });
+  });
+
+  it("fails closed to cancel: not signed in, a URL that is not https, no answer in time", async () => {
+    const cancel = { hookSpecificOutput: { hookEventName: "Elicitation", action: "cancel" } };
+    const signedOut = await runHook(elicitation(unique("claude-elicit")));
+    expect(answerOf(signedOut)).toEqual(cancel);
+    expect(signedOut.stderr).toContain("not signed in");
+    const plainHttp = await runHook(
+      elicitation(unique("claude-elicit"), { mode: "url", url: "http://example.com/login", elicitation_id: "e1" }),
+      { env: signedIn() },
+    );
+    expect(answerOf(plainHttp)).toEqual(cancel);
+    expect(plainHttp.stderr).toContain("Tapgate cannot show this question");
+    const sessionId = unique("claude-elicit");
+    const late = runHook(elicitation(sessionId), { env: signedIn(), args: ["--timeout", "1"] });
+    expect(answerOf(await late)).toEqual(cancel);
+  });
+});
