@@ -61,6 +61,7 @@ import {
   teamPolicySchema,
   webSessionListSchema,
 } from "../../sdk/src/human/index";
+import type { ElicitationAction, ElicitationContent } from "../../sdk/src/protocol";
 
 export type {
   AgentSession,
@@ -249,6 +250,9 @@ export const api = {
   approval: (id: string) => get(approvalAnswerSchema, `/v1/approvals/${enc(id)}`),
   decide: (id: string, optionId: string, requestHash: string) =>
     post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash }),
+  /** An elicitation's answer: `accept` (with a form's content), `decline` or `cancel`. */
+  answer: (id: string, answer: { action: ElicitationAction; content?: ElicitationContent }, requestHash: string) =>
+    post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { ...answer, requestHash }),
 
   pushKey: () => get(pushKeyAnswerSchema, "/v1/push/key"),
   devices: () => get(deviceListSchema, "/v1/devices"),

@@ -4,6 +4,7 @@ import { type ApiError, type ApprovalView, api, canDecide, type Delivery } from 
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
+import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
 import { SafeText } from "../components/SafeText";
@@ -41,12 +42,16 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
   });
 
-  const choose = async (option: ApprovalView["options"][number]) => {
+  const choose = (option: ApprovalView["options"][number]) =>
+    send(option.optionId, (hash) => api.decide(id, option.optionId, hash));
+  const answer = (a: ElicitationAnswer) => send(a.action, (hash) => api.answer(id, a, hash));
+
+  const send = async (busyWith: string, decision: (requestHash: string) => Promise<ApprovalView>) => {
     if (!approval) return;
-    setBusy(option.optionId);
+    setBusy(busyWith);
     setNotice(null);
     try {
-      setApproval(await api.decide(id, option.optionId, approval.requestHash));
+      setApproval(await decision(approval.requestHash));
     } catch (e) {
       const err = e as ApiError;
       const final = asRecord(err.body).approval as ApprovalView | undefined;
@@ -82,7 +87,9 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
     );
   }
   if (!approval) return <p class="muted center">Loading…</p>;
-  return <Card approval={approval} busy={busy} notice={notice} onChoose={choose} embedded={embedded} />;
+  return (
+    <Card approval={approval} busy={busy} notice={notice} onChoose={choose} onAnswer={answer} embedded={embedded} />
+  );
 }
 
 function Card({
@@ -90,12 +97,14 @@ function Card({
   busy,
   notice,
   onChoose,
+  onAnswer,
   embedded,
 }: {
   approval: ApprovalView;
   busy: string | null;
   notice: Notice;
   onChoose: (o: ApprovalView["options"][number]) => void;
+  onAnswer: (a: ElicitationAnswer) => void;
   embedded: boolean;
 }) {
   const me = useMe();
@@ -144,6 +153,14 @@ function Card({
         <Fact label="Directory" value={session.cwd} />
       </dl>
 
+      {approval.snapshot.elicitation && (
+        <ElicitationQuestion
+          asked={approval.snapshot.elicitation}
+          pending={approval.state === "pending" && canDecide(me?.role)}
+          busy={busy}
+          onAnswer={onAnswer}
+        />
+      )}
       {typeof command === "string" && (
         <Section title="Command">
           <SafeText text={command} block testId="card-command" />
@@ -188,7 +205,9 @@ function Card({
             You are a viewer in this team: you can follow this request, but only approvers can decide it.
           </Banner>
         ) : approval.state === "pending" ? (
-          <OptionButtons options={approval.options} busy={busy} onChoose={onChoose} />
+          approval.type !== "elicitation" && (
+            <OptionButtons options={approval.options} busy={busy} onChoose={onChoose} />
+          )
         ) : (
           <Outcome approval={approval} />
         )}
