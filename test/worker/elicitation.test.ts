@@ -147,6 +147,19 @@ describe("elicitation/create over the socket", () => {
     }
   });
 
+  it("two devices answering at the same moment: one 200, one 409, one answer to the agent", async () => {
+    const { owner, agent, approval } = await elicitOnce();
+    const [a, b] = await Promise.all([
+      answer(owner, approval, { action: "accept", content: { name: "one", port: 3000 } }),
+      answer(owner, approval, { action: "decline" }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    const got = await result(agent);
+    expect(got.action).toBe(a.status === 200 ? "accept" : "decline");
+    await agent.barrier();
+    expect(agent.pending()).toBe(0);
+  });
+
   it("a stale requestHash is 409 request_changed", async () => {
     const { owner, approval } = await elicitOnce();
     const r = await answer(owner, approval, { action: "decline", requestHash: "0".repeat(64) });
