@@ -190,7 +190,10 @@ export function failClosedAnswer(
 // ── Elicitation (ACP `elicitation/create`, `elicitation/complete`) ─────────────────────────
 
 /** The modes Tapgate renders: what `tapgate acp` advertises as `clientCapabilities.elicitation`. */
-export const ELICITATION_CAPABILITIES = { form: {}, url: {} } as const;
+export const ELICITATION_CAPABILITIES: { form: Record<string, never>; url: Record<string, never> } = {
+  form: {},
+  url: {},
+};
 
 const fieldText = {
   title: z.string().max(256).nullish(),

@@ -5,8 +5,9 @@ import * as acp from "@agentclientprotocol/sdk";
 import { agentExit, forwardSignals, spawnAgent } from "../acp/agent-process.js";
 import { type AgentArgs, parseAgentArgs, wantsHelp } from "../acp/args.js";
 import { cliGate, logToStderr } from "../acp/cli-gate.js";
-import { acpPermissionHandler } from "../acp/handler.js";
+import { acpElicitationHandler, acpPermissionHandler } from "../acp/handler.js";
 import { sessionsOf } from "../acp/sessions.js";
+import { ELICITATION_CAPABILITIES } from "../protocol.js";
 
 const STOP_CODES: Record<acp.StopReason, number> = {
   end_turn: 0,
@@ -20,7 +21,8 @@ const USAGE = `usage: tapgate run [--prompt TEXT] [--timeout SECONDS] -- <agent 
 
 Runs one prompt turn of an ACP agent without an editor (scripts, CI), in the current directory.
 The prompt is --prompt, else stdin. The agent's messages and tool calls are printed as they
-stream; its permission requests go to Tapgate (refused when not signed in or unreachable).
+stream; its permission requests and questions (elicitation/create) go to Tapgate (refused, or
+cancelled, when not signed in or unreachable).
 
   --decide phone   Tapgate decides (the only mode: there is no editor to ask)
   --timeout S      permission requests expire after S seconds
@@ -71,6 +73,11 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
     onLog: (level, message) => level !== "debug" && logToStderr(message),
     meta,
   });
+  const elicit = acpElicitationHandler(gate, {
+    timeoutMs,
+    onLog: (level, message) => level !== "debug" && logToStderr(message),
+    meta,
+  });
   const app = acp.client({ name: "tapgate run" }).onRequest("session/request_permission", async (ctx) => {
     const title = out.titleOf(ctx.params.toolCall);
     out.line(`[permission] ${title}: asking Tapgate`);
@@ -80,6 +87,12 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
       (o) => answer.outcome.outcome === "selected" && o.optionId === answer.outcome.optionId,
     );
     out.line(`[permission] ${title}: ${chosen ? chosen.name : "cancelled"}`);
+    return answer;
+  });
+  app.onRequest("elicitation/create", async (ctx) => {
+    out.line(`[question] ${ctx.params.message.split("\n")[0]?.slice(0, 80)}: asking Tapgate`);
+    const answer = await elicit({ ...ctx, signal: AbortSignal.any([ctx.signal, turn.signal]) });
+    out.line(`[question] answered: ${answer.action}`);
     return answer;
   });
   const stdin = agent.stdin as NonNullable<typeof agent.stdin>;
@@ -113,9 +126,9 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
     const stopReason = await Promise.race([
       died,
       (async () => {
-        const init = await conn.agent.request("initialize", {
+        const init: acp.InitializeResponse = await conn.agent.request("initialize", {
           protocolVersion: acp.PROTOCOL_VERSION,
-          clientCapabilities: {},
+          clientCapabilities: { elicitation: ELICITATION_CAPABILITIES },
         });
         agentInfo = init.agentInfo ? { name: init.agentInfo.name, version: init.agentInfo.version } : undefined;
         const session = await conn.agent.buildSession(process.cwd()).start();
