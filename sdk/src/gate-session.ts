@@ -1,7 +1,8 @@
 /**
- * `GateSession`: one agent session's permission requests at Tapgate. Owns the requests in flight
- * (their JSON-RPC ids, local timeouts, abort signals), the frames that carry them, and the rule
- * that every path which is not a human decision answers fail-closed.
+ * `GateSession`: one agent session's permission requests and elicitations at Tapgate. Owns the
+ * requests in flight (their JSON-RPC ids, local timeouts, abort signals), the frames that carry
+ * them, and the rule that every path which is not a human decision answers fail-closed (the
+ * first `reject_once` or `cancelled` for a permission, `{action: "cancel"}` for an elicitation).
  *
  * Does not own the socket: `connection.ts` opens, heartbeats and reconnects it, and tells this
  * class when it opened, dropped or closed for good.
