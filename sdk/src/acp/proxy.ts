@@ -30,6 +30,15 @@ import { type GateSessions, sessionsOf } from "./sessions.js";
 
 export type DecideMode = "phone" | "race";
 
+/**
+ * How long after `session/cancel` has left for the agent its pending requests are answered
+ * `cancelled`. ACP orders the notification first but gives no acknowledgement of it, and an SDK
+ * agent that reads both in one chunk may see the answer before its own cancel signal fires (and
+ * end the turn `end_turn`); a moment between them lets it read the cancel on its own. The
+ * requests are claimed at once, so nothing else can answer them meanwhile.
+ */
+export const CANCEL_ANSWER_GRACE_MS = 250;
+
 export interface ProxyOptions {
   gate: Tapgate;
   decide: DecideMode;
@@ -107,10 +116,11 @@ export class AcpProxy {
       return;
     }
     if (msg?.kind === "notification" && msg.method === METHODS.sessionCancel) {
-      // ACP cancellation: the agent gets `session/cancel` first and its pending requests' `cancelled`
-      // answers only once that line has left, so a turn that checks its own abort signal when the
-      // answer arrives ends `cancelled`, not `end_turn`.
-      writeLine(this.#toAgent, line, () => this.#cancelSession(msg.params));
+      // ACP cancellation: the session's pending requests are claimed now (no later answer, a human's
+      // allow included, can reach the agent) and their cards withdrawn; the agent gets
+      // `session/cancel` first and their `cancelled` answers only after it (see CANCEL_ANSWER_GRACE_MS).
+      const answers = this.#cancelSession(msg.params);
+      writeLine(this.#toAgent, line, () => setTimeout(answers, CANCEL_ANSWER_GRACE_MS));
       return;
     }
     writeLine(this.#toAgent, line);
@@ -212,22 +222,34 @@ export class AcpProxy {
   }
 
   /** ACP: the client answers every pending permission request of a cancelled session `cancelled`. */
-  #cancelSession(params: unknown): void {
+  /** Claims the session's pending requests; what it returns writes their `cancelled` answers. */
+  #cancelSession(params: unknown): () => void {
     const sessionId = isRecord(params) ? params.sessionId : undefined;
-    for (const ask of [...this.#asks.values()])
-      if (ask.sessionId === sessionId) this.#settle(ask, cancelledAnswer(ask), "cancel");
+    const writes = [...this.#asks.values()]
+      .filter((ask) => ask.sessionId === sessionId)
+      .map((ask) => this.#settle(ask, cancelledAnswer(ask), "cancel", { later: true }));
+    return () => {
+      for (const write of writes) write();
+    };
   }
 
-  /** Exactly one answer per request; whoever did not give it is withdrawn. */
-  #settle(ask: Ask, answer: AgentAnswer, by: "gate" | "editor" | "cancel"): void {
+  /**
+   * Exactly one answer per request; whoever did not give it is withdrawn. With `later`, the
+   * request is claimed now and the answer written when the returned function is called.
+   */
+  #settle(ask: Ask, answer: AgentAnswer, by: "gate" | "editor" | "cancel", opts: { later?: boolean } = {}): () => void {
     ask.done = true;
     this.#asks.delete(rpcIdKey(ask.id));
-    if (!this.#agentGone) writeMessage(this.#toAgent, rpcResult(ask.id, answer));
+    const write = () => {
+      if (!this.#agentGone) writeMessage(this.#toAgent, rpcResult(ask.id, answer));
+    };
+    if (!opts.later) write();
     if (ask.editorId) {
       this.#offered.delete(ask.editorId);
       if (by !== "editor") this.#withdrawOffer(ask.editorId);
     }
     if (by !== "gate") ask.gate.abort();
+    return opts.later ? write : () => undefined;
   }
 
   #withdrawOffer(editorId: string): void {

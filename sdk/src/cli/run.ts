@@ -6,6 +6,7 @@ import { agentExit, forwardSignals, spawnAgent } from "../acp/agent-process.js";
 import { type AgentArgs, parseAgentArgs, wantsHelp } from "../acp/args.js";
 import { cliGate, logToStderr } from "../acp/cli-gate.js";
 import { acpElicitationHandler, acpPermissionHandler } from "../acp/handler.js";
+import { CANCEL_ANSWER_GRACE_MS } from "../acp/proxy.js";
 import { sessionsOf } from "../acp/sessions.js";
 import { ELICITATION_CAPABILITIES } from "../protocol.js";
 
@@ -63,6 +64,8 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
   const stopForwarding = forwardSignals(agent, ["SIGTERM", "SIGHUP"]);
   const out = new Printer();
   const turn = new AbortController();
+  /** Resolves once a Ctrl-C's `session/cancel` is out (at once while there was none). */
+  let cancelHeard: Promise<unknown> = Promise.resolve();
   let agentInfo: { name: string; version?: string } | undefined;
   const meta = () => ({
     title: prompt.trim().split("\n")[0]?.slice(0, 80),
@@ -83,6 +86,7 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
     out.line(`[permission] ${title}: asking Tapgate`);
     // A cancelled turn cancels its pending permission requests (ACP), whatever the agent does.
     const answer = await ask({ ...ctx, signal: AbortSignal.any([ctx.signal, turn.signal]) });
+    await cancelHeard;
     const chosen = ctx.params.options.find(
       (o) => answer.outcome.outcome === "selected" && o.optionId === answer.outcome.optionId,
     );
@@ -92,6 +96,7 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
   app.onRequest("elicitation/create", async (ctx) => {
     out.line(`[question] ${ctx.params.message.split("\n")[0]?.slice(0, 80)}: asking Tapgate`);
     const answer = await elicit({ ...ctx, signal: AbortSignal.any([ctx.signal, turn.signal]) });
+    await cancelHeard;
     out.line(`[question] answered: ${answer.action}`);
     return answer;
   });
@@ -113,10 +118,13 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
     logToStderr("cancelling the turn (Ctrl-C again to stop the agent)");
     // ACP cancellation: the agent hears `session/cancel` before its pending permission requests are
     // answered `cancelled`, so it can tell a cancelled turn from a refused tool call.
-    void conn.agent
+    // The requests are withdrawn at once (no later answer reaches the agent), but answered only once
+    // the notification has left and the agent had a moment to read it (the proxy's grace, too).
+    cancelHeard = conn.agent
       .notify("session/cancel", { sessionId })
       .catch(() => undefined)
-      .finally(() => turn.abort());
+      .then(() => new Promise((resolve) => setTimeout(resolve, CANCEL_ANSWER_GRACE_MS)));
+    turn.abort();
   };
   process.on("SIGINT", onInterrupt);
   const died = exited.then((code) => {
