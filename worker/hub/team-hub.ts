@@ -14,7 +14,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval, Delivery } from "../../sdk/src/approval";
-import { deleteDevice } from "../db";
+import { type D1OutboxOp, deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import type {
@@ -23,6 +23,7 @@ import type {
   AuditEvent,
   DeadLetteredSession,
   HubDevice,
+  OutboxOp,
   QuotaAsk,
   QuotaVerdict,
   SessionNews,
@@ -265,8 +266,22 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!first) return;
     this.adopt(first);
     await this.audit.append(this.teamId() as string, events);
-    // Events a route queued while its call to us failed ride along, at most every 10 s (a
-    // busy session appends often); the caller's own events are in, whatever happens here.
+    await this.drainAuditSometimes();
+  }
+
+  async writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void> {
+    this.adopt(teamId);
+    const events = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
+    const index = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
+    await this.audit.append(this.teamId() as string, events, index);
+    await this.drainAuditSometimes();
+  }
+
+  /**
+   * Events a route queued while its call to us failed ride along, at most every 10 s (a busy
+   * session appends often); the caller's own events are in, whatever happens here.
+   */
+  private async drainAuditSometimes(): Promise<void> {
     const now = Date.now();
     if (now - this.auditDrainedAt < OPPORTUNISTIC_DRAIN_MS) return;
     this.auditDrainedAt = now;
