@@ -41,9 +41,12 @@ import { Sessions } from "./sessions";
 
 /** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
 const OPPORTUNISTIC_DRAIN_MS = 10_000;
+/** How often a resolution also forgets requests resolved more than KEEP_RESOLVED_MS ago. */
+const PRUNE_EVERY_MS = 60_000;
 
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private auditDrainedAt = 0;
+  private prunedAt = 0;
   private readonly host: HubHost;
   private readonly directory: Directory;
   private readonly feed: LiveFeed;
@@ -123,8 +126,13 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
     this.push.queueResolved(approval, now);
-    this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
-    this.feed.prune(now - KEEP_RESOLVED_MS);
+    // Pruning is a sweep over the tables, not per-request work: at most once a minute, so a burst
+    // of resolutions does not sweep once per request.
+    if (now - this.prunedAt >= PRUNE_EVERY_MS) {
+      this.prunedAt = now;
+      this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
+      this.feed.prune(now - KEEP_RESOLVED_MS);
+    }
     await this.push.drain();
   }
 
