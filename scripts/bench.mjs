@@ -375,6 +375,8 @@ try {
           const res = await human(path, { signal: AbortSignal.timeout(300_000) });
           await res.arrayBuffer();
           probes.push({ path, ms: performance.now() - t, ok: res.ok });
+          if (process.env.BENCH_TRACE)
+            progress("storm", `${path} ${res.status} in ${(performance.now() - t).toFixed(0)} ms`);
         } catch {
           probes.push({ path, ms: performance.now() - t, ok: false });
         }
@@ -396,6 +398,7 @@ try {
       agentsDenied: deniedLocally,
       probes: probes.length,
       slowestProbeMs: Math.max(...probes.map((p) => p.ms)),
+      slowestProbe: probes.reduce((a, b) => (b.ms > a.ms ? b : a), probes[0]).path,
       failedProbes: probes.filter((p) => !p.ok).length,
     };
   }
@@ -453,7 +456,7 @@ if (argv.json) {
     ],
     [
       "... meanwhile the slowest trivial request",
-      `${(st.slowestProbeMs / 1000).toFixed(2)} s (${st.probes} probes, ${st.failedProbes} failed)`,
+      `${(st.slowestProbeMs / 1000).toFixed(2)} s (${st.slowestProbe}; ${st.probes} probes, ${st.failedProbes} failed)`,
       x(st.ratioSlowestProbe),
       "<= 1 s",
     ],
