@@ -7,6 +7,8 @@
  * Figures only, no thresholds.
  *
  *   node scripts/bench.mjs [--n 200] [--sessions 1000] [--pings 500] [--live 100] [--inflight 16] [--json]
+ *
+ * BENCH_TRACE=1 also prints each storm probe as it returns and the Worker's own log (`console.warn`).
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
@@ -217,7 +219,9 @@ async function openSessions(gate, prefix, count) {
   return sessions;
 }
 
-const worker = await startLocalWorker();
+const worker = await startLocalWorker({
+  log: process.env.BENCH_TRACE ? (line) => process.stderr.write(line) : undefined,
+});
 const report = { n: N, sessions: M, inFlight: IN_FLIGHT, bundle };
 let failures = 0;
 const failed = () => {
