@@ -12,6 +12,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { get as httpGet } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -386,6 +387,24 @@ try {
         }
       }
     })();
+    // The same listing over a new TCP connection each time, so a stall of one pooled connection shows as such.
+    const fresh = (async () => {
+      while (probing) {
+        const t = performance.now();
+        const status = await new Promise((resolve) => {
+          const req = httpGet(
+            `${worker.url}/v1/approvals?state=pending&limit=1`,
+            { agent: false, headers: { Cookie: cookie, Origin: worker.url }, timeout: 300_000 },
+            (res) => res.resume().on("end", () => resolve(res.statusCode)),
+          );
+          req.on("error", () => resolve(0));
+          req.on("timeout", () => req.destroy());
+        });
+        const path = "/v1/approvals (new connection)";
+        probes.push({ path, ms: performance.now() - t, ok: status === 200 });
+        if (process.env.BENCH_TRACE) progress("storm", `${path} ${status} in ${(performance.now() - t).toFixed(0)} ms`);
+      }
+    })();
     for (const s of sessions) s.close();
     const answered = await Promise.all(asks.map((a) => a.answered));
     const deniedLocally = answered.filter(
@@ -393,7 +412,7 @@ try {
     ).length;
     await Promise.race([allResolved, new Promise((r) => setTimeout(r, 300_000))]);
     probing = false;
-    await probe;
+    await Promise.all([probe, fresh]);
     return {
       dropped: sessions.length,
       expected,
