@@ -21,6 +21,7 @@ import { pairingRoutes } from "./routes/pairing";
 import { passkeyRoutes } from "./routes/passkeys";
 import { policyRoutes } from "./routes/policy";
 import { pushRoutes } from "./routes/push";
+import { ruleRoutes } from "./routes/rules";
 import { sessionRoutes } from "./routes/sessions";
 import { teamRoutes } from "./routes/teams";
 import { webSessionRoutes } from "./routes/web-sessions";
@@ -51,6 +52,7 @@ const app = new Hono<AppEnv>()
   .route("/", teamRoutes)
   .route("/", memberRoutes)
   .route("/", policyRoutes)
+  .route("/", ruleRoutes)
   .route("/", sessionRoutes)
   .route("/", historyRoutes)
   .route("/", auditRoutes)

@@ -20,10 +20,12 @@ import {
   approvalPageSchema,
   auditPageSchema,
   auditVerdictSchema,
+  type CreateRuleBody,
   challengeAnswerSchema,
   createdInviteSchema,
   createdKeySchema,
   currentTeamSchema,
+  type DecisionRule,
   type DeviceBody,
   decisionAnswerSchema,
   deviceCodeInfoSchema,
@@ -50,6 +52,8 @@ import {
   pushKeyAnswerSchema,
   type Role,
   revokedKeySchema,
+  ruleAnswerSchema,
+  ruleListSchema,
   type SignedInAsOther,
   type SignupBody,
   savedDeviceSchema,
@@ -85,6 +89,8 @@ export type {
   PushSubscriptionBody,
   ResolutionReason,
   Role,
+  Rule,
+  RuleMatch,
   SignedInAsOther,
   Stats,
   Team,
@@ -248,11 +254,17 @@ export const api = {
     return get(approvalPageSchema, `/v1/approvals?${params}`);
   },
   approval: (id: string) => get(approvalAnswerSchema, `/v1/approvals/${enc(id)}`),
-  decide: (id: string, optionId: string, requestHash: string) =>
-    post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash }),
+  /** With `rule`: also make a standing `me` rule from this request (the card's "Allow for 1 h"). */
+  decide: (id: string, optionId: string, requestHash: string, rule?: DecisionRule) =>
+    post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash, ...(rule && { rule }) }),
+
   /** An elicitation's answer: `accept` (with a form's content), `decline` or `cancel`. */
   answer: (id: string, answer: { action: ElicitationAction; content?: ElicitationContent }, requestHash: string) =>
     post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { ...answer, requestHash }),
+
+  rules: () => get(ruleListSchema, "/v1/rules"),
+  createRule: (body: CreateRuleBody) => post(ruleAnswerSchema, "/v1/rules", body),
+  endRule: (id: string) => del(ruleAnswerSchema, `/v1/rules/${enc(id)}`),
 
   pushKey: () => get(pushKeyAnswerSchema, "/v1/push/key"),
   devices: () => get(deviceListSchema, "/v1/devices"),

@@ -27,6 +27,7 @@ const TeamHistory = lazy(() => import("./dashboard/TeamHistory").then((m) => m.T
 const Audit = lazy(() => import("./dashboard/Audit").then((m) => m.Audit));
 const Members = lazy(() => import("./dashboard/Members").then((m) => m.Members));
 const Keys = lazy(() => import("./dashboard/Keys").then((m) => m.Keys));
+const Rules = lazy(() => import("./dashboard/Rules").then((m) => m.Rules));
 const Policy = lazy(() => import("./dashboard/Policy").then((m) => m.Policy));
 const Stats = lazy(() => import("./dashboard/Stats").then((m) => m.Stats));
 
@@ -143,6 +144,8 @@ function matchRoute({ path, query }: Location, wide: boolean): Route {
       return { protected: true, render: () => <Members /> };
     case "/keys":
       return { protected: true, render: () => <Keys /> };
+    case "/rules":
+      return { protected: true, render: () => <Rules /> };
     case "/policy":
       return { protected: true, render: () => <Policy /> };
     case "/stats":

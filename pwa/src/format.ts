@@ -43,6 +43,7 @@ const REASON_WORDS: Record<string, string> = {
   key_revoked: "the agent's API key was revoked",
   service_restart: "the service restarted",
   invalid: "the request was invalid",
+  rule: "a standing rule allowed it",
 };
 
 /** An elicitation's answer, in words. */
@@ -62,6 +63,10 @@ export function outcome(a: ApprovalView, myUserId?: string): string {
     const where = a.decidedBy.device && a.decidedBy.device !== "web" ? ` on ${a.decidedBy.device}` : "";
     const who = a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name;
     return `${word}${chose} by ${who}${where}`;
+  }
+  if (a.reason === "rule" && a.rule) {
+    const who = a.rule.createdBy.userId === myUserId ? "your" : `${a.rule.createdBy.name}'s`;
+    return `${word} by ${who} standing rule`;
   }
   if (a.state === "expired" || !a.reason) return word;
   return `${word} — ${REASON_WORDS[a.reason] ?? a.reason}`;

@@ -19,6 +19,8 @@ export const RESOLUTION_REASONS = [
   "key_revoked",
   "service_restart",
   "invalid",
+  /** Allowed by a standing rule, with no human (the approval's `rule` names it). */
+  "rule",
 ] as const;
 export const resolutionReasonSchema = z.enum(RESOLUTION_REASONS);
 export type ResolutionReason = z.infer<typeof resolutionReasonSchema>;
@@ -34,6 +36,10 @@ export const decidedBySchema = z.object({
   device: z.string(),
 });
 export type DecidedBy = z.infer<typeof decidedBySchema>;
+
+/** The standing rule that allowed an approval (reason `rule`): which one, and who made it. */
+export const approvalRuleSchema = z.object({ id: z.string(), createdBy: ownerSchema });
+export type ApprovalRule = z.infer<typeof approvalRuleSchema>;
 
 /** Per-device push delivery of an approval, as `GET /v1/approvals/:id` and the live feed report it. */
 export const deliverySchema = z.object({
@@ -103,6 +109,8 @@ export const approvalSchema = z.object({
   type: z.enum(["permission", "elicitation"]).optional(),
   /** An elicitation's answer once a human gave one; the content it carried goes to the agent only. */
   action: elicitationActionSchema.nullable().optional(),
+  /** Present when a standing rule allowed it (reason `rule`; `decidedBy` is then null). */
+  rule: approvalRuleSchema.optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

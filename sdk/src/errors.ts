@@ -41,6 +41,8 @@ export const ERRORS = {
   last_owner: { status: 409, message: "a team needs at least one owner" },
   too_many_devices: { status: 409, message: "too many devices; remove one first" },
   request_changed: { status: 409, message: "the request differs from what you saw; reload it" },
+  too_many_rules: { status: 409, message: "the team has 100 active rules; end one first" },
+  rule_not_possible: { status: 409, message: "no rule can be made from this request; nothing was decided" },
   signed_in_as_other: {
     status: 409,
     message: "this browser is signed in as someone else; send confirm: true to switch accounts",
@@ -55,6 +57,8 @@ export const ERRORS = {
   quota_exceeded: { status: 429, message: "over one of the team's limits; retry after Retry-After seconds" },
   internal_error: { status: 500, message: "something went wrong; nothing was decided" },
   push_unavailable: { status: 503, message: "Web Push is not configured on this server" },
+  rules_unavailable: { status: 503, message: "the team's rules could not be updated everywhere; try again" },
+  rule_not_created: { status: 503, message: "the request was allowed once, but the rule could not be made" },
   quota_unavailable: { status: 503, message: "the team's limits could not be checked; nothing was held" },
 } as const satisfies Record<string, { status: number; message: string }>;
 

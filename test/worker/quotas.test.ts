@@ -163,7 +163,7 @@ describe("team quotas", () => {
       expiresAt: Date.now() + 60_000,
       limits: { ...DEFAULT_POLICY.limits, pendingPerTeam: 1 },
     });
-    expect(verdict).toEqual({ ok: true });
+    expect(verdict).toEqual({ ok: true, rules: [] }); // admitted, with the standing rules that may apply: none
     const refused = await askHttp(key, unique("heal"));
     expect(await json(refused)).toMatchObject({ limit: "pendingPerTeam" });
     expect((await json<{ retryAfterMs: number }>(await askHttp(key, unique("heal")))).retryAfterMs).toBeLessThanOrEqual(

@@ -1,5 +1,12 @@
 /** D1 access: approvals (index and history). */
-import type { Approval, ApprovalState, DecidedBy, OwnedApproval, SessionInfo } from "../../sdk/src/approval";
+import type {
+  Approval,
+  ApprovalRule,
+  ApprovalState,
+  DecidedBy,
+  OwnedApproval,
+  SessionInfo,
+} from "../../sdk/src/approval";
 import type { AuditEvent } from "../audit-chain";
 
 export interface ApprovalRow {
@@ -18,6 +25,8 @@ export interface ApprovalRow {
   /** `permission` or `elicitation` (migration 0014); an elicitation's `action` once answered. */
   request_type?: string;
   action?: string | null;
+  /** JSON {id, createdBy}: the standing rule that allowed it (migration 0011). */
+  rule: string | null;
 }
 
 export function approvalFromRow(r: ApprovalRow): Approval {
@@ -35,6 +44,7 @@ export function approvalFromRow(r: ApprovalRow): Approval {
     optionId: r.option_id,
     decidedBy: r.decided_by ? (JSON.parse(r.decided_by) as DecidedBy) : null,
     ...(r.request_type === "elicitation" && { type: "elicitation", action: (r.action ?? null) as Approval["action"] }),
+    ...(r.rule ? { rule: JSON.parse(r.rule) as ApprovalRule } : {}),
   };
 }
 
@@ -125,11 +135,11 @@ function approvalUpsertStatement(
     .prepare(
       `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
                               options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id,
-                              request_type, action)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                              request_type, action, rule, rule_id)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
        ON CONFLICT (id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
               resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id,
-              action = excluded.action
+              action = excluded.action, rule = excluded.rule, rule_id = excluded.rule_id
         WHERE approvals.state = 'pending' AND approvals.team_id = excluded.team_id`,
     )
     .bind(
@@ -151,5 +161,7 @@ function approvalUpsertStatement(
       a.optionId,
       a.type ?? "permission",
       a.action ?? null,
+      a.rule ? JSON.stringify(a.rule) : null,
+      a.rule?.id ?? null,
     );
 }

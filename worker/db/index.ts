@@ -13,6 +13,7 @@ export * from "./passkeys";
 export * from "./people";
 export * from "./rate-limits";
 export * from "./retention";
+export * from "./rules";
 export * from "./sessions";
 export * from "./teams";
 export * from "./web-sessions";

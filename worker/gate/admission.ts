@@ -4,11 +4,15 @@
  * closed: a hub that fails or answers later than `ADMIT_TIMEOUT_MS` refuses the request; it is
  * never held unchecked, and never held without an answer.
  *
+ * The hub's admission also hands over the standing rules that can apply to the session, so the
+ * hold can match them with no D1 (state-machine.ts `open`).
+ *
  * Owns: the order of those steps and the refusals they give. Does not own: the checks and the
  * hold (state-machine.ts), the counting (the hub's `quotas.ts`), or the replies (the transports).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type { AgentAsk } from "../../sdk/src/protocol";
+import type { AgentAsk, RequestPermissionParams } from "../../sdk/src/protocol";
+import type { StandingRule } from "../../sdk/src/rules";
 import { limitsOf } from "../policy";
 import type { GateHub, QuotaVerdict } from "./hub";
 import type { Refusal, StateMachine } from "./state-machine";
@@ -64,7 +68,7 @@ export class Admission {
       if ("unavailable" in verdict) this.release(teamId, approvalId);
       return refusalOf(verdict);
     }
-    const opened = this.hold(holder, params, now, approvalId, holderAlive);
+    const opened = this.hold(holder, params, now, approvalId, holderAlive, verdict.rules ?? []);
     if ("refused" in opened) this.release(teamId, approvalId);
     return opened;
   }
@@ -80,6 +84,7 @@ export class Admission {
     now: number,
     approvalId: string,
     holderAlive: () => boolean,
+    rules: readonly StandingRule[],
   ): Approval | Refusal {
     if (!holderAlive()) return { refused: "holder_gone", message: "the socket closed before the request was held" };
     const session = this.host.session();
@@ -87,7 +92,7 @@ export class Admission {
       return { refused: "key_revoked", message: "this API key was revoked" };
     }
     try {
-      return this.host.machine.open(session, holder, params, now, approvalId);
+      return this.host.machine.open(session, holder, params, now, approvalId, rules);
     } catch {
       return { refused: "not_held", message: "the request could not be held; nothing was held" };
     }

@@ -12,10 +12,12 @@ import type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/ap
 import type { ErrorCode } from "../../sdk/src/errors";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
+import type { RuleMatch } from "../../sdk/src/human/rules";
 import type {
   AgentAsk,
   CreateElicitationResponse,
   ElicitationAction,
+  RequestPermissionParams,
   RequestPermissionResponse,
 } from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
@@ -56,6 +58,8 @@ export interface DecisionInput {
   action?: ElicitationAction;
   content?: Record<string, unknown>;
   requestHash: string;
+  /** Also make a standing `me` rule from this request (the card's "Allow for 1 h"): checked by the gate. */
+  rule?: { expiresInMs: number; match?: RuleMatch };
 }
 
 /**
@@ -63,7 +67,10 @@ export interface DecisionInput {
  * stored approval). Otherwise why not, with the approval as it stands where that helps.
  */
 export type DecisionResult =
-  | { ok: true; approval: Approval }
+  /** `ruleMatch`: what the rule asked for must match, when this decision allowed with `rule` (not on a repeat). */
+  | { ok: true; approval: Approval; ruleMatch?: RuleMatch }
+  /** `rule` was asked for, but no rule may be made from this request: nothing was decided. */
+  | { ok: false; error: Extract<ErrorCode, "rule_not_possible">; message: string }
   | {
       ok: false;
       error: Extract<ErrorCode, "already_decided" | "already_resolved" | "request_changed">;

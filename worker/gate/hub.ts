@@ -11,6 +11,7 @@ import {
   type ApprovalNews,
   type AuditEvent,
   hubFor,
+  type OutboxOp,
   PRESENCE_REPORT_MS,
   type QuotaAsk,
   type QuotaVerdict,
@@ -34,8 +35,8 @@ export interface GateHub {
   admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict>;
   /** An admitted request was not held after all. */
   releaseRequest(teamId: string, approvalId: string): Promise<void>;
-  /** Appends to the team's audit chain; resolves once D1 has every event. */
-  appendAudit(events: AuditEvent[]): Promise<void>;
+  /** The outbox's rows (D1 index and audit chain), group-committed per team; resolves once D1 has every one. */
+  writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void>;
 }
 
 export function gateHub(env: Env, teamId: string): GateHub {

@@ -7,7 +7,14 @@
  * Owns: rules, no state, no I/O. Does not own: storage (store.ts) or the transitions that apply
  * the rules (state-machine.ts). Imports no `cloudflare:workers`, so rules.test.ts runs under Node.
  */
-import type { Approval, ApprovalState, DecidedBy, ResolutionReason, SessionInfo } from "../../sdk/src/approval";
+import type {
+  Approval,
+  ApprovalRule,
+  ApprovalState,
+  DecidedBy,
+  ResolutionReason,
+  SessionInfo,
+} from "../../sdk/src/approval";
 import {
   type ElicitationAction,
   type ElicitationContent,
@@ -50,6 +57,8 @@ export interface Resolution {
   /** An elicitation's answer (elicitation.ts): the action, and an accepted form's content (for the agent only). */
   action?: ElicitationAction;
   content?: ElicitationContent;
+  /** The standing rule that allowed it (reason `rule`). */
+  rule?: ApprovalRule;
 }
 
 /**
@@ -102,6 +111,7 @@ export function resolvedApproval(pending: Approval, r: Resolution, now: number):
     optionId: r.optionId ?? null,
     decidedBy: r.decidedBy ?? null,
     ...(pending.type === "elicitation" && { action: r.action ?? null }),
+    ...(r.rule && { rule: r.rule }),
   };
 }
 
@@ -113,16 +123,25 @@ export function resolvedApproval(pending: Approval, r: Resolution, now: number):
 export function agentAnswer(
   approvalId: string,
   agentOptions: PermissionOption[],
-  r: { reason: ResolutionReason | null; optionId?: string | null; decidedBy?: DecidedBy | null },
+  r: {
+    reason: ResolutionReason | null;
+    optionId?: string | null;
+    decidedBy?: DecidedBy | null;
+    rule?: ApprovalRule | null;
+  },
 ): RequestPermissionResponse {
   const { outcome } =
-    r.reason === "decided" && r.optionId
+    (r.reason === "decided" || (r.reason === "rule" && r.rule)) && r.optionId
       ? { outcome: { outcome: "selected" as const, optionId: r.optionId } }
       : r.reason === "agent_cancelled" || r.reason === "session_cancelled"
         ? { outcome: { outcome: "cancelled" as const } }
         : failClosedAnswer(agentOptions);
   const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
-  return { outcome, _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }) } } };
+  const rule = r.reason === "rule" && r.rule ? { id: r.rule.id, createdBy: r.rule.createdBy } : undefined;
+  return {
+    outcome,
+    _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }) } },
+  };
 }
 
 /** Why a pending request ends at `now` without a human, or null while it still waits. */
@@ -228,6 +247,7 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     decidedBy: a.decidedBy,
     // An elicitation's answer is its action; the content a human typed stays out of the audit log.
     ...(a.type === "elicitation" && { action: a.action ?? null }),
+    ...(a.rule && { rule: a.rule }),
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
 }

@@ -60,7 +60,6 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.store = store;
     this.sockets = new Sockets(ctx);
     this.outbox = new Outbox(store, {
-      db: env.DB,
       hub: (teamId) => gateHub(env, teamId),
       deadLettered: () => this.presence.noteDeadLetters(Date.now()),
     });

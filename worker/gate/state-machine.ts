@@ -17,6 +17,7 @@ import {
   type PermissionOption,
   tapgateMetaSchema,
 } from "../../sdk/src/protocol";
+import type { StandingRule } from "../../sdk/src/rules";
 import { randomBase62 } from "../crypto";
 import type { DecisionInput, DecisionResult } from "./api";
 import {
@@ -28,6 +29,7 @@ import {
 } from "./elicitation";
 import type { GateHub } from "./hub";
 import type { Outbox } from "./outbox";
+import { cardRuleMatch, ruleResolution } from "./rule-allow";
 import {
   agentAnswer,
   auditOp,
@@ -100,7 +102,8 @@ export class StateMachine {
   /**
    * Holds a new permission request for its holder, or says why it is refused. The team's quotas
    * admitted `id` already (admission.ts); the session's checks run again here, synchronously
-   * with the write, since other events may have come in while the hub was asked.
+   * with the write, since other events may have come in while the hub was asked. A standing
+   * rule of `rules` (the hub's, with the admission) that allows it ends it at once: no push.
    */
   open(
     meta: ServedSession,
@@ -108,6 +111,7 @@ export class StateMachine {
     params: AgentAsk,
     now: number,
     id = this.newApprovalId(),
+    rules: readonly StandingRule[] = [],
   ): Approval | Refusal {
     const checked = this.check(meta, params);
     if ("refused" in checked) return checked;
@@ -127,6 +131,8 @@ export class StateMachine {
     this.store.insertPending(approval, holder, isElicitation(params) ? [] : params.options);
     this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
     this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
+    const byRule = ruleResolution(meta, approval, rules, now);
+    if (byRule) return this.resolve(this.store.pendingById(approval.id) as PendingRow, byRule, now) ?? approval;
     this.host.tellHub(meta.teamId, (hub) =>
       hub.approvalCreated(meta.teamId, {
         approval,
@@ -154,7 +160,7 @@ export class StateMachine {
     this.host.deliver(row, answer);
     const meta = this.store.meta();
     if (meta) {
-      const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : "system";
+      const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : r.rule ? `rule:${r.rule.id}` : "system";
       this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
       this.host.outbox.enqueue(auditOp(meta, approval, actor, `approval.${r.state}`, now));
       this.host.tellHub(meta.teamId, (hub) => hub.approvalResolved(meta.teamId, approval, meta.ownerUserId));
@@ -202,8 +208,15 @@ export class StateMachine {
         ? { ok: false, error: "request_changed", approval: current }
         : { ok: false, error: check.error };
     }
+    const card = !d.rule
+      ? null
+      : d.optionId === undefined
+        ? { ok: false as const, message: "a rule is made only with an option of a permission request" }
+        : cardRuleMatch(meta, current, { userId: d.userId, optionId: d.optionId, match: d.rule.match });
+    if (card && !card.ok) return { ok: false, error: "rule_not_possible", message: card.message };
     const approval = this.resolve(row, check.resolution, now);
-    return approval ? { ok: true, approval } : { ok: false, error: "already_decided", approval: current };
+    if (!approval) return { ok: false, error: "already_decided", approval: current };
+    return card ? { ok: true, approval, ruleMatch: card.match } : { ok: true, approval };
   }
 
   /** Resolves a pending row whose lifetime or HTTP lease is over; the resolved approval, or null. */

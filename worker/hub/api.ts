@@ -9,11 +9,13 @@
 import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
 import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
+import type { StandingRule } from "../../sdk/src/rules";
 import type { AuditAnchors, AuditEvent } from "../audit-chain";
+import type { OutboxOp } from "../db/approvals";
 import type { DeviceRow } from "../db/devices";
 import type { VersionedPolicy } from "../policy";
 
-export type { AuditAnchors, AuditEvent };
+export type { AuditAnchors, AuditEvent, OutboxOp };
 
 /** Who opened a live-feed socket: set by the Worker after it checked the cookie and Origin. */
 export interface HubJoin {
@@ -69,8 +71,14 @@ export interface QuotaAsk {
   limits: TeamLimits;
 }
 
-/** Admitted, or which limit the request is over and when one more could pass. */
-export type QuotaVerdict = { ok: true } | { ok: false; limit: QuotaLimit; retryAfterMs: number };
+/**
+ * Admitted (with the standing rules that can apply to the session: the team's and its owner's,
+ * from the hub's copy; absent from an older hub), or which limit the request is over and when
+ * one more could pass.
+ */
+export type QuotaVerdict =
+  | { ok: true; rules?: StandingRule[] }
+  | { ok: false; limit: QuotaLimit; retryAfterMs: number };
 
 /** The live feed's events (sdk/src/human/live.ts): approvals carry `owner` and `delivery`. */
 export type { LiveApproval, LiveEvent } from "../../sdk/src/human/live";
@@ -94,6 +102,11 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * key per minute), before the gate holds it. Answers from the hub's own SQLite, no D1.
    */
   admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict>;
+  /**
+   * The team's standing rules changed in D1: the hub's copy reads them again. Resolves once the
+   * copy has them, so the next admission hands out the change (docs/human-api.md "Standing rules").
+   */
+  rulesChanged(teamId: string): Promise<void>;
   /** An admitted request was not held after all: its slot is free (ends release it by `approvalResolved`). */
   releaseRequest(teamId: string, approvalId: string): Promise<void>;
   /** The service worker saw the push on this device; false when it was not this user's push. */
@@ -105,7 +118,7 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   deviceRemoved(deviceId: string): Promise<void>;
   /** Queues a test push to one of this user's devices; false when it is not theirs. */
   sendTest(teamId: string, deviceId: string, userId: string): Promise<boolean>;
-  /** Members or roles changed: read them again from D1 on next use. */
+  /** Members or roles changed: read them (and the standing rules they may hold) again from D1. */
   forgetDirectory(): Promise<void>;
 
   /** Ends a member's live sockets (sign-out everywhere, removal from the team). */
@@ -132,6 +145,12 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
 
   /** Appends events to the team's audit chain, in order; resolves once D1 has every one. */
   appendAudit(events: AuditEvent[]): Promise<void>;
+  /**
+   * A SessionGate's outbox batch: its D1 index rows and audit events, written with whatever
+   * other sessions of the team sent meanwhile in one D1 batch (the audit writer's group
+   * commit); resolves once D1 has every one.
+   */
+  writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void>;
   /** Chains the events the routes queued in D1 (`audit_outbox`); rejects when D1 or the chain failed. */
   drainAudit(teamId: string): Promise<void>;
   /** After draining: the head the hub last wrote (its anchor), and the first anchor found broken. */

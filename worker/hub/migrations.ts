@@ -51,6 +51,9 @@ const MIGRATIONS: MigrationStep[] = [
    CREATE INDEX IF NOT EXISTS quota_pending_expiry ON quota_pending (expires_at);
    CREATE TABLE IF NOT EXISTS quota_buckets (key_id TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL,
      full_at INTEGER NOT NULL);`,
+  // Standing rules (rules.ts): the team's rules that stand, copied from D1 on change.
+  `CREATE TABLE IF NOT EXISTS standing_rules (id TEXT PRIMARY KEY, scope TEXT NOT NULL, created_by TEXT NOT NULL,
+     creator_name TEXT NOT NULL, match TEXT NOT NULL, expires_at INTEGER NOT NULL);`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -14,7 +14,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval, Delivery } from "../../sdk/src/approval";
-import { deleteDevice } from "../db";
+import { type D1OutboxOp, deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import type {
@@ -23,6 +23,7 @@ import type {
   AuditEvent,
   DeadLetteredSession,
   HubDevice,
+  OutboxOp,
   QuotaAsk,
   QuotaVerdict,
   SessionNews,
@@ -35,13 +36,17 @@ import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
 import { PushQueue } from "./push-queue";
 import { Quotas } from "./quotas";
+import { StandingRules } from "./rules";
 import { Sessions } from "./sessions";
 
 /** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
 const OPPORTUNISTIC_DRAIN_MS = 10_000;
+/** How often a resolution also forgets requests resolved more than KEEP_RESOLVED_MS ago. */
+const PRUNE_EVERY_MS = 60_000;
 
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private auditDrainedAt = 0;
+  private prunedAt = 0;
   private readonly host: HubHost;
   private readonly directory: Directory;
   private readonly feed: LiveFeed;
@@ -49,6 +54,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly sessions: Sessions;
   private readonly audit: AuditWriter;
   private readonly quotas: Quotas;
+  private readonly rules: StandingRules;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -75,6 +81,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.audit = new AuditWriter(this.host);
     this.quotas = new Quotas(this.host);
+    this.rules = new StandingRules(this.host);
   }
 
   // ── platform entry points ────────────────────────────────────────────────
@@ -119,8 +126,13 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
     this.push.queueResolved(approval, now);
-    this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
-    this.feed.prune(now - KEEP_RESOLVED_MS);
+    // Pruning is a sweep over the tables, not per-request work: at most once a minute, so a burst
+    // of resolutions does not sweep once per request.
+    if (now - this.prunedAt >= PRUNE_EVERY_MS) {
+      this.prunedAt = now;
+      this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
+      this.feed.prune(now - KEEP_RESOLVED_MS);
+    }
     await this.push.drain();
   }
 
@@ -139,7 +151,17 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!verdict.ok && this.quotas.shouldShow(ask.keyId, verdict.limit, now)) {
       this.ctx.waitUntil(this.showRefusal(ask, verdict, now));
     }
-    return verdict;
+    if (!verdict.ok) return verdict;
+    // A copy not loaded hands out no rules (humans decide) and is read again after the answer.
+    if (!this.rules.loaded()) this.ctx.waitUntil(this.rules.loadSoon(teamId));
+    return { ok: true, rules: this.rules.forSession(ask.ownerUserId, now) };
+  }
+
+  // ── standing rules ───────────────────────────────────────────────────────
+
+  async rulesChanged(teamId: string): Promise<void> {
+    this.adopt(teamId);
+    await this.rules.reload(teamId);
   }
 
   async releaseRequest(teamId: string, approvalId: string): Promise<void> {
@@ -208,6 +230,10 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async forgetDirectory(): Promise<void> {
     this.directory.forget();
+    // A member removed or demoted holds no rules any more: none are handed out until re-read.
+    this.rules.forget();
+    const teamId = this.teamId();
+    if (teamId) this.ctx.waitUntil(this.rules.loadSoon(teamId));
   }
 
   // ── the live feed ────────────────────────────────────────────────────────
@@ -248,8 +274,22 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!first) return;
     this.adopt(first);
     await this.audit.append(this.teamId() as string, events);
-    // Events a route queued while its call to us failed ride along, at most every 10 s (a
-    // busy session appends often); the caller's own events are in, whatever happens here.
+    await this.drainAuditSometimes();
+  }
+
+  async writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void> {
+    this.adopt(teamId);
+    const events = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
+    const index = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
+    await this.audit.append(this.teamId() as string, events, index);
+    await this.drainAuditSometimes();
+  }
+
+  /**
+   * Events a route queued while its call to us failed ride along, at most every 10 s (a busy
+   * session appends often); the caller's own events are in, whatever happens here.
+   */
+  private async drainAuditSometimes(): Promise<void> {
     const now = Date.now();
     if (now - this.auditDrainedAt < OPPORTUNISTIC_DRAIN_MS) return;
     this.auditDrainedAt = now;

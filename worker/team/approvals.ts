@@ -13,6 +13,7 @@ import { DomainError } from "../errors";
 import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
 import { hubFor } from "../hub/api";
 import type { Env } from "../types";
+import { assertRoomForRule, createCardRule } from "./rules";
 
 export const noSuchApproval = () => new DomainError("not_found", "no such approval");
 
@@ -36,12 +37,24 @@ export async function readApproval(env: Env, teamId: string, approvalId: string)
   return { ...approval, owner, delivery };
 }
 
-/** A human's decision: the approval as decided, or why not (with the approval where that helps). */
+/**
+ * A human's decision: the approval as decided, or why not (with the approval where that helps).
+ * With `rule`, the allow also makes a standing `me` rule (`createdRule`), the gate having
+ * checked that one may be made from this request; a full team is refused before deciding.
+ */
 export async function decideApproval(env: Env, d: DecisionInput) {
+  if (d.rule) await assertRoomForRule(env, { teamId: d.teamId, userId: d.userId, role: d.role });
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
   const result = (await approvalGate(env, d.approvalId).decide(d)) as unknown as DecisionResult;
-  if (result.ok) return result.approval;
+  if (result.ok) {
+    if (!d.rule || !result.ruleMatch) return result.approval;
+    const who = { teamId: d.teamId, userId: d.userId, role: d.role };
+    const rule = { match: result.ruleMatch, expiresInMs: d.rule.expiresInMs };
+    return { ...result.approval, createdRule: await createCardRule(env, who, result.approval, rule) };
+  }
   switch (result.error) {
+    case "rule_not_possible":
+      throw new DomainError(result.error, result.message);
     case "not_found":
       throw noSuchApproval();
     case "option_not_offered":

@@ -131,6 +131,38 @@ export const auditEvents = {
     detail: { sessionId: s.sessionId, method: s.method },
   }),
 
+  ruleCreated: (
+    a: AuditContext,
+    r: {
+      ruleId: string;
+      scope: string;
+      fields: string[];
+      matchHash: string;
+      expiresAt: number;
+      fromApproval: string | null;
+    },
+  ): AuditEvent => ({
+    ...a,
+    eventId: `rule_created:${r.ruleId}`,
+    action: "rule.created",
+    subject: r.ruleId,
+    // Tool arguments never enter the chain: which fields the match names and a hash committing to it.
+    detail: {
+      scope: r.scope,
+      fields: r.fields,
+      matchHash: r.matchHash,
+      expiresAt: r.expiresAt,
+      fromApproval: r.fromApproval,
+    },
+  }),
+
+  ruleEnded: (a: AuditContext, ruleId: string): AuditEvent => ({
+    ...a,
+    eventId: `rule_ended:${ruleId}`,
+    action: "rule.ended",
+    subject: ruleId,
+  }),
+
   pairingCreated: (a: AuditContext, p: { userId: string; tokenHash: string }): AuditEvent => ({
     ...a,
     eventId: `pairing_created:${p.tokenHash}`,

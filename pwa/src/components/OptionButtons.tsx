@@ -1,3 +1,4 @@
+import { type ComponentChildren, Fragment } from "preact";
 import type { ApprovalView } from "../api";
 import { optionWords } from "../format";
 import { SafeText } from "./SafeText";
@@ -15,16 +16,21 @@ export function OptionButtons({
   options,
   busy,
   onChoose,
+  besideAllowOnce,
 }: {
   options: Option[];
   busy: string | null;
   onChoose: (o: Option) => void;
+  /** Shown right after the first `allow_once` button (the card's "Allow for 1 h"). */
+  besideAllowOnce?: ComponentChildren;
 }) {
+  const allowOnce = options.find((o) => o.kind === "allow_once");
   return (
     <div class="options" data-testid="options">
       {options.map((o) => {
         const words = optionWords(o.kind);
-        return (
+        const beside = o === allowOnce && besideAllowOnce && <Fragment key="beside">{besideAllowOnce}</Fragment>;
+        return [
           <button
             key={o.optionId}
             type="button"
@@ -42,8 +48,9 @@ export function OptionButtons({
                 the agent calls it “<SafeText text={o.name} />”
               </span>
             )}
-          </button>
-        );
+          </button>,
+          beside,
+        ];
       })}
     </div>
   );

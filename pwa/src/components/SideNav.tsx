@@ -14,6 +14,7 @@ const WORK: Item[] = [
   { href: "/", label: "Pending", testId: "nav-pending", icon: "M12 4a8 8 0 1 0 0 16 8 8 0 0 0 0-16Z M12 8v4l3 2" },
   { href: "/sessions", label: "Sessions", testId: "nav-sessions", icon: "M3 5h18v12H3Z M8 21h8 M12 17v4" },
   { href: "/history", label: "History", testId: "nav-history", icon: "M5 6h14 M5 12h14 M5 18h9" },
+  { href: "/rules", label: "Rules", testId: "nav-rules", icon: "M4 6h16 M4 12h10 M4 18h6 M17 14l2 2 3-4" },
   { href: "/stats", label: "Stats", testId: "nav-stats", icon: "M5 20V10 M12 20V4 M19 20v-7" },
 ];
 

@@ -34,6 +34,7 @@ export const REASONS: Record<string, string> = {
   key_revoked: "Key revoked",
   service_restart: "Restart",
   invalid: "Invalid",
+  rule: "Standing rule",
 };
 
 interface Form {

@@ -1,12 +1,14 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { type ApiError, type ApprovalView, api, canDecide, type Delivery } from "../api";
+import { describeMatch } from "../../../sdk/src/rules";
+import { type ApiError, type ApprovalView, api, canDecide, type Delivery, type RuleMatch } from "../api";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
+import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
 import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
@@ -15,7 +17,11 @@ import { Link } from "../router";
 import { containsUnsafeText } from "../safe-text";
 import { useMe } from "../viewer";
 
-type Notice = { tone: "error" | "warn"; text: string } | null;
+/** The rule a card may make ("Allow for 1 h"). */
+type CardRule = { expiresInMs: number; match: RuleMatch };
+type DecisionAnswer = Awaited<ReturnType<typeof api.decide>>;
+
+type Notice = { tone: "error" | "warn" | "ok"; text: string } | null;
 
 /** The card for one request: a screen of its own on the phone, or inline in the dashboard's side panel (`embedded`). */
 export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: boolean }) {
@@ -42,16 +48,21 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
   });
 
-  const choose = (option: ApprovalView["options"][number]) =>
-    send(option.optionId, (hash) => api.decide(id, option.optionId, hash));
+  /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). */
+  const choose = (option: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule) =>
+    send(rule ? "rule" : option.optionId, (hash) => api.decide(id, option.optionId, hash, rule));
   const answer = (a: ElicitationAnswer) => send(a.action, (hash) => api.answer(id, a, hash));
 
-  const send = async (busyWith: string, decision: (requestHash: string) => Promise<ApprovalView>) => {
+  const send = async (busyWith: string, decision: (requestHash: string) => Promise<DecisionAnswer>) => {
     if (!approval) return;
     setBusy(busyWith);
     setNotice(null);
     try {
-      setApproval(await decision(approval.requestHash));
+      const decided = await decision(approval.requestHash);
+      setApproval((prev) => ({ ...decided, owner: prev?.owner, delivery: prev?.delivery }));
+      if (decided.createdRule) {
+        setNotice({ tone: "ok", text: `Allowed, and for 1 h: ${describeMatch(decided.createdRule.match)}` });
+      }
     } catch (e) {
       const err = e as ApiError;
       const final = asRecord(err.body).approval as ApprovalView | undefined;
@@ -61,7 +72,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
           tone: "warn",
           text: "The request changed while you were reading it. Check it again before deciding.",
         });
-      } else if (!final) {
+      } else if (err.code === "rule_not_created" || !final) {
         setNotice({ tone: "error", text: err.message });
       }
     } finally {
@@ -103,7 +114,7 @@ function Card({
   approval: ApprovalView;
   busy: string | null;
   notice: Notice;
-  onChoose: (o: ApprovalView["options"][number]) => void;
+  onChoose: (o: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule) => void;
   onAnswer: (a: ElicitationAnswer) => void;
   embedded: boolean;
 }) {
@@ -206,7 +217,18 @@ function Card({
           </Banner>
         ) : approval.state === "pending" ? (
           approval.type !== "elicitation" && (
-            <OptionButtons options={approval.options} busy={busy} onChoose={onChoose} />
+            <OptionButtons
+              options={approval.options}
+              busy={busy}
+              onChoose={onChoose}
+              besideAllowOnce={
+                <RuleOffer
+                  approval={approval}
+                  busy={busy}
+                  onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule)}
+                />
+              }
+            />
           )
         ) : (
           <Outcome approval={approval} />

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { approvalDetailSchema, approvalSchema, ownedApprovalSchema } from "../approval.js";
 import { elicitationActionSchema } from "../protocol.js";
 import { cursorQuerySchema, pageOf } from "./common.js";
+import { decisionRuleSchema, ruleSchema } from "./rules.js";
 
 export const deviceIdSchema = z.string().regex(/^dev_[0-9A-Za-z]{22}$/, "not a device id");
 
@@ -28,6 +29,8 @@ export const decisionBodySchema = z.object({
   requestHash: z
     .string()
     .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
+  /** Also make a standing `me` rule from this request (an `allow_once` option only; docs/human-api.md). */
+  rule: decisionRuleSchema.optional(),
 });
 export type DecisionBody = z.infer<typeof decisionBodySchema>;
 
@@ -46,8 +49,8 @@ export type ElicitationDecisionBody = z.infer<typeof elicitationDecisionBodySche
 /** What `POST /v1/approvals/:id/decision` takes: a permission's option, or an elicitation's answer. */
 export const anyDecisionBodySchema = z.union([decisionBodySchema, elicitationDecisionBodySchema]);
 
-/** Its answer: the approval as decided. Refusals (409/410) carry it too, as `approval`. */
-export const decisionAnswerSchema = approvalSchema;
+/** Its answer: the approval as decided (and `createdRule`, the rule a `rule` made). Refusals (409/410) carry it too, as `approval`. */
+export const decisionAnswerSchema = approvalSchema.extend({ createdRule: ruleSchema.optional() });
 
 /** `POST /v1/approvals/:id/seen` (the service worker; answers 204). */
 export const seenBodySchema = z.object({ deviceId: deviceIdSchema });

@@ -17,5 +17,6 @@ export * from "./live.js";
 export * from "./policy.js";
 export * from "./push.js";
 export * from "./roles.js";
+export * from "./rules.js";
 export * from "./sessions.js";
 export * from "./team.js";

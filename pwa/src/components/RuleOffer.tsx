@@ -1,0 +1,64 @@
+/**
+ * The card's "Allow for 1 h": beside "Allow once", where a rule is possible (the request offers
+ * `allow_once`, it is in your own session, it is not high-risk under the team's policy, and
+ * nothing of it was cut), with a sentence saying exactly what the rule will match. The offer and
+ * the sentence come from `sdk/src/rules.ts`, the same code the gate decides and matches with.
+ *
+ * Owns: the button and its preview. Does not own: the decision (the card's `onChoose`) or
+ * whether the server agrees (it checks again: `409 rule_not_possible`).
+ */
+import { useEffect, useState } from "preact/hooks";
+import type { HighRiskPattern } from "../../../sdk/src/human/policy";
+import { RULE_DEFAULT_MS } from "../../../sdk/src/human/rules";
+import { cardRule, describeMatch } from "../../../sdk/src/rules";
+import { type ApprovalView, api, type RuleMatch } from "../api";
+import { useMe } from "../viewer";
+
+/** The team's high-risk patterns, read once per page load (null until known: no offer before). */
+let highRisk: Promise<HighRiskPattern[]> | null = null;
+function useHighRisk(): HighRiskPattern[] | null {
+  const [patterns, setPatterns] = useState<HighRiskPattern[] | null>(null);
+  useEffect(() => {
+    highRisk ??= api.policy().then((p) => p.highRisk);
+    highRisk.then(setPatterns, () => {
+      highRisk = null;
+    });
+  }, []);
+  return patterns;
+}
+
+export function RuleOffer({
+  approval,
+  busy,
+  onAllowWithRule,
+}: {
+  approval: ApprovalView;
+  busy: string | null;
+  onAllowWithRule: (optionId: string, rule: { expiresInMs: number; match: RuleMatch }) => void;
+}) {
+  const me = useMe();
+  const patterns = useHighRisk();
+  const allowOnce = approval.options.find((o) => o.kind === "allow_once");
+  if (!me || !patterns || !approval.owner || !allowOnce) return null;
+  const offer = cardRule(approval, {
+    deciderUserId: me.user.id,
+    ownerUserId: approval.owner.userId,
+    highRisk: patterns,
+  });
+  if (!offer.ok) return null;
+  return (
+    <button
+      type="button"
+      class="option allow rule-offer"
+      disabled={busy !== null}
+      aria-busy={busy === "rule"}
+      onClick={() => onAllowWithRule(allowOnce.optionId, { expiresInMs: RULE_DEFAULT_MS, match: offer.match })}
+      data-testid="option-allow-rule"
+    >
+      <span data-testid="option-label">Allow for 1 h</span>
+      <span class="option-note" data-testid="rule-preview">
+        {describeMatch(offer.match)}
+      </span>
+    </button>
+  );
+}

@@ -1,0 +1,93 @@
+/**
+ * Standing rules (`/v1/rules`, docs/human-api.md "Standing rules"): a person's or the team's
+ * standing "allow this kind of request" for a while, and the decision that makes one from a card.
+ *
+ * Owns: the bodies and answers of the rule routes and their bounds. Does not own: what a match
+ * matches (`../rules.ts`, shared by the Worker's gate and the PWA's preview).
+ */
+import { z } from "zod";
+import { ownerSchema } from "../approval.js";
+
+const MINUTE = 60_000;
+/** The longest a rule may stand. */
+export const RULE_MAX_MS = 24 * 60 * MINUTE;
+/** How long a rule stands when `expiresInMs` is left out. */
+export const RULE_DEFAULT_MS = 60 * MINUTE;
+/** The shortest a rule may stand. */
+export const RULE_MIN_MS = MINUTE;
+/** Active rules one team may have at once (`409 too_many_rules` past it). */
+export const MAX_ACTIVE_RULES = 100;
+/** `GET /v1/rules` lists rules that ended (expired or were ended) this recently, with the active ones. */
+export const ENDED_RULES_SHOWN_MS = 7 * 24 * 60 * MINUTE;
+
+/**
+ * What a rule matches (`../rules.ts` `ruleMatches`): every field named must match. `title` and
+ * `command` are globs, `cwd` a path prefix, the rest exact. At least one of `title`/`command`.
+ */
+export const ruleMatchSchema = z
+  .object({
+    kind: z.string().min(1).max(64).optional(),
+    title: z.string().min(1).max(512).optional(),
+    command: z.string().min(1).max(2048).optional(),
+    cwd: z.string().min(1).max(1024).optional(),
+    host: z.string().min(1).max(256).optional(),
+    agent: z.string().min(1).max(128).optional(),
+    sessionId: z.string().min(1).max(128).optional(),
+  })
+  .strict()
+  .refine((m) => m.title !== undefined || m.command !== undefined, {
+    message: "a rule's match names at least one of title, command",
+    path: ["command"],
+  });
+export type RuleMatch = z.infer<typeof ruleMatchSchema>;
+
+/** `me`: the creator's own agents' sessions; `team`: everyone's (owners and admins only). */
+export const ruleScopeSchema = z.enum(["me", "team"]);
+export type RuleScope = z.infer<typeof ruleScopeSchema>;
+
+const expiresInMsSchema = z.number().int().min(RULE_MIN_MS).max(RULE_MAX_MS).default(RULE_DEFAULT_MS);
+
+/** `POST /v1/rules`. */
+export const createRuleBodySchema = z
+  .object({
+    match: ruleMatchSchema,
+    scope: ruleScopeSchema,
+    expiresInMs: expiresInMsSchema,
+    note: z.string().min(1).max(280).optional(),
+  })
+  .strict();
+export type CreateRuleBody = z.input<typeof createRuleBodySchema>;
+
+/** A rule as the routes answer it. `allowed` counts the requests it allowed (as D1 has them). */
+export const ruleSchema = z.object({
+  id: z.string(),
+  match: ruleMatchSchema,
+  scope: ruleScopeSchema,
+  note: z.string().nullable(),
+  createdBy: ownerSchema,
+  createdAt: z.number(),
+  expiresAt: z.number(),
+  /** When it was ended by `DELETE /v1/rules/:id` (null while it stands or once it merely expired). */
+  endedAt: z.number().nullable(),
+  endedBy: ownerSchema.nullable(),
+  allowed: z.number().int().min(0),
+});
+export type Rule = z.infer<typeof ruleSchema>;
+
+/** `POST /v1/rules` (201) and `DELETE /v1/rules/:id` (200). */
+export const ruleAnswerSchema = z.object({ rule: ruleSchema });
+
+/** `GET /v1/rules`: active rules, and those that ended in the last 7 days; newest first. */
+export const ruleListSchema = z.object({ rules: z.array(ruleSchema) });
+export type RuleList = z.infer<typeof ruleListSchema>;
+
+export const ruleParamSchema = z.object({ id: z.string().regex(/^rul_[0-9A-Za-z]{22}$/, "not a rule id") });
+
+/**
+ * `rule` of `POST /v1/approvals/:id/decision`: allow this request and make a `me` rule; `match`
+ * left out is derived from the request (`../rules.ts` `derivedMatch`).
+ */
+export const decisionRuleSchema = z
+  .object({ expiresInMs: expiresInMsSchema, match: ruleMatchSchema.optional() })
+  .strict();
+export type DecisionRule = z.input<typeof decisionRuleSchema>;

