@@ -1,9 +1,10 @@
 /** The human side of approvals: list, read, decide (see team/approvals.ts). */
+import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
 import { Hono } from "hono";
 import { approvalListQuerySchema, decisionBodySchema } from "../../sdk/src/human/approvals";
 import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
-import { cursorParam, nextCursor, validate } from "../http";
+import { cursorParam, nextCursor, relyingParty, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
 import { decideApproval, readApproval } from "../team/approvals";
 import type { AppEnv } from "../types";
@@ -35,7 +36,7 @@ export const approvalRoutes = new Hono<AppEnv>()
     validate("json", decisionBodySchema),
     async (c) => {
       const w = c.get("web");
-      const { optionId, requestHash, rule } = c.req.valid("json");
+      const { optionId, requestHash, rule, stepUp } = c.req.valid("json");
       const approval = await decideApproval(c.env, {
         approvalId: c.req.param("id"),
         teamId: w.teamId,
@@ -46,6 +47,7 @@ export const approvalRoutes = new Hono<AppEnv>()
         optionId,
         requestHash,
         ...(rule && { rule }),
+        ...(stepUp && { stepUp: { assertion: stepUp as AuthenticationResponseJSON, relyingParty: relyingParty(c) } }),
       });
       return c.json(approval, 200);
     },

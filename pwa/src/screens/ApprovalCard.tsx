@@ -7,6 +7,7 @@ import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
+import { RiskBanner, RiskTag } from "../components/RiskNote";
 import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
@@ -14,6 +15,7 @@ import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
 import { useLiveEvents } from "../live";
 import { Link } from "../router";
 import { containsUnsafeText } from "../safe-text";
+import { decideWithStepUp } from "../step-up";
 import { useMe } from "../viewer";
 
 type Notice = { tone: "error" | "warn" | "ok"; text: string } | null;
@@ -52,7 +54,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
     setBusy(rule ? "rule" : option.optionId);
     setNotice(null);
     try {
-      const decided = await api.decide(id, option.optionId, approval.requestHash, rule);
+      const decided = await decideWithStepUp(approval, option.optionId, rule);
       setApproval((prev) => ({ ...decided, owner: prev?.owner, delivery: prev?.delivery }));
       if (decided.createdRule) {
         setNotice({ tone: "ok", text: `Allowed, and for 1 h: ${describeMatch(decided.createdRule.match)}` });
@@ -133,6 +135,7 @@ function Card({
         <h1 data-testid="card-title">
           <SafeText text={d.title} />
         </h1>
+        <RiskTag approval={approval} />
         {approval.state === "pending" && <Countdown expiresAt={approval.expiresAt} testId="card-countdown" />}
       </header>
 
@@ -191,6 +194,7 @@ function Card({
       </p>
 
       <div class="decide" data-testid="decide">
+        <RiskBanner approval={approval} myUserId={me?.user.id} />
         {notice && (
           <Banner tone={notice.tone} testId="decision-notice">
             {notice.text}
