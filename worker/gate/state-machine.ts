@@ -188,20 +188,24 @@ export class StateMachine {
       return { ok: false, error: lateDecisionError(current), approval: current };
     }
     const check = checkDecision(meta, current, d, now);
+    const card = d.rule ? cardRuleMatch(meta, current, { ...d, match: d.rule.match }) : null;
+    // No rule is made from a high-risk request: that answer comes before asking for its step-up.
+    const ruleRefusal = card && !card.ok ? card.message : null;
+    if (ruleRefusal !== null && (check.ok || check.error === "step_up_required")) {
+      return { ok: false, error: "rule_not_possible", message: ruleRefusal };
+    }
     if (!check.ok) {
       return check.error === "request_changed" || check.error === "second_approver_required"
         ? { ok: false, error: check.error, approval: current }
         : { ok: false, error: check.error };
     }
-    const card = d.rule ? cardRuleMatch(meta, current, { ...d, match: d.rule.match }) : null;
-    if (card && !card.ok) return { ok: false, error: "rule_not_possible", message: card.message };
     if ("partial" in check)
       return { ok: true, approval: this.recordPartialAllow(meta, current, check.partial, d, now) };
     // The proof keeps the step-ups that allowed (a deny needs none, whatever it carried).
     if (d.stepUp && check.resolution.state === "allowed") this.store.addStepUp(row.id, d.stepUp);
     const approval = this.resolve(row, check.resolution, now);
     if (!approval) return { ok: false, error: "already_decided", approval: current };
-    return card ? { ok: true, approval, ruleMatch: card.match } : { ok: true, approval };
+    return card?.ok ? { ok: true, approval, ruleMatch: card.match } : { ok: true, approval };
   }
 
   /**
