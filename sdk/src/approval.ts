@@ -91,6 +91,21 @@ export type ApprovalSnapshot = z.infer<typeof approvalSnapshotSchema>;
 export const offeredOptionSchema = z.object({ optionId: z.string(), name: z.string(), kind: z.string() });
 export type OfferedOption = z.infer<typeof offeredOptionSchema>;
 
+/** How risky a request is, fixed when it opens (docs/state-machine.md "Risk tiers"). */
+export const RISK_TIERS = ["normal", "high"] as const;
+export const riskSchema = z.enum(RISK_TIERS);
+export type Risk = z.infer<typeof riskSchema>;
+
+/**
+ * A high-risk request under `highRiskQuorum: 2`: who allowed it so far (each with their own
+ * passkey step-up). It stays pending until `required` different people allowed it.
+ */
+export const quorumSchema = z.object({
+  required: z.number().int().min(2),
+  allowedBy: z.array(decidedBySchema.extend({ at: z.number() })),
+});
+export type Quorum = z.infer<typeof quorumSchema>;
+
 /** The approval itself, as the SessionGate holds it and D1 records it. */
 export const approvalSchema = z.object({
   id: z.string(),
@@ -111,6 +126,10 @@ export const approvalSchema = z.object({
   action: elicitationActionSchema.nullable().optional(),
   /** Present when a standing rule allowed it (reason `rule`; `decidedBy` is then null). */
   rule: approvalRuleSchema.optional(),
+  /** `high`: the team's `highRisk` patterns matched when it opened; allowing needs a passkey step-up. Absent on records from before tiers (normal). */
+  risk: riskSchema.optional(),
+  /** Present on a high-risk request that needs more than one person to allow it. */
+  quorum: quorumSchema.optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

@@ -90,7 +90,7 @@ function waitForResolved(sessionId: string): Promise<Approval> {
 describe("tapgate claude-hook against wrangler dev", () => {
   it("PreToolUse Bash: the card shows the command, and a human's allow is an allow", async () => {
     const sessionId = unique("claude");
-    const input = preToolUse(sessionId, "Bash", { command: "git push --force origin main", description: "Push" });
+    const input = preToolUse(sessionId, "Bash", { command: "git push origin main", description: "Push" });
     const run = runHook(input, { env: signedIn() });
     const approval = await person.waitForOne(sessionId);
     expect(approval.snapshot.toolCall).toMatchObject({
@@ -144,7 +144,7 @@ describe("tapgate claude-hook against wrangler dev", () => {
 
   it("PermissionRequest: no tool_use_id, a generated call id, and the decision-object answer shape", async () => {
     const sessionId = unique("claude");
-    const { tool_use_id: _, ...input } = preToolUse(sessionId, "Bash", { command: "rm -rf node_modules" });
+    const { tool_use_id: _, ...input } = preToolUse(sessionId, "Bash", { command: "rm -r node_modules" });
     const allowRun = runHook({ ...input, hook_event_name: "PermissionRequest" }, { env: signedIn() });
     const first = await person.waitForOne(sessionId);
     expect(first.snapshot.toolCall.toolCallId).toMatch(/^claude-[0-9a-f-]{36}$/);

@@ -13,6 +13,7 @@ import type { ErrorCode } from "../../sdk/src/errors";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
 import type { RuleMatch } from "../../sdk/src/human/rules";
+import type { BoundStepUpAssertion } from "../../sdk/src/human/step-up";
 import type {
   AgentAsk,
   CreateElicitationResponse,
@@ -60,7 +61,12 @@ export interface DecisionInput {
   requestHash: string;
   /** Also make a standing `me` rule from this request (the card's "Allow for 1 h"): checked by the gate. */
   rule?: { expiresInMs: number; match?: RuleMatch };
+  /** A passkey assertion the Worker verified for this person, approval and requestHash (team/step-up.ts). */
+  stepUp?: VerifiedStepUp;
 }
+
+/** A step-up assertion the Worker verified, with what its challenge committed to. */
+export type VerifiedStepUp = BoundStepUpAssertion;
 
 /**
  * `ok`: decided, now or by this same person's same decision before (an idempotent repeat: the
@@ -73,12 +79,23 @@ export type DecisionResult =
   | { ok: false; error: Extract<ErrorCode, "rule_not_possible">; message: string }
   | {
       ok: false;
-      error: Extract<ErrorCode, "already_decided" | "already_resolved" | "request_changed">;
+      error: Extract<
+        ErrorCode,
+        "already_decided" | "already_resolved" | "request_changed" | "second_approver_required"
+      >;
       approval: Approval;
     }
   | {
       ok: false;
-      error: Extract<ErrorCode, "option_not_offered" | "not_session_owner" | "role_may_not_decide" | "not_found">;
+      error: Extract<
+        ErrorCode,
+        | "option_not_offered"
+        | "not_session_owner"
+        | "role_may_not_decide"
+        | "not_found"
+        | "step_up_required"
+        | "step_up_wrong_request"
+      >;
     }
   /** An elicitation's content does not fit its form: `field` names where (the message never echoes the value). */
   | { ok: false; error: Extract<ErrorCode, "invalid_content">; field: string; message: string };
@@ -126,6 +143,8 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
   getApproval(teamId: string, approvalId: string): Promise<Approval | null>;
   /** A human decides a pending approval. */
   decide(d: DecisionInput): Promise<DecisionResult>;
+  /** The verified step-up assertions an approval's allows carried; null for another team's or unknown ids. */
+  stepUps(teamId: string, approvalId: string): Promise<{ approval: Approval; stepUps: VerifiedStepUp[] } | null>;
 
   /** A revoked key: its pending requests are denied and its sockets closed; how many were denied. */
   revokeKey(teamId: string, keyId: string): Promise<number>;

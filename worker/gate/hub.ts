@@ -29,6 +29,8 @@ export interface GateHub {
   approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
   /** A request left `pending`. */
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
+  /** A pending request changed (a quorum's first allow): shown live. */
+  approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
   /** Connection state or metadata changed; answers a newer team policy when the hub knows one. */
   sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null>;
   /** Counts a new request against the team's quotas before it is held (admission.ts). */

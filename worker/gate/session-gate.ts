@@ -132,6 +132,13 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     return this.change(() => this.machine.decide(d, Date.now()));
   }
 
+  async stepUps(teamId: string, approvalId: string) {
+    return this.change(() => {
+      const approval = this.store.meta()?.teamId === teamId ? this.store.approval(approvalId) : null;
+      return approval && { approval, stepUps: this.store.stepUps(approvalId) };
+    });
+  }
+
   async revokeKey(teamId: string, keyId: string): Promise<number> {
     return this.change(() => {
       if (this.store.meta()?.teamId !== teamId) return 0;

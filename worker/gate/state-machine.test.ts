@@ -19,6 +19,7 @@ import type { GateStore, Holder, PendingRow, ServedSession, StoredRow } from "./
 function memoryStore(meta: ServedSession) {
   const rows = new Map<string, StoredRow & { expires_at: number }>();
   const revoked = new Set<string>();
+  const stepUps = new Map<string, unknown[]>();
   const pending = (keep: (r: StoredRow & { expires_at: number }) => boolean) =>
     [...rows.values()].filter((r) => r.state === "pending" && keep(r)).sort((a, b) => a.expires_at - b.expires_at);
   const store = {
@@ -57,6 +58,11 @@ function memoryStore(meta: ServedSession) {
     pendingOfKey: (keyId: string) => pending((r) => r.key_id === keyId),
     revoke: (keyId: string) => revoked.add(keyId),
     isRevoked: (keyId: string) => revoked.has(keyId),
+    addStepUp(id: string, stepUp: unknown, record?: Approval) {
+      stepUps.set(id, [...(stepUps.get(id) ?? []), stepUp]);
+      if (record) (rows.get(id) as StoredRow).record = JSON.stringify(record);
+    },
+    stepUps: (id: string) => stepUps.get(id) ?? [],
   };
   return { store: store as unknown as GateStore, rows, revoked };
 }

@@ -161,7 +161,14 @@ export class StateMachine {
     const meta = this.store.meta();
     if (meta) {
       const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : r.rule ? `rule:${r.rule.id}` : "system";
-      this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
+      const stepUps = this.store.stepUps(row.id);
+      this.host.outbox.enqueue({
+        op: "approval",
+        teamId: meta.teamId,
+        ownerUserId: meta.ownerUserId,
+        approval,
+        ...(stepUps.length > 0 && { stepUps }),
+      });
       this.host.outbox.enqueue(auditOp(meta, approval, actor, `approval.${r.state}`, now));
       this.host.tellHub(meta.teamId, (hub) => hub.approvalResolved(meta.teamId, approval, meta.ownerUserId));
     }
@@ -201,22 +208,54 @@ export class StateMachine {
       return { ok: false, error: lateDecisionError(current), approval: current };
     }
     const check =
-      current.type === "elicitation" ? checkElicitationDecision(meta, current, d) : checkDecision(meta, current, d);
-    if (!check.ok) {
-      if (check.error === "invalid_content") return check;
-      return check.error === "request_changed"
-        ? { ok: false, error: "request_changed", approval: current }
-        : { ok: false, error: check.error };
-    }
+      current.type === "elicitation"
+        ? checkElicitationDecision(meta, current, d)
+        : checkDecision(meta, current, d, now);
     const card = !d.rule
       ? null
       : d.optionId === undefined
         ? { ok: false as const, message: "a rule is made only with an option of a permission request" }
         : cardRuleMatch(meta, current, { userId: d.userId, optionId: d.optionId, match: d.rule.match });
-    if (card && !card.ok) return { ok: false, error: "rule_not_possible", message: card.message };
+    // No rule is made from a high-risk request: that answer comes before asking for its step-up.
+    const ruleRefusal = card && !card.ok ? card.message : null;
+    if (ruleRefusal !== null && (check.ok || check.error === "step_up_required")) {
+      return { ok: false, error: "rule_not_possible", message: ruleRefusal };
+    }
+    if (!check.ok) {
+      if (check.error === "invalid_content") return check;
+      return check.error === "request_changed" || check.error === "second_approver_required"
+        ? { ok: false, error: check.error, approval: current }
+        : { ok: false, error: check.error };
+    }
+    if ("partial" in check)
+      return { ok: true, approval: this.recordPartialAllow(meta, current, check.partial, d, now) };
+    // The proof keeps the step-ups that allowed (a deny needs none, whatever it carried).
+    if (d.stepUp && check.resolution.state === "allowed") this.store.addStepUp(row.id, d.stepUp);
     const approval = this.resolve(row, check.resolution, now);
     if (!approval) return { ok: false, error: "already_decided", approval: current };
-    return card ? { ok: true, approval, ruleMatch: card.match } : { ok: true, approval };
+    return card?.ok ? { ok: true, approval, ruleMatch: card.match } : { ok: true, approval };
+  }
+
+  /**
+   * A high-risk allow short of its quorum ("1 of 2"): kept with its step-up, the request stays
+   * pending, and the team sees it live. Nothing reaches the agent until the quorum is met or
+   * someone denies.
+   */
+  private recordPartialAllow(
+    meta: ServedSession,
+    current: Approval,
+    quorum: NonNullable<Approval["quorum"]>,
+    d: DecisionInput,
+    now: number,
+  ): Approval {
+    const approval = { ...current, quorum };
+    // checkDecision let only a step-up'd allow through to here.
+    this.store.addStepUp(current.id, d.stepUp as NonNullable<DecisionInput["stepUp"]>, approval);
+    const stepUps = this.store.stepUps(current.id);
+    this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval, stepUps });
+    this.host.outbox.enqueue(auditOp(meta, approval, `user:${d.userId}`, "approval.allow_recorded", now));
+    this.host.tellHub(meta.teamId, (hub) => hub.approvalUpdated(meta.teamId, approval, meta.ownerUserId));
+    return approval;
   }
 
   /** Resolves a pending row whose lifetime or HTTP lease is over; the resolved approval, or null. */

@@ -97,6 +97,8 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
   /** A request left `pending`: shown live; unsent pushes dropped, sent notifications closed. */
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
+  /** A pending request changed (a high-risk quorum's first allow): shown live, nothing pushed. */
+  approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
   /**
    * Counts a new request against the team's quotas (pending per team and per key, requests per
    * key per minute), before the gate holds it. Answers from the hub's own SQLite, no D1.

@@ -136,6 +136,13 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     await this.push.drain();
   }
 
+  async approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
+    this.adopt(teamId);
+    if (!this.feed.remember(approval, ownerUserId, Date.now())) return;
+    await this.directory.load();
+    this.feed.broadcast("approval", approval.id);
+  }
+
   async sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null> {
     this.adopt(teamId);
     return this.sessions.changed(news);

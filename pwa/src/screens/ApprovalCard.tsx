@@ -8,6 +8,7 @@ import { Countdown } from "../components/Countdown";
 import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
+import { RiskBanner, RiskTag } from "../components/RiskNote";
 import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
@@ -15,6 +16,7 @@ import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
 import { useLiveEvents } from "../live";
 import { Link } from "../router";
 import { containsUnsafeText } from "../safe-text";
+import { decideWithStepUp } from "../step-up";
 import { useMe } from "../viewer";
 
 /** The rule a card may make ("Allow for 1 h"). */
@@ -50,15 +52,15 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
 
   /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). */
   const choose = (option: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule) =>
-    send(rule ? "rule" : option.optionId, (hash) => api.decide(id, option.optionId, hash, rule));
-  const answer = (a: ElicitationAnswer) => send(a.action, (hash) => api.answer(id, a, hash));
+    send(rule ? "rule" : option.optionId, (current) => decideWithStepUp(current, option.optionId, rule));
+  const answer = (a: ElicitationAnswer) => send(a.action, (current) => api.answer(id, a, current.requestHash));
 
-  const send = async (busyWith: string, decision: (requestHash: string) => Promise<DecisionAnswer>) => {
+  const send = async (busyWith: string, decision: (current: ApprovalView) => Promise<DecisionAnswer>) => {
     if (!approval) return;
     setBusy(busyWith);
     setNotice(null);
     try {
-      const decided = await decision(approval.requestHash);
+      const decided = await decision(approval);
       setApproval((prev) => ({ ...decided, owner: prev?.owner, delivery: prev?.delivery }));
       if (decided.createdRule) {
         setNotice({ tone: "ok", text: `Allowed, and for 1 h: ${describeMatch(decided.createdRule.match)}` });
@@ -140,6 +142,7 @@ function Card({
         <h1 data-testid="card-title">
           <SafeText text={d.title} />
         </h1>
+        <RiskTag approval={approval} />
         {approval.state === "pending" && <Countdown expiresAt={approval.expiresAt} testId="card-countdown" />}
       </header>
 
@@ -206,6 +209,7 @@ function Card({
       </p>
 
       <div class="decide" data-testid="decide">
+        <RiskBanner approval={approval} myUserId={me?.user.id} />
         {notice && (
           <Banner tone={notice.tone} testId="decision-notice">
             {notice.text}

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { approvalDetailSchema, approvalSchema, ownedApprovalSchema } from "../approval.js";
 import { elicitationActionSchema } from "../protocol.js";
+import { authenticationResponseSchema } from "./auth.js";
 import { cursorQuerySchema, pageOf } from "./common.js";
 import { decisionRuleSchema, ruleSchema } from "./rules.js";
 
@@ -31,6 +32,8 @@ export const decisionBodySchema = z.object({
     .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
   /** Also make a standing `me` rule from this request (an `allow_once` option only; docs/human-api.md). */
   rule: decisionRuleSchema.optional(),
+  /** A passkey assertion over `POST /v1/approvals/:id/step-up`'s options: needed to allow a high-risk request. */
+  stepUp: authenticationResponseSchema.optional(),
 });
 export type DecisionBody = z.infer<typeof decisionBodySchema>;
 
