@@ -1,6 +1,8 @@
 export {
+  type AcpElicitationHandler,
   type AcpPermissionHandler,
   type AcpPermissionHandlerOptions,
+  acpElicitationHandler,
   acpPermissionHandler,
 } from "./acp/handler.js";
 export {
@@ -16,6 +18,12 @@ export {
 } from "./client.js";
 export { progressLine } from "./progress-line.js";
 export {
+  type CreateElicitationParams,
+  type CreateElicitationResponse,
+  createElicitationParamsSchema,
+  createElicitationResponseSchema,
+  ELICITATION_CANCELLED,
+  ELICITATION_CAPABILITIES,
   failClosedAnswer,
   HEARTBEAT_INTERVAL_MS,
   type HelloParams,

@@ -13,6 +13,7 @@ import {
   type EscalationOrder,
   type EscalationOutcome,
   hubFor,
+  type OutboxOp,
   PRESENCE_REPORT_MS,
   type QuotaAsk,
   type QuotaVerdict,
@@ -30,6 +31,8 @@ export interface GateHub {
   approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
   /** A request left `pending`. */
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
+  /** A pending request changed (a quorum's first allow): shown live. */
+  approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
   /** Connection state or metadata changed; answers a newer team policy when the hub knows one. */
   sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null>;
   /** Counts a new request against the team's quotas before it is held (admission.ts). */
@@ -38,8 +41,8 @@ export interface GateHub {
   releaseRequest(teamId: string, approvalId: string): Promise<void>;
   /** Runs one escalation step of a request (escalation.ts); once per step and phase. */
   escalate(teamId: string, order: EscalationOrder): Promise<EscalationOutcome>;
-  /** Appends to the team's audit chain; resolves once D1 has every event. */
-  appendAudit(events: AuditEvent[]): Promise<void>;
+  /** The outbox's rows (D1 index and audit chain), group-committed per team; resolves once D1 has every one. */
+  writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void>;
 }
 
 export function gateHub(env: Env, teamId: string): GateHub {

@@ -1,9 +1,10 @@
 /** The human side of approvals: list, read, decide (see team/approvals.ts). */
+import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
 import { Hono } from "hono";
-import { approvalListQuerySchema, decisionBodySchema } from "../../sdk/src/human/approvals";
+import { anyDecisionBodySchema, approvalListQuerySchema } from "../../sdk/src/human/approvals";
 import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
-import { cursorParam, nextCursor, validate } from "../http";
+import { cursorParam, nextCursor, relyingParty, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
 import { decideApproval, readApproval } from "../team/approvals";
 import type { AppEnv } from "../types";
@@ -32,10 +33,12 @@ export const approvalRoutes = new Hono<AppEnv>()
     // The role as D1 has it now, not as cached: a member removed or demoted a moment ago decides nothing.
     requireFreshWeb,
     requireRole(...DECIDER_ROLES),
-    validate("json", decisionBodySchema),
+    validate("json", anyDecisionBodySchema),
     async (c) => {
       const w = c.get("web");
-      const { optionId, requestHash, rule } = c.req.valid("json");
+      // `optionId` for a permission, `action` (and `content`) for an elicitation; the gate checks which fits.
+      const { requestHash, ...answer } = c.req.valid("json");
+      const { stepUp, ...decision } = "stepUp" in answer ? answer : { ...answer, stepUp: undefined };
       const approval = await decideApproval(c.env, {
         approvalId: c.req.param("id"),
         teamId: w.teamId,
@@ -43,9 +46,9 @@ export const approvalRoutes = new Hono<AppEnv>()
         name: w.name,
         role: w.role,
         device: deviceName(c.req.header("X-Tapgate-Device")),
-        optionId,
+        ...decision,
         requestHash,
-        ...(rule && { rule }),
+        ...(stepUp && { stepUp: { assertion: stepUp as AuthenticationResponseJSON, relyingParty: relyingParty(c) } }),
       });
       return c.json(approval, 200);
     },

@@ -9,6 +9,7 @@ import { useNow } from "../clock";
 import { ConnectionBanner } from "../components/ConnectionBanner";
 import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
+import { RiskTag } from "../components/RiskNote";
 import { SafeText } from "../components/SafeText";
 import { ago, describeApproval } from "../format";
 import { useLiveEvents, useLiveStatus, useShowingCards } from "../live";
@@ -256,6 +257,7 @@ function BoardRow({
           <span class="clip">
             <SafeText text={d.title} />
           </span>
+          <RiskTag approval={approval} />
         </Link>
       </td>
       <td class="col-opt nowrap muted">{kindLabel(d.kind)}</td>

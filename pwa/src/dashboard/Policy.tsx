@@ -1,6 +1,7 @@
 /**
- * The team policy: its settings and escalation ladder, owners and admins change them; they
- * apply to new requests. The team's limits (quotas) are below them, and only owners change those.
+ * The team policy: its settings, the risk tiers (HighRisk.tsx) and the escalation ladder
+ * (Escalation.tsx); owners and admins change them; they apply to new requests.
+ * The team's limits (quotas) are below them, and only owners change those.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, isAdmin, type TeamPolicy } from "../api";
@@ -8,6 +9,7 @@ import { Banner } from "../components/Banner";
 import { useMe } from "../viewer";
 import { useMembers } from "./Board";
 import { EscalationFields, sortedLadder } from "./Escalation";
+import { cleanPatterns, HighRiskFields } from "./HighRisk";
 import { LimitsFields } from "./Limits";
 import { LoadError, PageHead, useLoad } from "./ui";
 
@@ -33,7 +35,11 @@ export function Policy() {
     setBusy(true);
     setResult(null);
     try {
-      const saved = await api.setPolicy({ ...form, escalation: sortedLadder(form.escalation) });
+      const saved = await api.setPolicy({
+        ...form,
+        highRisk: cleanPatterns(form.highRisk),
+        escalation: sortedLadder(form.escalation),
+      });
       loaded.setData(() => ({ ...form, ...(saved && typeof saved === "object" ? saved : {}) }));
       setResult({ tone: "ok", text: "Saved. New requests follow this policy; the change is in the audit log." });
     } catch (err) {
@@ -115,6 +121,11 @@ export function Policy() {
                 options={{ tool_title: "The tool's title", generic: "“An agent is asking for permission”" }}
               />
             </Setting>
+            <HighRiskFields
+              patterns={form.highRisk}
+              quorum={form.highRiskQuorum}
+              onChange={(next) => setForm({ ...form, ...next })}
+            />
             <Setting
               title="Escalation"
               help="Who is reached, and how, while nobody has seen a request. A person whose Tapgate is open and visible gets the card there instead of a push, and a push 20 s later if they did not look."

@@ -130,11 +130,13 @@ async function showApproval(message: Extract<PushPayload, { type: "approval" }>)
     // An escalation's repeat of the same request (same tag) alerts again instead of replacing silently.
     renotify: true,
     timestamp: Date.now(),
-    // Deny only: allowing needs the full card in front of the person, never the lock screen.
-    actions: [{ action: "deny", title: "Deny" }],
+    // Deny only: allowing needs the full card in front of the person, never the lock screen. A
+    // high-risk request offers no action at all: it is decided on its card, with a passkey.
+    actions: message.risk === "high" ? [] : [{ action: "deny", title: "Deny" }],
     data: { approvalId: id, url: `/approvals/${encodeURIComponent(id)}` },
   };
-  await self.registration.showNotification(visible(message.title || "An agent is asking for permission"), options);
+  const title = visible(message.title || "An agent is asking for permission");
+  await self.registration.showNotification(message.risk === "high" ? `High risk: ${title}` : title, options);
   // …and showNotification resolved: it is on the screen.
   await Promise.all([receipt, report(id, "displayed")]);
 }

@@ -1,6 +1,8 @@
 /** `/v1/approvals`: the team's requests (list, read, decide) and the service worker's "seen". */
 import { z } from "zod";
 import { approvalDetailSchema, approvalSchema, ownedApprovalSchema } from "../approval.js";
+import { elicitationActionSchema } from "../protocol.js";
+import { authenticationResponseSchema } from "./auth.js";
 import { cursorQuerySchema, pageOf } from "./common.js";
 import { decisionRuleSchema, ruleSchema } from "./rules.js";
 
@@ -30,8 +32,25 @@ export const decisionBodySchema = z.object({
     .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
   /** Also make a standing `me` rule from this request (an `allow_once` option only; docs/human-api.md). */
   rule: decisionRuleSchema.optional(),
+  /** A passkey assertion over `POST /v1/approvals/:id/step-up`'s options: needed to allow a high-risk request. */
+  stepUp: authenticationResponseSchema.optional(),
 });
 export type DecisionBody = z.infer<typeof decisionBodySchema>;
+
+/**
+ * An elicitation's answer (`type: "elicitation"` approvals): `accept` (with a form's `content`,
+ * which the gate checks against the request's schema: `400 invalid_content` names the field),
+ * `decline` or `cancel`. Values are checked there, against the form, not here.
+ */
+export const elicitationDecisionBodySchema = z.object({
+  action: elicitationActionSchema,
+  content: z.record(z.string().max(128), z.unknown()).optional(),
+  requestHash: decisionBodySchema.shape.requestHash,
+});
+export type ElicitationDecisionBody = z.infer<typeof elicitationDecisionBodySchema>;
+
+/** What `POST /v1/approvals/:id/decision` takes: a permission's option, or an elicitation's answer. */
+export const anyDecisionBodySchema = z.union([decisionBodySchema, elicitationDecisionBodySchema]);
 
 /** Its answer: the approval as decided (and `createdRule`, the rule a `rule` made). Refusals (409/410) carry it too, as `approval`. */
 export const decisionAnswerSchema = approvalSchema.extend({ createdRule: ruleSchema.optional() });
