@@ -32,11 +32,16 @@ beforeEach(() => {
 });
 afterEach(() => vi.restoreAllMocks());
 
-async function ask(owner: Member) {
+/** Asks once over a socket: a permission request unless `method` and `params` say otherwise. */
+async function ask(
+  owner: Member,
+  method = "session/request_permission",
+  params: (sessionId: string) => object = permissionParams,
+) {
   const { key } = await createKey(owner);
   const sessionId = unique("sess");
   const agent = await connectAgent(key, sessionId);
-  await agent.ask(1, permissionParams(sessionId));
+  await agent.send({ jsonrpc: "2.0", id: 1, method, params: params(sessionId) });
   const [approval] = await pendingApprovals(owner, sessionId);
   if (!approval) throw new Error("not pending");
   /** Runs the ladder at `createdAt + ms`, as the alarm would then. */
@@ -70,6 +75,41 @@ async function detail(member: Member, id: string) {
 }
 
 describe("the escalation ladder", () => {
+  it("climbs for elicitations and high-risk requests too: repeats keep the generic title and the risk mark", async () => {
+    const owner = await signUp();
+    const phone = await fake.addPhone(owner, "Pixel 8");
+    const question = await ask(owner, "elicitation/create", (sessionId) => ({
+      sessionId,
+      mode: "form",
+      message: "Which port should the secret service use?",
+      requestedSchema: { type: "object", properties: { port: { type: "integer" } } },
+    }));
+    const risky = await ask(owner, "session/request_permission", (sessionId) =>
+      permissionParams(sessionId, {
+        toolCall: { toolCallId: unique("call"), title: "Wipe", kind: "execute", rawInput: { command: "rm -rf /srv" } },
+      }),
+    );
+    await fake.untilPushes(2);
+    await question.at(60_000);
+    await risky.at(60_000);
+    const pushesOf = (id: string) => approvalsTo(phone).filter((p) => p.approvalId === id);
+    const asked = pushesOf(question.approval.id);
+    expect(asked).toHaveLength(2);
+    for (const p of asked) {
+      expect(p).toMatchObject({ title: "An agent is asking you a question" });
+      expect(p).not.toHaveProperty("risk");
+    }
+    expect(JSON.stringify(asked)).not.toContain("secret service");
+    // `risk: "high"`: the service worker offers no lock-screen action, on the repeat as on the first.
+    expect(pushesOf(risky.approval.id).map((p) => [p.title, p.risk])).toEqual([
+      ["Wipe", "high"],
+      ["Wipe", "high"],
+    ]);
+    // The agent that asked the question hears where it stands, as a permission's agent does.
+    const progress = await question.agent.nextProgress((p) => Array.isArray(p.deliveredTo) && p.deliveredTo.length > 0);
+    expect(progress).toMatchObject({ requestId: 1, approvalId: question.approval.id });
+  });
+
   it("walks the default ladder once: owner, owner again at 60 s, every approver at 3 min, mail at 5 min", async () => {
     const owner = await signUp();
     const bea = await addMember(owner, "approver", "Bea");
