@@ -96,6 +96,8 @@ export const approvalSchema = z.object({
   decidedBy: decidedBySchema.nullable(),
   /** Present when a standing rule allowed it (reason `rule`; `decidedBy` is then null). */
   rule: approvalRuleSchema.optional(),
+  /** The decider's words to the agent (the decision's `reason`, ≤ 500 characters); absent when none. Text, never markup. */
+  message: z.string().optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

@@ -24,6 +24,8 @@ export interface ApprovalRow {
   decided_by: string | null;
   /** JSON {id, createdBy}: the standing rule that allowed it (migration 0011). */
   rule: string | null;
+  /** The decider's words (absent from rows read before migration 0013). */
+  message?: string | null;
 }
 
 export function approvalFromRow(r: ApprovalRow): Approval {
@@ -41,6 +43,7 @@ export function approvalFromRow(r: ApprovalRow): Approval {
     optionId: r.option_id,
     decidedBy: r.decided_by ? (JSON.parse(r.decided_by) as DecidedBy) : null,
     ...(r.rule ? { rule: JSON.parse(r.rule) as ApprovalRule } : {}),
+    ...(typeof r.message === "string" && { message: r.message }),
   };
 }
 
@@ -131,11 +134,11 @@ function approvalUpsertStatement(
     .prepare(
       `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
                               options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id,
-                              rule, rule_id)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                              rule, rule_id, message)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
        ON CONFLICT (id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
               resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id,
-              rule = excluded.rule, rule_id = excluded.rule_id
+              rule = excluded.rule, rule_id = excluded.rule_id, message = excluded.message
         WHERE approvals.state = 'pending' AND approvals.team_id = excluded.team_id`,
     )
     .bind(
@@ -157,5 +160,6 @@ function approvalUpsertStatement(
       a.optionId,
       a.rule ? JSON.stringify(a.rule) : null,
       a.rule?.id ?? null,
+      a.message ?? null,
     );
 }

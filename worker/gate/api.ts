@@ -50,6 +50,8 @@ export interface DecisionInput {
   requestHash: string;
   /** Also make a standing `me` rule from this request (the card's "Allow for 1 h"): checked by the gate. */
   rule?: { expiresInMs: number; match?: RuleMatch };
+  /** The decider's words to the agent (the body's `reason`): the approval's `message`. */
+  reason?: string;
 }
 
 /**

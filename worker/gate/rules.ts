@@ -54,6 +54,8 @@ export interface Resolution {
   decidedBy?: DecidedBy;
   /** The standing rule that allowed it (reason `rule`). */
   rule?: ApprovalRule;
+  /** The decider's words to the agent, when they gave some. */
+  message?: string;
 }
 
 /**
@@ -106,6 +108,7 @@ export function resolvedApproval(pending: Approval, r: Resolution, now: number):
     optionId: r.optionId ?? null,
     decidedBy: r.decidedBy ?? null,
     ...(r.rule && { rule: r.rule }),
+    ...(r.message !== undefined && { message: r.message }),
   };
 }
 
@@ -122,6 +125,7 @@ export function agentAnswer(
     optionId?: string | null;
     decidedBy?: DecidedBy | null;
     rule?: ApprovalRule | null;
+    message?: string;
   },
 ): RequestPermissionResponse {
   const { outcome } =
@@ -132,9 +136,12 @@ export function agentAnswer(
         : failClosedAnswer(agentOptions);
   const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
   const rule = r.reason === "rule" && r.rule ? { id: r.rule.id, createdBy: r.rule.createdBy } : undefined;
+  const message = r.message !== undefined ? { message: r.message } : undefined;
   return {
     outcome,
-    _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }) } },
+    _meta: {
+      tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }), ...message },
+    },
   };
 }
 
@@ -160,7 +167,8 @@ export function checkDecision(meta: ServedSession, pending: Approval, d: Decisio
   if (d.requestHash !== pending.requestHash) return { ok: false, error: "request_changed" };
   const state = option.kind.startsWith("allow") ? "allowed" : "denied";
   const decidedBy = { userId: d.userId, name: d.name, device: d.device };
-  return { ok: true, resolution: { state, reason: "decided", optionId: option.optionId, decidedBy } };
+  const message = d.reason !== undefined ? { message: d.reason } : undefined;
+  return { ok: true, resolution: { state, reason: "decided", optionId: option.optionId, decidedBy, ...message } };
 }
 
 /** A decision on an approval that already left `pending`: taken by a human, or ended without one. */
@@ -235,6 +243,7 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     option: chosen ? { name: chosen.name, kind: chosen.kind } : null,
     decidedBy: a.decidedBy,
     ...(a.rule && { rule: a.rule }),
+    ...(a.message !== undefined && { message: a.message }),
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
 }

@@ -6,7 +6,8 @@
  * subsystems). Imports only types from `sdk/src`, `worker/policy.ts`, `db/devices.ts` and
  * the pure `../audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
  */
-import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
+import type { AgentSession, Approval, Delivery, Owner, SessionInfo } from "../../sdk/src/approval";
+import type { Claim } from "../../sdk/src/human/approvals";
 import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 import type { StandingRule } from "../../sdk/src/rules";
@@ -79,6 +80,9 @@ export type QuotaVerdict =
   | { ok: true; rules?: StandingRule[] }
   | { ok: false; limit: QuotaLimit; retryAfterMs: number };
 
+/** A claim taken, or the request as the hub knows it when it has already ended. */
+export type ClaimResult = { ok: true; claim: Claim } | { ok: false; approval: Approval };
+
 /** The live feed's events (sdk/src/human/live.ts): approvals carry `owner` and `delivery`. */
 export type { LiveApproval, LiveEvent } from "../../sdk/src/human/live";
 /** A session whose outbox dead-lettered rows, for the dashboard (`GET /v1/sessions`). */
@@ -112,6 +116,14 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   markSeen(approvalId: string, deviceId: string, userId: string): Promise<boolean>;
   /** Where a request's pushes went, device by device. */
   deliveries(approvalId: string): Promise<Delivery[]>;
+
+  /**
+   * "Ada is looking": `by` claims a pending request for 2 minutes (renewed by claiming again);
+   * the live feed gets `claimed`. Not a lock. Refused once the hub knows the request ended.
+   */
+  claim(teamId: string, approval: Approval, by: Owner): Promise<ClaimResult>;
+  /** Who is looking at a request at `now` (the latest claim still running then), or null. */
+  claimOf(approvalId: string, now?: number): Promise<Claim | null>;
 
   deviceSaved(teamId: string, device: HubDevice): Promise<void>;
   deviceRemoved(deviceId: string): Promise<void>;

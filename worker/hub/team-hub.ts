@@ -13,7 +13,8 @@
  * `sessions.ts`, `audit-writer.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Approval, Delivery } from "../../sdk/src/approval";
+import type { Approval, Delivery, Owner } from "../../sdk/src/approval";
+import type { Claim } from "../../sdk/src/human/approvals";
 import { deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
@@ -21,6 +22,7 @@ import type {
   ApprovalNews,
   AuditAnchors,
   AuditEvent,
+  ClaimResult,
   DeadLetteredSession,
   HubDevice,
   QuotaAsk,
@@ -29,6 +31,7 @@ import type {
   TeamHubApi,
 } from "./api";
 import { AuditWriter } from "./audit-writer";
+import { Claims } from "./claims";
 import { Directory } from "./directory";
 import type { HubHost } from "./host";
 import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
@@ -51,6 +54,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly audit: AuditWriter;
   private readonly quotas: Quotas;
   private readonly rules: StandingRules;
+  private readonly claims: Claims;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -73,7 +77,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
       onDelivery: (approvalId) => this.feed.broadcast("approval", approvalId),
       onGone: (deviceId) => this.dropDevice(deviceId),
     });
-    this.feed = new LiveFeed(this.host, (approvalId) => this.push.deliveries(approvalId));
+    this.claims = new Claims(this.host);
+    this.feed = new LiveFeed(
+      this.host,
+      (approvalId) => this.push.deliveries(approvalId),
+      (now) => this.claims.all(now),
+    );
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.audit = new AuditWriter(this.host);
     this.quotas = new Quotas(this.host);
@@ -118,6 +127,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.adopt(teamId);
     const now = Date.now();
     this.quotas.release(approval.id);
+    this.claims.end(approval.id);
     if (!this.feed.remember(approval, ownerUserId, now)) return;
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
@@ -240,6 +250,19 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   /** Closes the live sockets whose web session expired by `now` (also before every event; tests pick `now`). */
   closeExpired(now = Date.now()): void {
     this.feed.closeExpired(now);
+  }
+
+  // ── claims ("Ada is looking") ────────────────────────────────────────────
+
+  async claim(teamId: string, approval: Approval, by: Owner): Promise<ClaimResult> {
+    this.adopt(teamId);
+    const result = this.claims.claim(approval, by, Date.now());
+    if (result.ok) this.feed.send({ type: "claimed", ...result.claim });
+    return result;
+  }
+
+  async claimOf(approvalId: string, now = Date.now()): Promise<Claim | null> {
+    return this.claims.of(approvalId, now);
   }
 
   // ── sessions and policy ──────────────────────────────────────────────────

@@ -1,12 +1,19 @@
 /** The human side of approvals: list, read, decide (see team/approvals.ts). */
 import { Hono } from "hono";
-import { approvalListQuerySchema, decisionBodySchema } from "../../sdk/src/human/approvals";
+import {
+  approvalListQuerySchema,
+  type DecisionBody,
+  decisionBatchBodySchema,
+  decisionBodySchema,
+} from "../../sdk/src/human/approvals";
 import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
+import type { DecisionInput } from "../gate/api";
 import { cursorParam, nextCursor, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
-import { decideApproval, readApproval } from "../team/approvals";
-import type { AppEnv } from "../types";
+import { claimApproval, decideApproval, readApproval } from "../team/approvals";
+import { decideBatch } from "../team/decision-batch";
+import type { AppEnv, WebIdentity } from "../types";
 
 const listQuery = approvalListQuerySchema.extend({ cursor: cursorParam.optional() });
 
@@ -34,22 +41,48 @@ export const approvalRoutes = new Hono<AppEnv>()
     requireRole(...DECIDER_ROLES),
     validate("json", decisionBodySchema),
     async (c) => {
-      const w = c.get("web");
-      const { optionId, requestHash, rule } = c.req.valid("json");
-      const approval = await decideApproval(c.env, {
-        approvalId: c.req.param("id"),
-        teamId: w.teamId,
-        userId: w.userId,
-        name: w.name,
-        role: w.role,
-        device: deviceName(c.req.header("X-Tapgate-Device")),
-        optionId,
-        requestHash,
-        ...(rule && { rule }),
-      });
+      const device = deviceName(c.req.header("X-Tapgate-Device"));
+      const body = c.req.valid("json");
+      const approval = await decideApproval(c.env, decisionInput(c.get("web"), device, c.req.param("id"), body));
       return c.json(approval, 200);
     },
-  );
+  )
+  // Each item exactly as the single route above decides it (team/decision-batch.ts).
+  .post(
+    "/v1/approvals/decisions",
+    requireFreshWeb,
+    requireRole(...DECIDER_ROLES),
+    validate("json", decisionBatchBodySchema),
+    async (c) => {
+      const device = deviceName(c.req.header("X-Tapgate-Device"));
+      const { decisions } = c.req.valid("json");
+      const results = await decideBatch(decisions, ({ approvalId, ...body }) =>
+        decideApproval(c.env, decisionInput(c.get("web"), device, approvalId, body)),
+      );
+      return c.json({ results }, 200);
+    },
+  )
+  .post("/v1/approvals/:id/claim", requireFreshWeb, requireRole(...DECIDER_ROLES), async (c) => {
+    const w = c.get("web");
+    return c.json(await claimApproval(c.env, w.teamId, c.req.param("id"), { userId: w.userId, name: w.name }), 200);
+  });
+
+/** A decision as the gate takes it: who decides (from the web session), from where, and the body. */
+function decisionInput(w: WebIdentity, device: string, approvalId: string, body: DecisionBody): DecisionInput {
+  const { optionId, requestHash, rule, reason } = body;
+  return {
+    approvalId,
+    teamId: w.teamId,
+    userId: w.userId,
+    name: w.name,
+    role: w.role,
+    device,
+    optionId,
+    requestHash,
+    ...(rule && { rule }),
+    ...(reason !== undefined && { reason }),
+  };
+}
 
 /**
  * The device or surface a decision came from. Browsers only send Latin-1 header values, so the
