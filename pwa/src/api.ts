@@ -22,12 +22,15 @@ import {
   auditVerdictSchema,
   type CreateRuleBody,
   challengeAnswerSchema,
+  claimSchema,
   createdInviteSchema,
   createdKeySchema,
   currentTeamSchema,
+  type DecisionBatchItem,
   type DecisionRule,
   type DeviceBody,
   decisionAnswerSchema,
+  decisionBatchAnswerSchema,
   deviceCodeInfoSchema,
   deviceListSchema,
   type ErrorCode,
@@ -74,7 +77,9 @@ export type {
   ApprovalState,
   AuditEntry,
   AuditVerdict,
+  Claim,
   CreatedInvite,
+  DecisionBatchResult,
   Delivery,
   Device,
   DeviceCodeInfo as DeviceCode,
@@ -161,7 +166,7 @@ async function request<S extends z.ZodType>(
 ): Promise<z.output<S>> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method === "POST" && path.endsWith("/decision")) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
+  if (method === "POST" && /\/decisions?$/.test(path)) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
   let res: Response;
   try {
     res = await fetch(path, {
@@ -253,9 +258,19 @@ export const api = {
     return get(approvalPageSchema, `/v1/approvals?${params}`);
   },
   approval: (id: string) => get(approvalAnswerSchema, `/v1/approvals/${enc(id)}`),
-  /** With `rule`: also make a standing `me` rule from this request (the card's "Allow for 1 h"). */
-  decide: (id: string, optionId: string, requestHash: string, rule?: DecisionRule) =>
-    post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash, ...(rule && { rule }) }),
+  /** With `rule`: also make a standing `me` rule from this request (the card's "Allow for 1 h"). `reason`: the decider's words to the agent (≤ 500 characters). */
+  decide: (id: string, optionId: string, requestHash: string, rule?: DecisionRule, reason?: string) =>
+    post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, {
+      optionId,
+      requestHash,
+      ...(rule && { rule }),
+      ...(reason && { reason }),
+    }),
+  /** Several at once: each item answered as its single decision would be. */
+  decideBatch: (decisions: DecisionBatchItem[]) =>
+    post(decisionBatchAnswerSchema, "/v1/approvals/decisions", { decisions }),
+  /** "I am looking at this" for teammates (2 minutes; not a lock). */
+  claim: (id: string) => post(claimSchema, `/v1/approvals/${enc(id)}/claim`),
 
   rules: () => get(ruleListSchema, "/v1/rules"),
   createRule: (body: CreateRuleBody) => post(ruleAnswerSchema, "/v1/rules", body),

@@ -1,12 +1,14 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { describeMatch } from "../../../sdk/src/rules";
 import { type ApiError, type ApprovalView, api, canDecide, type Delivery, type RuleMatch } from "../api";
+import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
+import { ReasonField } from "../components/ReasonField";
 import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
@@ -43,16 +45,26 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
   });
 
-  /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). */
+  // Teammates see "<name> is looking" while a decider has the card open (not a lock; 2 minutes).
+  const me = useMe();
+  const claimed = useRef(false);
+  useEffect(() => {
+    if (claimed.current || approval?.state !== "pending" || !canDecide(me?.role)) return;
+    claimed.current = true;
+    api.claim(id).catch(() => {});
+  }, [approval?.state, me?.role]);
+
+  /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). `reason`: words for the agent. */
   const choose = async (
     option: Pick<ApprovalView["options"][number], "optionId">,
     rule?: { expiresInMs: number; match: RuleMatch },
+    reason?: string,
   ) => {
     if (!approval) return;
     setBusy(rule ? "rule" : option.optionId);
     setNotice(null);
     try {
-      const decided = await api.decide(id, option.optionId, approval.requestHash, rule);
+      const decided = await api.decide(id, option.optionId, approval.requestHash, rule, reason);
       setApproval((prev) => ({ ...decided, owner: prev?.owner, delivery: prev?.delivery }));
       if (decided.createdRule) {
         setNotice({ tone: "ok", text: `Allowed, and for 1 h: ${describeMatch(decided.createdRule.match)}` });
@@ -108,10 +120,13 @@ function Card({
   onChoose: (
     o: Pick<ApprovalView["options"][number], "optionId">,
     rule?: { expiresInMs: number; match: RuleMatch },
+    reason?: string,
   ) => void;
   embedded: boolean;
 }) {
   const me = useMe();
+  const [reason, setReason] = useState("");
+  const lookers = useLookers(approval.id, me?.user.id);
   const d = describeApproval(approval);
   const tc = approval.snapshot.toolCall;
   const session = approval.snapshot.session;
@@ -135,6 +150,11 @@ function Card({
         </h1>
         {approval.state === "pending" && <Countdown expiresAt={approval.expiresAt} testId="card-countdown" />}
       </header>
+      {approval.state === "pending" && lookers.length > 0 && (
+        <p class="muted small" data-testid="card-lookers">
+          <SafeText text={lookingWords(lookers)} />
+        </p>
+      )}
 
       {suspicious && (
         <Banner tone="warn" testId="unsafe-warning">
@@ -201,18 +221,21 @@ function Card({
             You are a viewer in this team: you can follow this request, but only approvers can decide it.
           </Banner>
         ) : approval.state === "pending" ? (
-          <OptionButtons
-            options={approval.options}
-            busy={busy}
-            onChoose={onChoose}
-            besideAllowOnce={
-              <RuleOffer
-                approval={approval}
-                busy={busy}
-                onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule)}
-              />
-            }
-          />
+          <>
+            <ReasonField value={reason} onInput={setReason} />
+            <OptionButtons
+              options={approval.options}
+              busy={busy}
+              onChoose={(o) => onChoose(o, undefined, reason.trim() || undefined)}
+              besideAllowOnce={
+                <RuleOffer
+                  approval={approval}
+                  busy={busy}
+                  onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule, reason.trim() || undefined)}
+                />
+              }
+            />
+          </>
         ) : (
           <Outcome approval={approval} />
         )}
@@ -229,6 +252,11 @@ function Outcome({ approval }: { approval: ApprovalView }) {
       <strong>
         <SafeText text={outcomeWithTime(approval, now, me?.user.id)} />
       </strong>
+      {approval.message && (
+        <span class="outcome-message" data-testid="outcome-message">
+          <SafeText text={`“${approval.message}”`} />
+        </span>
+      )}
     </Banner>
   );
 }
