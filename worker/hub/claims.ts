@@ -24,7 +24,6 @@ export class Claims {
     const known = this.host.sql.exec("SELECT record FROM approvals WHERE id = ?", approval.id).toArray()[0];
     const current = known ? (JSON.parse(known.record as string) as Approval) : approval;
     if (current.state !== "pending") return { ok: false, approval: current };
-    this.host.sql.exec("DELETE FROM claims WHERE until <= ?", now);
     const until = now + CLAIM_MS;
     this.host.sql.exec(
       `INSERT INTO claims (approval_id, user_id, name, until) VALUES (?, ?, ?, ?)
@@ -47,9 +46,9 @@ export class Claims {
     return this.running("1", now);
   }
 
-  /** The request ended: its claims end with it. */
-  end(approvalId: string): void {
-    this.host.sql.exec("DELETE FROM claims WHERE approval_id = ?", approvalId);
+  /** The request ended: its claims end with it (and any claim lapsed by `now` goes too). */
+  end(approvalId: string, now: number): void {
+    this.host.sql.exec("DELETE FROM claims WHERE approval_id = ? OR until <= ?", approvalId, now);
   }
 
   private running(where: string, now: number, ...bindings: SqlStorageValue[]): Claim[] {

@@ -127,7 +127,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.adopt(teamId);
     const now = Date.now();
     this.quotas.release(approval.id);
-    this.claims.end(approval.id);
+    this.claims.end(approval.id, now);
     if (!this.feed.remember(approval, ownerUserId, now)) return;
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);

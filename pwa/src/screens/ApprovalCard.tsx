@@ -1,5 +1,6 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
+import { CLAIM_MS } from "../../../sdk/src/human/approvals";
 import { describeMatch } from "../../../sdk/src/rules";
 import { type ApiError, type ApprovalView, api, canDecide, type Delivery, type RuleMatch } from "../api";
 import { lookingWords, useLookers } from "../claims";
@@ -45,14 +46,17 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
   });
 
-  // Teammates see "<name> is looking" while a decider has the card open (not a lock; 2 minutes).
+  // Teammates see "<name> is looking" while a decider has the card open: claimed on open and
+  // renewed before each claim's 2 minutes run out, until it is decided or closed. Not a lock.
   const me = useMe();
-  const claimed = useRef(false);
+  const looking = approval?.state === "pending" && canDecide(me?.role);
   useEffect(() => {
-    if (claimed.current || approval?.state !== "pending" || !canDecide(me?.role)) return;
-    claimed.current = true;
-    api.claim(id).catch(() => {});
-  }, [approval?.state, me?.role]);
+    if (!looking) return;
+    const claim = () => void api.claim(id).catch(() => {});
+    claim();
+    const renew = setInterval(claim, CLAIM_MS - 30_000);
+    return () => clearInterval(renew);
+  }, [looking]);
 
   /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). `reason`: words for the agent. */
   const choose = async (
