@@ -1,4 +1,4 @@
-/** The human side of approvals: list, read, decide (see team/approvals.ts). */
+/** The human side of approvals: list, read, decide (one, or a batch: team/decision-batch.ts), claim (team/approvals.ts). */
 import { Hono } from "hono";
 import {
   approvalListQuerySchema,

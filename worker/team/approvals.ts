@@ -1,7 +1,7 @@
 /**
  * Approvals as the human side sees them: reading one (its gate if it still holds it, else the
- * D1 record, with its pushes from the hub) and deciding one. Also the agent side's way to the
- * gate an approval id names.
+ * D1 record, with its pushes from the hub), deciding one, and claiming one ("Ada is looking",
+ * held by the hub). Also the agent side's way to the gate an approval id names.
  *
  * Owns: the one "no such approval" answer (unknown ids, another team's and another user's all
  * get it) and the words for a refused decision. Does not own: the decision itself (the gate's
