@@ -3,7 +3,8 @@
  * opens a request and the owner's board says "Grace is looking"; the owner selects two requests,
  * checks the pre-flight table (tool, command, session, owner, the option applied), adds a reason
  * and confirms; the agent gets both denies with the reason, the open card shows it, the third
- * request stays. Steps build on each other.
+ * request stays; Grace denies that one from its card with a reason, which History shows. Steps
+ * build on each other.
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -152,5 +153,30 @@ describe.skipIf(!browserAvailable)("batch decisions, reasons and claims in headl
     }
     expect(await owner.getByTestId("batch-bar").count()).toBe(0);
     expect((await ownerApi.approval(third.id)).state).toBe("pending");
+  });
+  it("Grace denies the third from its card with a reason; the agent gets it and Ada's History shows it as text", async () => {
+    const third = asked[2] as (typeof asked)[number];
+    await grace.getByTestId(`board-open-${third.approval.id}`).click();
+    const panel = grace.getByTestId("board-panel");
+    await panel.getByTestId("options").waitFor();
+    const reason = "git clean -fdx also deletes .env: use `npm run clean`";
+    await panel.getByTestId("reason").locator("summary").click();
+    await panel.getByTestId("reason-input").fill(reason);
+    await panel.getByTestId("option-no").click();
+    expect(await third.answer).toMatchObject({
+      outcome: { outcome: "selected", optionId: "no" },
+      _meta: { tapgate: { decidedBy: { name: "Grace" }, message: reason } },
+    });
+    await poll(() => panel.getByTestId("outcome-message").textContent()).toBe(`“${reason}”`);
+
+    await poll(async () => {
+      const { approvals } = await ownerApi.json<{ approvals: Approval[] }>("/v1/history");
+      return approvals.find((a) => a.id === third.approval.id)?.message;
+    }).toBe(reason);
+    await owner.getByTestId("nav-history").click();
+    await owner.getByTestId("screen-team-history").waitFor();
+    const line = owner.getByTestId(`history-row-${third.approval.id}`);
+    await line.waitFor();
+    expect(await line.getByTestId("history-message").textContent()).toBe(`“${reason}”`);
   });
 });
