@@ -39,10 +39,10 @@ export function useLookers(approvalId: string, me: string | undefined): Claim[] 
     .sort((a, b) => b.until - a.until);
 }
 
-/** "Ada is looking", "Ada and Sam are looking", "Ada, Sam and 2 others are looking". */
+/** "Ada is looking", "Ada and Sam are looking", "Ada, Sam and 2 others are looking" (for one or more). */
 export function lookingWords(lookers: Claim[]): string {
-  const names = lookers.map((c) => c.by.name || "Someone");
-  if (names.length <= 1) return `${names[0] ?? "Nobody"} is looking`;
-  if (names.length === 2) return `${names[0]} and ${names[1]} are looking`;
-  return `${names[0]}, ${names[1]} and ${names.length - 2} other${names.length === 3 ? "" : "s"} are looking`;
+  const [first, second, ...rest] = lookers.map((c) => c.by.name || "Someone");
+  if (second === undefined) return `${first} is looking`;
+  if (rest.length === 0) return `${first} and ${second} are looking`;
+  return `${first}, ${second} and ${rest.length} other${rest.length === 1 ? "" : "s"} are looking`;
 }
