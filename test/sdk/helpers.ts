@@ -91,9 +91,10 @@ export function askParams(sessionId: string, toolCallId = unique("call")) {
     sessionId,
     toolCall: {
       toolCallId,
-      title: "git push --force",
+      // Not high-risk under the default policy (force pushes are): an allow needs no step-up.
+      title: "git push origin main",
       kind: "execute" as const,
-      rawInput: { command: "git push --force" },
+      rawInput: { command: "git push origin main" },
     },
     options: [
       { optionId: "allow", name: "Allow once", kind: "allow_once" as const },

@@ -7,7 +7,12 @@
  * machine, after admission.ts), joining (presence.ts) or the post-change step (the shell).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type {
+  AgentAnswer,
+  AgentAsk,
+  CreateElicitationResponse,
+  RequestPermissionResponse,
+} from "../../sdk/src/protocol";
 import type { Admission } from "./admission";
 import type { AgentCaller, GateJoin, HttpOpenResult, HttpPollResult } from "./api";
 import { LEASE_MS } from "./rules";
@@ -27,7 +32,7 @@ export class HttpAgents {
 
   constructor(private readonly gate: HttpHost) {}
 
-  async open(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult> {
+  async open(join: GateJoin, params: AgentAsk): Promise<HttpOpenResult> {
     const meta = this.gate.join(join);
     if (!meta) return { ok: false, error: "key_revoked", message: "this API key was revoked" };
     const now = Date.now();
@@ -94,19 +99,15 @@ export class HttpAgents {
       return { ok: true, body: { approvalId, state: "pending", expiresAt: approval.expiresAt } };
     }
     // Rows resolved by builds that did not store answers get theirs recomputed.
-    const answer = row.answer
-      ? (JSON.parse(row.answer) as RequestPermissionResponse)
-      : this.gate.machine.answerFor(row, approval);
-    return {
-      ok: true,
-      body: {
-        approvalId,
-        state: approval.state,
-        reason: approval.reason,
-        outcome: answer.outcome,
-        _meta: answer._meta,
-      },
-    };
+    const answer = row.answer ? (JSON.parse(row.answer) as AgentAnswer) : this.gate.machine.answerFor(row, approval);
+    const { state, reason } = approval;
+    // The final body is the ACP result itself: `outcome` for a permission, `action` (and `content`) for an elicitation.
+    if (approval.type === "elicitation") {
+      const { action, content, _meta } = answer as CreateElicitationResponse;
+      return { ok: true, body: { approvalId, state, reason, action, ...(content ? { content } : {}), _meta } };
+    }
+    const { outcome, _meta } = answer as RequestPermissionResponse;
+    return { ok: true, body: { approvalId, state, reason, outcome, _meta } };
   }
 }
 

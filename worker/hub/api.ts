@@ -12,10 +12,11 @@ import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 import type { StandingRule } from "../../sdk/src/rules";
 import type { AuditAnchors, AuditEvent } from "../audit-chain";
+import type { OutboxOp } from "../db/approvals";
 import type { DeviceRow } from "../db/devices";
 import type { VersionedPolicy } from "../policy";
 
-export type { AuditAnchors, AuditEvent };
+export type { AuditAnchors, AuditEvent, OutboxOp };
 
 /** Who opened a live-feed socket: set by the Worker after it checked the cookie and Origin. */
 export interface HubJoin {
@@ -100,6 +101,8 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
   /** A request left `pending`: shown live; unsent pushes dropped, sent notifications closed. */
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
+  /** A pending request changed (a high-risk quorum's first allow): shown live, nothing pushed. */
+  approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
   /**
    * Counts a new request against the team's quotas (pending per team and per key, requests per
    * key per minute), before the gate holds it. Answers from the hub's own SQLite, no D1.
@@ -156,6 +159,12 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
 
   /** Appends events to the team's audit chain, in order; resolves once D1 has every one. */
   appendAudit(events: AuditEvent[]): Promise<void>;
+  /**
+   * A SessionGate's outbox batch: its D1 index rows and audit events, written with whatever
+   * other sessions of the team sent meanwhile in one D1 batch (the audit writer's group
+   * commit); resolves once D1 has every one.
+   */
+  writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void>;
   /** Chains the events the routes queued in D1 (`audit_outbox`); rejects when D1 or the chain failed. */
   drainAudit(teamId: string): Promise<void>;
   /** After draining: the head the hub last wrote (its anchor), and the first anchor found broken. */

@@ -15,7 +15,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Approval, Delivery, Owner } from "../../sdk/src/approval";
 import type { Claim } from "../../sdk/src/human/approvals";
-import { deleteDevice } from "../db";
+import { type D1OutboxOp, deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import type {
@@ -25,6 +25,7 @@ import type {
   ClaimResult,
   DeadLetteredSession,
   HubDevice,
+  OutboxOp,
   QuotaAsk,
   QuotaVerdict,
   SessionNews,
@@ -43,9 +44,12 @@ import { Sessions } from "./sessions";
 
 /** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
 const OPPORTUNISTIC_DRAIN_MS = 10_000;
+/** How often a resolution also forgets requests resolved more than KEEP_RESOLVED_MS ago. */
+const PRUNE_EVERY_MS = 60_000;
 
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private auditDrainedAt = 0;
+  private prunedAt = 0;
   private readonly host: HubHost;
   private readonly directory: Directory;
   private readonly feed: LiveFeed;
@@ -132,9 +136,21 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
     this.push.queueResolved(approval, now);
-    this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
-    this.feed.prune(now - KEEP_RESOLVED_MS);
+    // Pruning is a sweep over the tables, not per-request work: at most once a minute, so a burst
+    // of resolutions does not sweep once per request.
+    if (now - this.prunedAt >= PRUNE_EVERY_MS) {
+      this.prunedAt = now;
+      this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
+      this.feed.prune(now - KEEP_RESOLVED_MS);
+    }
     await this.push.drain();
+  }
+
+  async approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
+    this.adopt(teamId);
+    if (!this.feed.remember(approval, ownerUserId, Date.now())) return;
+    await this.directory.load();
+    this.feed.broadcast("approval", approval.id);
   }
 
   async sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null> {
@@ -288,8 +304,22 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!first) return;
     this.adopt(first);
     await this.audit.append(this.teamId() as string, events);
-    // Events a route queued while its call to us failed ride along, at most every 10 s (a
-    // busy session appends often); the caller's own events are in, whatever happens here.
+    await this.drainAuditSometimes();
+  }
+
+  async writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void> {
+    this.adopt(teamId);
+    const events = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
+    const index = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
+    await this.audit.append(this.teamId() as string, events, index);
+    await this.drainAuditSometimes();
+  }
+
+  /**
+   * Events a route queued while its call to us failed ride along, at most every 10 s (a busy
+   * session appends often); the caller's own events are in, whatever happens here.
+   */
+  private async drainAuditSometimes(): Promise<void> {
     const now = Date.now();
     if (now - this.auditDrainedAt < OPPORTUNISTIC_DRAIN_MS) return;
     this.auditDrainedAt = now;

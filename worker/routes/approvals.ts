@@ -1,19 +1,19 @@
 /** The human side of approvals: list, read, decide (one, or a batch: team/decision-batch.ts), claim (team/approvals.ts). */
-import { Hono } from "hono";
+import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
+import { type Context, Hono } from "hono";
 import {
+  type AnyDecisionBody,
+  anyDecisionBodySchema,
   approvalListQuerySchema,
-  type DecisionBody,
   decisionBatchBodySchema,
-  decisionBodySchema,
 } from "../../sdk/src/human/approvals";
 import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
-import type { DecisionInput } from "../gate/api";
-import { cursorParam, nextCursor, validate } from "../http";
+import { cursorParam, nextCursor, relyingParty, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
-import { claimApproval, decideApproval, readApproval } from "../team/approvals";
+import { claimApproval, type DecisionRequest, decideApproval, readApproval } from "../team/approvals";
 import { decideBatch } from "../team/decision-batch";
-import type { AppEnv, WebIdentity } from "../types";
+import type { AppEnv } from "../types";
 
 const listQuery = approvalListQuerySchema.extend({ cursor: cursorParam.optional() });
 
@@ -39,11 +39,9 @@ export const approvalRoutes = new Hono<AppEnv>()
     // The role as D1 has it now, not as cached: a member removed or demoted a moment ago decides nothing.
     requireFreshWeb,
     requireRole(...DECIDER_ROLES),
-    validate("json", decisionBodySchema),
+    validate("json", anyDecisionBodySchema),
     async (c) => {
-      const device = deviceName(c.req.header("X-Tapgate-Device"));
-      const body = c.req.valid("json");
-      const approval = await decideApproval(c.env, decisionInput(c.get("web"), device, c.req.param("id"), body));
+      const approval = await decideApproval(c.env, decisionRequest(c, c.req.param("id"), c.req.valid("json")));
       return c.json(approval, 200);
     },
   )
@@ -54,10 +52,9 @@ export const approvalRoutes = new Hono<AppEnv>()
     requireRole(...DECIDER_ROLES),
     validate("json", decisionBatchBodySchema),
     async (c) => {
-      const device = deviceName(c.req.header("X-Tapgate-Device"));
       const { decisions } = c.req.valid("json");
       const results = await decideBatch(decisions, ({ approvalId, ...body }) =>
-        decideApproval(c.env, decisionInput(c.get("web"), device, approvalId, body)),
+        decideApproval(c.env, decisionRequest(c, approvalId, body)),
       );
       return c.json({ results }, 200);
     },
@@ -68,20 +65,23 @@ export const approvalRoutes = new Hono<AppEnv>()
     return c.json(await claimApproval(c.env, w.teamId, c.req.param("id"), { userId: w.userId, name: w.name }), 200);
   });
 
-/** A decision as the gate takes it: who decides (from the web session), from where, and the body. */
-function decisionInput(w: WebIdentity, device: string, approvalId: string, body: DecisionBody): DecisionInput {
-  const { optionId, requestHash, rule, reason } = body;
+/**
+ * A decision as the use case takes it: who decides (from the web session), from where, and the
+ * body: a permission's option (with `rule`, `reason`, and a step-up the use case verifies) or an
+ * elicitation's answer.
+ */
+function decisionRequest(c: Context<AppEnv>, approvalId: string, body: AnyDecisionBody): DecisionRequest {
+  const w = c.get("web");
+  const { stepUp, ...answer } = "stepUp" in body ? body : { ...body, stepUp: undefined };
   return {
     approvalId,
     teamId: w.teamId,
     userId: w.userId,
     name: w.name,
     role: w.role,
-    device,
-    optionId,
-    requestHash,
-    ...(rule && { rule }),
-    ...(reason !== undefined && { reason }),
+    device: deviceName(c.req.header("X-Tapgate-Device")),
+    ...answer,
+    ...(stepUp && { stepUp: { assertion: stepUp as AuthenticationResponseJSON, relyingParty: relyingParty(c) } }),
   };
 }
 

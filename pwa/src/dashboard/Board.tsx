@@ -10,6 +10,7 @@ import { useNow } from "../clock";
 import { ConnectionBanner } from "../components/ConnectionBanner";
 import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
+import { RiskTag } from "../components/RiskNote";
 import { SafeText } from "../components/SafeText";
 import { ago, describeApproval } from "../format";
 import { useLiveEvents, useLiveStatus } from "../live";
@@ -290,6 +291,7 @@ function BoardRow({
           <span class="clip">
             <SafeText text={d.title} />
           </span>
+          <RiskTag approval={approval} />
         </Link>
         {lookers.length > 0 && (
           <span class="cell-note" data-testid="board-lookers">

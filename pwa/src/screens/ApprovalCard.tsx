@@ -7,9 +7,11 @@ import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
+import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
 import { ReasonField } from "../components/ReasonField";
+import { RiskBanner, RiskTag } from "../components/RiskNote";
 import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
@@ -17,7 +19,12 @@ import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
 import { useLiveEvents } from "../live";
 import { Link } from "../router";
 import { containsUnsafeText } from "../safe-text";
+import { decideWithStepUp } from "../step-up";
 import { useMe } from "../viewer";
+
+/** The rule a card may make ("Allow for 1 h"). */
+type CardRule = { expiresInMs: number; match: RuleMatch };
+type DecisionAnswer = Awaited<ReturnType<typeof api.decide>>;
 
 type Notice = { tone: "error" | "warn" | "ok"; text: string } | null;
 
@@ -59,16 +66,16 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
   }, [looking]);
 
   /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). `reason`: words for the agent. */
-  const choose = async (
-    option: Pick<ApprovalView["options"][number], "optionId">,
-    rule?: { expiresInMs: number; match: RuleMatch },
-    reason?: string,
-  ) => {
+  const choose = (option: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) =>
+    send(rule ? "rule" : option.optionId, (current) => decideWithStepUp(current, option.optionId, { rule, reason }));
+  const answer = (a: ElicitationAnswer) => send(a.action, (current) => api.answer(id, a, current.requestHash));
+
+  const send = async (busyWith: string, decision: (current: ApprovalView) => Promise<DecisionAnswer>) => {
     if (!approval) return;
-    setBusy(rule ? "rule" : option.optionId);
+    setBusy(busyWith);
     setNotice(null);
     try {
-      const decided = await api.decide(id, option.optionId, approval.requestHash, rule, reason);
+      const decided = await decision(approval);
       setApproval((prev) => ({ ...decided, owner: prev?.owner, delivery: prev?.delivery }));
       if (decided.createdRule) {
         setNotice({ tone: "ok", text: `Allowed, and for 1 h: ${describeMatch(decided.createdRule.match)}` });
@@ -108,7 +115,9 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
     );
   }
   if (!approval) return <p class="muted center">Loading…</p>;
-  return <Card approval={approval} busy={busy} notice={notice} onChoose={choose} embedded={embedded} />;
+  return (
+    <Card approval={approval} busy={busy} notice={notice} onChoose={choose} onAnswer={answer} embedded={embedded} />
+  );
 }
 
 function Card({
@@ -116,16 +125,14 @@ function Card({
   busy,
   notice,
   onChoose,
+  onAnswer,
   embedded,
 }: {
   approval: ApprovalView;
   busy: string | null;
   notice: Notice;
-  onChoose: (
-    o: Pick<ApprovalView["options"][number], "optionId">,
-    rule?: { expiresInMs: number; match: RuleMatch },
-    reason?: string,
-  ) => void;
+  onChoose: (o: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) => void;
+  onAnswer: (a: ElicitationAnswer) => void;
   embedded: boolean;
 }) {
   const me = useMe();
@@ -152,6 +159,7 @@ function Card({
         <h1 data-testid="card-title">
           <SafeText text={d.title} />
         </h1>
+        <RiskTag approval={approval} />
         {approval.state === "pending" && <Countdown expiresAt={approval.expiresAt} testId="card-countdown" />}
       </header>
       {approval.state === "pending" && lookers.length > 0 && (
@@ -181,6 +189,14 @@ function Card({
         <Fact label="Directory" value={session.cwd} />
       </dl>
 
+      {approval.snapshot.elicitation && (
+        <ElicitationQuestion
+          asked={approval.snapshot.elicitation}
+          pending={approval.state === "pending" && canDecide(me?.role)}
+          busy={busy}
+          onAnswer={onAnswer}
+        />
+      )}
       {typeof command === "string" && (
         <Section title="Command">
           <SafeText text={command} block testId="card-command" />
@@ -215,6 +231,7 @@ function Card({
       </p>
 
       <div class="decide" data-testid="decide">
+        <RiskBanner approval={approval} myUserId={me?.user.id} />
         {notice && (
           <Banner tone={notice.tone} testId="decision-notice">
             {notice.text}
@@ -225,21 +242,23 @@ function Card({
             You are a viewer in this team: you can follow this request, but only approvers can decide it.
           </Banner>
         ) : approval.state === "pending" ? (
-          <>
-            <ReasonField value={reason} onInput={setReason} />
-            <OptionButtons
-              options={approval.options}
-              busy={busy}
-              onChoose={(o) => onChoose(o, undefined, reason.trim() || undefined)}
+          approval.type !== "elicitation" && (
+            <>
+              <ReasonField value={reason} onInput={setReason} />
+              <OptionButtons
+                options={approval.options}
+                busy={busy}
+                onChoose={(o) => onChoose(o, undefined, reason.trim() || undefined)}
               besideAllowOnce={
                 <RuleOffer
                   approval={approval}
                   busy={busy}
-                  onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule, reason.trim() || undefined)}
-                />
-              }
-            />
-          </>
+                    onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule, reason.trim() || undefined)}
+                  />
+                }
+              />
+            </>
+          )
         ) : (
           <Outcome approval={approval} />
         )}

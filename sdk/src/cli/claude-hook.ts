@@ -7,6 +7,7 @@
  */
 
 import { randomUUID } from "node:crypto";
+import { isElicitationHookInput } from "../claude/elicitation.js";
 import {
   HOOK_EVENTS,
   type HookDecision,
@@ -21,6 +22,7 @@ import {
 import { type LogLevel, Tapgate } from "../client.js";
 import { parseJson, type TapgateAnswerMeta, tapgateAnswerMeta } from "../protocol.js";
 import { baseUrl } from "./account.js";
+import { answerElicitation } from "./claude-elicitation.js";
 import { credentials } from "./config.js";
 import { oldTextReader } from "./old-text.js";
 
@@ -32,7 +34,8 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const USAGE = `usage: tapgate claude-hook [--timeout SECONDS]
 
 Claude Code PreToolUse / PermissionRequest hook: reads the hook JSON on stdin, asks on Tapgate,
-prints the decision JSON on stdout. Default timeout ${DEFAULT_TIMEOUT_S} s (env TAPGATE_HOOK_TIMEOUT).
+prints the decision JSON on stdout. Elicitation (an MCP server asking the user): the human's
+answer (accept with content, decline, cancel) as the hook's JSON; every failure is cancel. Default timeout ${DEFAULT_TIMEOUT_S} s (env TAPGATE_HOOK_TIMEOUT).
 `;
 
 const deny = (reason: string): HookDecision => ({ allow: false, reason });
@@ -44,6 +47,11 @@ export async function main(args: string[]): Promise<number> {
   }
   const stdin = process.stdin.isTTY ? "" : await readStdin();
   const input = parseJson(stdin);
+  if (isElicitationHookInput(input)) {
+    // An MCP server asking the user (Claude Code's `Elicitation` event): answered with an action, never a deny.
+    process.stdout.write(`${JSON.stringify(await answerElicitation(input, elicitationAsk(args)))}\n`);
+    return 0;
+  }
   const event = eventOf(input);
   const decision = await decide(input, args);
   if (!event) {
@@ -81,6 +89,20 @@ async function decide(input: unknown, args: string[]): Promise<HookDecision> {
     return deny(`Tapgate: ${(err as Error).message}`);
   }
   return ask(parsed.data, base, apiKey, timeout * 1000);
+}
+
+/** What asking an elicitation needs, or why it cannot be asked. */
+function elicitationAsk(args: string[]) {
+  const timeout = parseTimeout(args, process.env.TAPGATE_HOOK_TIMEOUT);
+  if (typeof timeout === "string") return timeout;
+  const { url, apiKey } = credentials();
+  if (!apiKey) return "not signed in — run `tapgate login`";
+  try {
+    const timeoutMs = timeout * 1000;
+    return { url: baseUrl(url), apiKey, timeoutMs, connectTimeoutMs: Math.min(CONNECT_TIMEOUT_MS, timeoutMs), log };
+  } catch (err) {
+    return (err as Error).message;
+  }
 }
 
 async function ask(input: HookInput, url: string, apiKey: string, timeoutMs: number): Promise<HookDecision> {

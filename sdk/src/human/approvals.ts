@@ -2,6 +2,8 @@
 import { z } from "zod";
 import { approvalDetailSchema, approvalSchema, ownedApprovalSchema, ownerSchema } from "../approval.js";
 import { errorBodySchema } from "../errors.js";
+import { elicitationActionSchema } from "../protocol.js";
+import { authenticationResponseSchema } from "./auth.js";
 import { cursorQuerySchema, pageOf } from "./common.js";
 import { decisionRuleSchema, ruleSchema } from "./rules.js";
 
@@ -36,8 +38,26 @@ export const decisionBodySchema = z.object({
   rule: decisionRuleSchema.optional(),
   /** The decider's words to the agent (with any option): stored as the approval's `message`, shown as text. */
   reason: z.string().min(1).max(DECISION_REASON_CHARS).optional(),
+  /** A passkey assertion over `POST /v1/approvals/:id/step-up`'s options: needed to allow a high-risk request. */
+  stepUp: authenticationResponseSchema.optional(),
 });
 export type DecisionBody = z.infer<typeof decisionBodySchema>;
+
+/**
+ * An elicitation's answer (`type: "elicitation"` approvals): `accept` (with a form's `content`,
+ * which the gate checks against the request's schema: `400 invalid_content` names the field),
+ * `decline` or `cancel`. Values are checked there, against the form, not here.
+ */
+export const elicitationDecisionBodySchema = z.object({
+  action: elicitationActionSchema,
+  content: z.record(z.string().max(128), z.unknown()).optional(),
+  requestHash: decisionBodySchema.shape.requestHash,
+});
+export type ElicitationDecisionBody = z.infer<typeof elicitationDecisionBodySchema>;
+
+/** What `POST /v1/approvals/:id/decision` takes: a permission's option, or an elicitation's answer. */
+export const anyDecisionBodySchema = z.union([decisionBodySchema, elicitationDecisionBodySchema]);
+export type AnyDecisionBody = z.infer<typeof anyDecisionBodySchema>;
 
 /** Its answer: the approval as decided (and `createdRule`, the rule a `rule` made). Refusals (409/410) carry it too, as `approval`. */
 export const decisionAnswerSchema = approvalSchema.extend({ createdRule: ruleSchema.optional() });
