@@ -119,6 +119,43 @@ describe("POST /v1/approvals/decisions", () => {
     expect(await json(theirs)).toMatchObject({ state: "pending" });
   });
 
+  it("answers step_up_required for a high-risk item, deciding the others; a deny of one needs no step-up", async () => {
+    const owner = await signUp("Ada");
+    const { key } = await createKey(owner);
+    const sessionId = unique("batch-risk");
+    const agent = await connectAgent(key, sessionId);
+    const forcePush = (id: string) => ({
+      toolCallId: id,
+      title: "git push --force origin main",
+      kind: "execute" as const,
+      rawInput: { command: "git push --force origin main" },
+    });
+    await agent.ask(1, permissionParams(sessionId, { toolCall: forcePush("push-1") }));
+    await agent.ask(2, permissionParams(sessionId, { toolCall: forcePush("push-2") }));
+    await agent.ask(3, permissionParams(sessionId));
+    const [risky, riskyToDeny, routine] = (await pendingApprovals(owner, sessionId)).sort(
+      (a, b) => a.createdAt - b.createdAt,
+    ) as [Approval, Approval, Approval];
+    expect([risky.risk, riskyToDeny.risk, routine.risk]).toEqual(["high", "high", "normal"]);
+
+    const { results } = await json<DecisionBatchAnswer>(
+      await batch(owner, [item(risky, "allow"), item(riskyToDeny, "deny"), item(routine, "allow")]),
+    );
+    expect(results.map((r) => [r.approvalId, r.status, r.error])).toEqual([
+      [risky.id, 403, "step_up_required"],
+      [riskyToDeny.id, 200, undefined],
+      [routine.id, 200, undefined],
+    ]);
+    const answers = [await agent.next(), await agent.next()].sort((a, b) => Number(a.id) - Number(b.id));
+    expect(answers).toMatchObject([
+      { id: 2, result: { outcome: { optionId: "deny" } } },
+      { id: 3, result: { outcome: { optionId: "allow" } } },
+    ]);
+    await agent.barrier();
+    expect(agent.pending()).toBe(0); // the high-risk allow reached nobody: still waiting for a passkey
+    expect((await written(owner.teamId, sessionId, risky.id)).row).toMatchObject({ state: "pending" });
+  });
+
   it("checks each item's role like a single decision: a viewer gets 403 for the whole batch", async () => {
     const { owner, approval } = await askOnce();
     const viewer = await addMember(owner, "viewer");

@@ -249,10 +249,10 @@ function Card({
                 options={approval.options}
                 busy={busy}
                 onChoose={(o) => onChoose(o, undefined, reason.trim() || undefined)}
-              besideAllowOnce={
-                <RuleOffer
-                  approval={approval}
-                  busy={busy}
+                besideAllowOnce={
+                  <RuleOffer
+                    approval={approval}
+                    busy={busy}
                     onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule, reason.trim() || undefined)}
                   />
                 }
