@@ -22,12 +22,15 @@ import {
   auditVerdictSchema,
   type CreateRuleBody,
   challengeAnswerSchema,
+  claimSchema,
   createdInviteSchema,
   createdKeySchema,
   currentTeamSchema,
+  type DecisionBatchItem,
   type DecisionRule,
   type DeviceBody,
   decisionAnswerSchema,
+  decisionBatchAnswerSchema,
   deviceCodeInfoSchema,
   deviceListSchema,
   type ErrorCode,
@@ -77,7 +80,9 @@ export type {
   ApprovalState,
   AuditEntry,
   AuditVerdict,
+  Claim,
   CreatedInvite,
+  DecisionBatchResult,
   Delivery,
   Device,
   DeviceCodeInfo as DeviceCode,
@@ -165,7 +170,7 @@ async function request<S extends z.ZodType>(
 ): Promise<z.output<S>> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method === "POST" && path.endsWith("/decision")) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
+  if (method === "POST" && /\/decisions?$/.test(path)) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
   let res: Response;
   try {
     res = await fetch(path, {
@@ -260,13 +265,19 @@ export const api = {
   /**
    * `rule`: also make a standing `me` rule from this request (the card's "Allow for 1 h").
    * `stepUp`: the passkey assertion over `stepUpOptions`' challenge, to allow a high-risk request.
+   * `reason`: the decider's words to the agent (≤ 500 characters).
    */
   decide: (
     id: string,
     optionId: string,
     requestHash: string,
-    extra: { rule?: DecisionRule; stepUp?: AuthenticationResponseJSON } = {},
+    extra: { rule?: DecisionRule; stepUp?: AuthenticationResponseJSON; reason?: string } = {},
   ) => post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash, ...extra }),
+  /** Several at once: each item answered as its single decision would be. */
+  decideBatch: (decisions: DecisionBatchItem[]) =>
+    post(decisionBatchAnswerSchema, "/v1/approvals/decisions", { decisions }),
+  /** "I am looking at this" for teammates (2 minutes; not a lock). */
+  claim: (id: string) => post(claimSchema, `/v1/approvals/${enc(id)}/claim`),
 
   /** An elicitation's answer: `accept` (with a form's content), `decline` or `cancel`. */
   answer: (id: string, answer: { action: ElicitationAction; content?: ElicitationContent }, requestHash: string) =>

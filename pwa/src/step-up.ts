@@ -16,9 +16,18 @@ import { type ApprovalView, api } from "./api";
 export const needsStepUp = (approval: ApprovalView, optionId: string) =>
   approval.risk === "high" && !!approval.options.find((o) => o.optionId === optionId)?.kind.startsWith("allow");
 
-/** The decision (with `rule`: and a standing rule), with a fresh passkey assertion when the option needs one. */
-export async function decideWithStepUp(approval: ApprovalView, optionId: string, rule?: DecisionRule) {
-  if (!needsStepUp(approval, optionId)) return api.decide(approval.id, optionId, approval.requestHash, { rule });
+/**
+ * The decision (with `rule`: and a standing rule; with `reason`: words for the agent), with a
+ * fresh passkey assertion when the option needs one.
+ */
+export async function decideWithStepUp(
+  approval: ApprovalView,
+  optionId: string,
+  extra: { rule?: DecisionRule | undefined; reason?: string | undefined } = {},
+) {
+  const { rule, reason } = extra;
+  const plain = { ...(rule && { rule }), ...(reason && { reason }) };
+  if (!needsStepUp(approval, optionId)) return api.decide(approval.id, optionId, approval.requestHash, plain);
   const { options } = await api.stepUpOptions(approval.id);
   let assertion: Awaited<ReturnType<typeof startAuthentication>>;
   try {
@@ -26,5 +35,5 @@ export async function decideWithStepUp(approval: ApprovalView, optionId: string,
   } catch {
     throw new Error("The passkey check did not finish, so nothing was decided. Try again to allow it.");
   }
-  return api.decide(approval.id, optionId, approval.requestHash, { rule, stepUp: assertion });
+  return api.decide(approval.id, optionId, approval.requestHash, { ...plain, stepUp: assertion });
 }

@@ -147,6 +147,8 @@ export const approvalSchema = z.object({
   action: elicitationActionSchema.nullable().optional(),
   /** Present when a standing rule allowed it (reason `rule`; `decidedBy` is then null). */
   rule: approvalRuleSchema.optional(),
+  /** The decider's words to the agent (the decision's `reason`, ≤ 500 characters); absent when none. Text, never markup. */
+  message: z.string().optional(),
   /** `high`: the team's `highRisk` patterns matched when it opened; allowing needs a passkey step-up. Absent on records from before tiers (normal). */
   risk: riskSchema.optional(),
   /** Present on a high-risk request that needs more than one person to allow it. */

@@ -127,6 +127,8 @@ export const tapgateAnswerMetaSchema = z.looseObject({
   /** A `ResolutionReason`: `decided`, `expired`, `agent_disconnected`, … */
   reason: z.string().nullable(),
   decidedBy: z.looseObject({ name: z.string(), device: z.string() }).optional(),
+  /** The decider's words to the agent (the decision's `reason`), when they gave one. */
+  message: z.string().optional(),
 });
 export type TapgateAnswerMeta = z.infer<typeof tapgateAnswerMetaSchema>;
 

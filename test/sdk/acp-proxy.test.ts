@@ -101,6 +101,18 @@ describe("tapgate acp, with a 2.x agent using string ids", () => {
     editor.child.stdin?.end();
   });
 
+  it("a deny's reason reaches the agent over stdio, in _meta.tapgate.message", async () => {
+    const { editor, sessionId } = await startProxy(["--", ...STRING_ID_AGENT], env);
+    const turn = prompt(editor, sessionId, "ask");
+    const approval = await person.waitForOne(sessionId);
+    expect((await person.decide(approval, "no", "keep the cache: the release build needs it")).status).toBe(200);
+    expect((await turn).result).toEqual({ stopReason: "end_turn" });
+    expect(messageText(editor, sessionId)).toBe(
+      "outcome: selected no; message: keep the cache: the release build needs it",
+    );
+    editor.child.stdin?.end();
+  });
+
   it("an agent crash mid-request resolves the card agent_disconnected; the proxy exits with the agent's code", async () => {
     const { editor, sessionId } = await startProxy(["--", ...STRING_ID_AGENT], env);
     void prompt(editor, sessionId, "crash").catch(() => undefined);

@@ -142,6 +142,32 @@ describe("tapgate claude-hook against wrangler dev", () => {
     });
   });
 
+  it("a deny's reason reaches Claude: in permissionDecisionReason, and in a PermissionRequest deny's message", async () => {
+    const sessionId = unique("claude");
+    const reason = "use `npm run clean` instead";
+    const preRun = runHook(preToolUse(sessionId, "Bash", { command: "rm -rf dist" }), { env: signedIn() });
+    const first = await person.waitForOne(sessionId);
+    expect((await person.decide(first, "deny", reason)).status).toBe(200);
+    expect(answerOf(await preRun)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision: "deny",
+        permissionDecisionReason: `denied on Tapgate by Ada (web): ${reason}`,
+      },
+    });
+
+    const { tool_use_id: _, ...input } = preToolUse(sessionId, "Bash", { command: "rm -rf dist" });
+    const requestRun = runHook({ ...input, hook_event_name: "PermissionRequest" }, { env: signedIn() });
+    const second = await person.waitForOne(sessionId);
+    expect((await person.decide(second, "deny", reason)).status).toBe(200);
+    expect(answerOf(await requestRun)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PermissionRequest",
+        decision: { behavior: "deny", message: `denied on Tapgate by Ada (web): ${reason}` },
+      },
+    });
+  });
+
   it("PermissionRequest: no tool_use_id, a generated call id, and the decision-object answer shape", async () => {
     const sessionId = unique("claude");
     const { tool_use_id: _, ...input } = preToolUse(sessionId, "Bash", { command: "rm -r node_modules" });
@@ -382,6 +408,9 @@ describe("the deny reason, from the answer's _meta.tapgate", () => {
       "denied on Tapgate by Sam (Pixel 8)",
     );
     expect(denyReason(meta("decided"), 5_000)).toBe("denied on Tapgate by a human reviewer");
+    expect(denyReason({ ...meta("decided"), message: "not on main" }, 5_000)).toBe(
+      "denied on Tapgate by a human reviewer: not on main",
+    );
     expect(denyReason(meta("expired"), 600_400)).toBe("Tapgate: expired — no decision within 600 s");
     expect(denyReason(meta("agent_disconnected"), 1)).toBe("Tapgate: agent disconnected before anyone decided");
     expect(denyReason(meta("key_revoked"), 1)).toBe("Tapgate: this API key was revoked — run `tapgate login`");

@@ -77,10 +77,11 @@ export class Person {
     return approval;
   }
 
-  decide(approval: Approval, optionId: string): Promise<Response> {
+  /** `reason`: the decider's words to the agent (`_meta.tapgate.message`). */
+  decide(approval: Approval, optionId: string, reason?: string): Promise<Response> {
     return this.fetch(`/v1/approvals/${approval.id}/decision`, {
       method: "POST",
-      body: JSON.stringify({ optionId, requestHash: approval.requestHash }),
+      body: JSON.stringify({ optionId, requestHash: approval.requestHash, ...(reason !== undefined && { reason }) }),
     });
   }
 }

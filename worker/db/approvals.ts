@@ -28,6 +28,8 @@ export interface ApprovalRow {
   action?: string | null;
   /** JSON {id, createdBy}: the standing rule that allowed it (migration 0011). */
   rule: string | null;
+  /** The decider's words (absent from rows read before migration 0013). */
+  message?: string | null;
   /** Migration 0012; null on rows from before tiers and on normal requests' quorum. */
   risk: string | null;
   quorum: string | null;
@@ -49,6 +51,7 @@ export function approvalFromRow(r: ApprovalRow): Approval {
     decidedBy: r.decided_by ? (JSON.parse(r.decided_by) as DecidedBy) : null,
     ...(r.request_type === "elicitation" && { type: "elicitation", action: (r.action ?? null) as Approval["action"] }),
     ...(r.rule ? { rule: JSON.parse(r.rule) as ApprovalRule } : {}),
+    ...(typeof r.message === "string" && { message: r.message }),
     ...(r.risk === "high" || r.risk === "normal" ? { risk: r.risk } : {}),
     ...(r.quorum ? { quorum: JSON.parse(r.quorum) } : {}),
   };
@@ -158,12 +161,12 @@ function approvalUpsertStatement(
     .prepare(
       `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
                               options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id,
-                              request_type, action, rule, rule_id, risk, quorum, step_ups)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)
+                              request_type, action, rule, rule_id, risk, quorum, step_ups, message)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)
        ON CONFLICT (id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
               resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id,
               action = excluded.action, rule = excluded.rule, rule_id = excluded.rule_id,
-              quorum = excluded.quorum, step_ups = COALESCE(excluded.step_ups, approvals.step_ups)
+              quorum = excluded.quorum, message = excluded.message, step_ups = COALESCE(excluded.step_ups, approvals.step_ups)
         WHERE approvals.state = 'pending' AND approvals.team_id = excluded.team_id`,
     )
     .bind(
@@ -190,5 +193,6 @@ function approvalUpsertStatement(
       a.risk ?? null,
       a.quorum ? JSON.stringify(a.quorum) : null,
       stepUps ? JSON.stringify(stepUps) : null,
+      a.message ?? null,
     );
 }

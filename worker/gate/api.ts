@@ -61,6 +61,8 @@ export interface DecisionInput {
   requestHash: string;
   /** Also make a standing `me` rule from this request (the card's "Allow for 1 h"): checked by the gate. */
   rule?: { expiresInMs: number; match?: RuleMatch };
+  /** The decider's words to the agent (the body's `reason`): the approval's `message`. */
+  reason?: string;
   /** A passkey assertion the Worker verified for this person, approval and requestHash (team/step-up.ts). */
   stepUp?: VerifiedStepUp;
 }

@@ -61,6 +61,8 @@ export interface Resolution {
   content?: ElicitationContent;
   /** The standing rule that allowed it (reason `rule`). */
   rule?: ApprovalRule;
+  /** The decider's words to the agent, when they gave some. */
+  message?: string;
   /** A high-risk allow under a quorum: who allowed, the last one included. */
   quorum?: Quorum;
 }
@@ -120,6 +122,7 @@ export function resolvedApproval(pending: Approval, r: Resolution, now: number):
     decidedBy: r.decidedBy ?? null,
     ...(pending.type === "elicitation" && { action: r.action ?? null }),
     ...(r.rule && { rule: r.rule }),
+    ...(r.message !== undefined && { message: r.message }),
     ...(r.quorum && { quorum: r.quorum }),
   };
 }
@@ -137,6 +140,7 @@ export function agentAnswer(
     optionId?: string | null;
     decidedBy?: DecidedBy | null;
     rule?: ApprovalRule | null;
+    message?: string;
   },
 ): RequestPermissionResponse {
   const { outcome } =
@@ -147,9 +151,12 @@ export function agentAnswer(
         : failClosedAnswer(agentOptions);
   const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
   const rule = r.reason === "rule" && r.rule ? { id: r.rule.id, createdBy: r.rule.createdBy } : undefined;
+  const message = r.message !== undefined ? { message: r.message } : undefined;
   return {
     outcome,
-    _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }) } },
+    _meta: {
+      tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }), ...message },
+    },
   };
 }
 
@@ -194,7 +201,13 @@ export function checkDecision(
   if (d.requestHash !== pending.requestHash) return { ok: false, error: "request_changed" };
   const state = option.kind.startsWith("allow") ? "allowed" : "denied";
   const decidedBy = { userId: d.userId, name: d.name, device: d.device };
-  const resolution: Resolution = { state, reason: "decided", optionId: option.optionId, decidedBy };
+  const resolution: Resolution = {
+    state,
+    reason: "decided",
+    optionId: option.optionId,
+    decidedBy,
+    ...(d.reason !== undefined && { message: d.reason }),
+  };
   if (state === "denied") return { ok: true, resolution };
   const allow = highRiskAllow(pending, d, decidedBy, now);
   if (!allow.ok) return allow;
@@ -283,6 +296,7 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     // An elicitation's answer is its action; the content a human typed stays out of the audit log.
     ...(a.type === "elicitation" && { action: a.action ?? null }),
     ...(a.rule && { rule: a.rule }),
+    ...(a.message !== undefined && { message: a.message }),
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
 }

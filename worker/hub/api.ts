@@ -6,8 +6,8 @@
  * subsystems). Imports only types from `sdk/src`, `worker/policy.ts`, `db/devices.ts` and
  * the pure `../audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
  */
-import type { AgentSession, Approval, Delivery, EscalationEvent, SessionInfo } from "../../sdk/src/approval";
-import type { ReceiptBody } from "../../sdk/src/human/approvals";
+import type { AgentSession, Approval, Delivery, EscalationEvent, Owner, SessionInfo } from "../../sdk/src/approval";
+import type { Claim, ReceiptBody } from "../../sdk/src/human/approvals";
 import type { EscalationStep, QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
 import type { DeviceHealth } from "../../sdk/src/human/push";
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
@@ -113,6 +113,9 @@ export type QuotaVerdict =
   | { ok: true; rules?: StandingRule[] }
   | { ok: false; limit: QuotaLimit; retryAfterMs: number };
 
+/** A claim taken, or the request as the hub knows it when it has already ended. */
+export type ClaimResult = { ok: true; claim: Claim } | { ok: false; approval: Approval };
+
 /** The live feed's events (sdk/src/human/live.ts): approvals carry `owner` and `delivery`. */
 export type { LiveApproval, LiveEvent } from "../../sdk/src/human/live";
 /** A session whose outbox dead-lettered rows, for the dashboard (`GET /v1/sessions`). */
@@ -156,6 +159,14 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   markReceipt(approvalId: string, deviceId: string, userId: string, event: ReceiptEvent): Promise<boolean>;
   /** How each of this user's devices is doing, by device id (devices with no recent pushes are absent). */
   deviceHealth(userId: string): Promise<Record<string, DeviceHealth>>;
+
+  /**
+   * "Ada is looking": `by` claims a pending request for 2 minutes (renewed by claiming again);
+   * the live feed gets `claimed`. Not a lock. Refused once the hub knows the request ended.
+   */
+  claim(teamId: string, approval: Approval, by: Owner): Promise<ClaimResult>;
+  /** Who is looking at a request at `now` (the latest claim still running then), or null. */
+  claimOf(approvalId: string, now?: number): Promise<Claim | null>;
 
   deviceSaved(teamId: string, device: HubDevice): Promise<void>;
   deviceRemoved(deviceId: string): Promise<void>;

@@ -12,6 +12,7 @@
  * sessions (`sessions.ts`).
  */
 import type { Approval, Delivery, EscalationEvent } from "../../sdk/src/approval";
+import type { Claim } from "../../sdk/src/human/approvals";
 import { liveClientMessageSchema } from "../../sdk/src/human/live";
 import { webSessionInTeam } from "../db";
 import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "../gate/sockets";
@@ -31,7 +32,9 @@ export class LiveFeed {
   constructor(
     private readonly host: HubHost,
     private readonly deliveries: (approvalId: string) => Delivery[],
-    private readonly timeline: (approvalId: string) => EscalationEvent[] = () => [],
+    private readonly timeline: (approvalId: string) => EscalationEvent[],
+    /** The claims running at `now` ("Ada is looking"), told to each browser as it joins. */
+    private readonly claims: (now: number) => Claim[],
   ) {}
 
   /**
@@ -51,6 +54,7 @@ export class LiveFeed {
       closeQuietly(server, 4003, "signed out");
       return new Response("the web session ended", { status: 401 });
     }
+    for (const claim of this.claims(Date.now())) server.send(JSON.stringify({ type: "claimed", ...claim }));
     return new Response(null, { status: 101, webSocket: client });
   }
 

@@ -13,7 +13,8 @@
  * `escalation.ts`, `sessions.ts`, `audit-writer.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Approval, Delivery, EscalationEvent } from "../../sdk/src/approval";
+import type { Approval, Delivery, EscalationEvent, Owner } from "../../sdk/src/approval";
+import type { Claim } from "../../sdk/src/human/approvals";
 import { type D1OutboxOp, deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
@@ -21,6 +22,7 @@ import type {
   ApprovalNews,
   AuditAnchors,
   AuditEvent,
+  ClaimResult,
   DeadLetteredSession,
   DeviceHealth,
   EscalationOrder,
@@ -35,6 +37,7 @@ import type {
 } from "./api";
 import { AuditWriter } from "./audit-writer";
 import { deviceHealthOf, HEALTH_WINDOW } from "./device-health";
+import { Claims } from "./claims";
 import { Directory } from "./directory";
 import { Escalations } from "./escalation";
 import type { HubHost } from "./host";
@@ -62,6 +65,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly quotas: Quotas;
   private readonly rules: StandingRules;
   private readonly escalations: Escalations;
+  private readonly claims: Claims;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -87,10 +91,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
       },
       onGone: (deviceId) => this.dropDevice(deviceId),
     });
+    this.claims = new Claims(this.host);
     this.feed = new LiveFeed(
       this.host,
       (approvalId) => this.push.deliveries(approvalId),
       (approvalId) => this.escalations.timeline(approvalId),
+      (now) => this.claims.all(now),
     );
     this.escalations = new Escalations(this.host, this.directory, this.feed, this.push, {
       background: (work) => ctx.waitUntil(work),
@@ -146,6 +152,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.adopt(teamId);
     const now = Date.now();
     this.quotas.release(approval.id);
+    this.claims.end(approval.id, now);
     if (!this.feed.remember(approval, ownerUserId, now)) return;
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
@@ -306,6 +313,19 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   /** Closes the live sockets whose web session expired by `now` (also before every event; tests pick `now`). */
   closeExpired(now = Date.now()): void {
     this.feed.closeExpired(now);
+  }
+
+  // ── claims ("Ada is looking") ────────────────────────────────────────────
+
+  async claim(teamId: string, approval: Approval, by: Owner): Promise<ClaimResult> {
+    this.adopt(teamId);
+    const result = this.claims.claim(approval, by, Date.now());
+    if (result.ok) this.feed.send({ type: "claimed", ...result.claim });
+    return result;
+  }
+
+  async claimOf(approvalId: string, now = Date.now()): Promise<Claim | null> {
+    return this.claims.of(approvalId, now);
   }
 
   // ── sessions and policy ──────────────────────────────────────────────────

@@ -1,18 +1,20 @@
 /**
  * Approvals as the human side sees them: reading one (its gate if it still holds it, else the
- * D1 record, with its pushes and escalation timeline from the hub) and deciding one. Also the agent side's way to the
- * gate an approval id names.
+ * D1 record, with its pushes and escalation timeline from the hub), deciding one, and claiming
+ * one ("Ada is looking", held by the hub). Also the agent side's way to the gate an approval id names.
  *
  * Owns: the one "no such approval" answer (unknown ids, another team's and another user's all
  * get it) and the words for a refused decision. Does not own: the decision itself (the gate's
  * state machine), who may decide (the gate checks role and policy), the SQL (`db/approvals.ts`).
  */
 import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
-import type { ApprovalDetail } from "../../sdk/src/approval";
+import type { Approval, ApprovalDetail, Owner } from "../../sdk/src/approval";
+import type { Claim } from "../../sdk/src/human/approvals";
 import { getApprovalOwner, getApprovalRecord } from "../db";
 import { DomainError } from "../errors";
 import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
-import { hubFor } from "../hub/api";
+import { lateDecisionError } from "../gate/rules";
+import { type ClaimResult, hubFor } from "../hub/api";
 import type { Env } from "../types";
 import { assertRoomForRule, createCardRule } from "./rules";
 import { type RelyingParty, verifyStepUp } from "./step-up";
@@ -108,4 +110,21 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
         extra: { approval: result.approval },
       });
   }
+}
+
+/**
+ * "Ada is looking": a decider opened a pending request. Shown to teammates through the hub's live
+ * feed; not a lock (anyone may still decide). An ended request is refused as a decision would be.
+ */
+export async function claimApproval(env: Env, teamId: string, approvalId: string, by: Owner): Promise<Claim> {
+  const approval = (await approvalGate(env, approvalId).getApproval(teamId, approvalId)) as Approval | null;
+  if (!approval) throw noSuchApproval();
+  // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
+  const result =
+    approval.state === "pending"
+      ? ((await hubFor(env, teamId).claim(teamId, approval, by)) as unknown as ClaimResult)
+      : { approval };
+  if ("claim" in result) return result.claim;
+  const ended = result.approval;
+  throw new DomainError(lateDecisionError(ended), "this request has already ended", { extra: { approval: ended } });
 }

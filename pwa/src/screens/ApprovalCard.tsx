@@ -1,13 +1,16 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
+import { CLAIM_MS } from "../../../sdk/src/human/approvals";
 import { describeMatch } from "../../../sdk/src/rules";
 import { type ApiError, type ApprovalView, api, canDecide, type Delivery, type RuleMatch } from "../api";
+import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
+import { ReasonField } from "../components/ReasonField";
 import { RiskBanner, RiskTag } from "../components/RiskNote";
 import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
@@ -55,9 +58,21 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       }));
   });
 
-  /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). */
-  const choose = (option: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule) =>
-    send(rule ? "rule" : option.optionId, (current) => decideWithStepUp(current, option.optionId, rule));
+  // Teammates see "<name> is looking" while a decider has the card open: claimed on open and
+  // renewed before each claim's 2 minutes run out, until it is decided or closed. Not a lock.
+  const me = useMe();
+  const looking = approval?.state === "pending" && canDecide(me?.role);
+  useEffect(() => {
+    if (!looking) return;
+    const claim = () => void api.claim(id).catch(() => {});
+    claim();
+    const renew = setInterval(claim, CLAIM_MS - 30_000);
+    return () => clearInterval(renew);
+  }, [looking]);
+
+  /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). `reason`: words for the agent. */
+  const choose = (option: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) =>
+    send(rule ? "rule" : option.optionId, (current) => decideWithStepUp(current, option.optionId, { rule, reason }));
   const answer = (a: ElicitationAnswer) => send(a.action, (current) => api.answer(id, a, current.requestHash));
 
   const send = async (busyWith: string, decision: (current: ApprovalView) => Promise<DecisionAnswer>) => {
@@ -121,11 +136,13 @@ function Card({
   approval: ApprovalView;
   busy: string | null;
   notice: Notice;
-  onChoose: (o: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule) => void;
+  onChoose: (o: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) => void;
   onAnswer: (a: ElicitationAnswer) => void;
   embedded: boolean;
 }) {
   const me = useMe();
+  const [reason, setReason] = useState("");
+  const lookers = useLookers(approval.id, me?.user.id);
   const d = describeApproval(approval);
   const tc = approval.snapshot.toolCall;
   const session = approval.snapshot.session;
@@ -150,6 +167,11 @@ function Card({
         <RiskTag approval={approval} />
         {approval.state === "pending" && <Countdown expiresAt={approval.expiresAt} testId="card-countdown" />}
       </header>
+      {approval.state === "pending" && lookers.length > 0 && (
+        <p class="muted small" data-testid="card-lookers">
+          <SafeText text={lookingWords(lookers)} />
+        </p>
+      )}
 
       {suspicious && (
         <Banner tone="warn" testId="unsafe-warning">
@@ -227,18 +249,21 @@ function Card({
           </Banner>
         ) : approval.state === "pending" ? (
           approval.type !== "elicitation" && (
-            <OptionButtons
-              options={approval.options}
-              busy={busy}
-              onChoose={onChoose}
-              besideAllowOnce={
-                <RuleOffer
-                  approval={approval}
-                  busy={busy}
-                  onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule)}
-                />
-              }
-            />
+            <>
+              <ReasonField value={reason} onInput={setReason} />
+              <OptionButtons
+                options={approval.options}
+                busy={busy}
+                onChoose={(o) => onChoose(o, undefined, reason.trim() || undefined)}
+                besideAllowOnce={
+                  <RuleOffer
+                    approval={approval}
+                    busy={busy}
+                    onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule, reason.trim() || undefined)}
+                  />
+                }
+              />
+            </>
           )
         ) : (
           <Outcome approval={approval} />
@@ -256,6 +281,11 @@ function Outcome({ approval }: { approval: ApprovalView }) {
       <strong>
         <SafeText text={outcomeWithTime(approval, now, me?.user.id)} />
       </strong>
+      {approval.message && (
+        <span class="outcome-message" data-testid="outcome-message">
+          <SafeText text={`“${approval.message}”`} />
+        </span>
+      )}
     </Banner>
   );
 }

@@ -151,8 +151,13 @@ const by = (d: { name: string; device: string }) => `${d.name} (${d.device})`;
 /** Why Tapgate said no, from the answer's `_meta.tapgate` (`waitedMs`: how long the hook waited). */
 export function denyReason(meta: TapgateAnswerMeta, waitedMs: number): string {
   switch (meta.reason) {
-    case "decided":
-      return meta.decidedBy ? `denied on Tapgate by ${by(meta.decidedBy)}` : "denied on Tapgate by a human reviewer";
+    case "decided": {
+      const who = meta.decidedBy
+        ? `denied on Tapgate by ${by(meta.decidedBy)}`
+        : "denied on Tapgate by a human reviewer";
+      // The decider's own words, for Claude to act on (Claude Code shows a deny's reason to the model).
+      return meta.message ? `${who}: ${meta.message}` : who;
+    }
     case "expired":
       return `Tapgate: expired — no decision within ${Math.round(waitedMs / 1000)} s`;
     case "agent_disconnected":
