@@ -36,8 +36,8 @@ import type {
   TeamHubApi,
 } from "./api";
 import { AuditWriter } from "./audit-writer";
-import { deviceHealthOf, HEALTH_WINDOW } from "./device-health";
 import { Claims } from "./claims";
+import { deviceHealthOf, HEALTH_WINDOW } from "./device-health";
 import { Directory } from "./directory";
 import { Escalations } from "./escalation";
 import type { HubHost } from "./host";
