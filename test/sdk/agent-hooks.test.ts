@@ -208,6 +208,51 @@ describe("tapgate gemini-hook against wrangler dev", () => {
   });
 });
 
+describe("Claude Code's HTTP hook endpoint on wrangler dev", () => {
+  /** What Claude Code sends: a POST of the hook input, the key in the header its settings block names. */
+  const postHook = (input: unknown, query = "?timeout=600") =>
+    fetch(`${worker.url}/v1/hooks/claude-code${query}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${key}` },
+      body: JSON.stringify(input),
+    });
+  const bash = (sessionId: string) => ({
+    session_id: sessionId,
+    transcript_path: "/home/ada/.claude/projects/demo/transcript.jsonl",
+    cwd: "/home/ada/demo",
+    permission_mode: "default",
+    hook_event_name: "PreToolUse",
+    tool_name: "Bash",
+    tool_input: { command: "terraform destroy" },
+    tool_use_id: unique("toolu"),
+  });
+
+  it("holds the POST until a human decides, and answers the command hook's JSON", async () => {
+    const sessionId = unique("claude-http");
+    const answer = postHook(bash(sessionId));
+    const approval = await person.waitForOne(sessionId);
+    expect(approval.snapshot.session).toMatchObject({ agent: { name: "claude-code" }, cwd: "/home/ada/demo" });
+    await person.decide(approval, "deny");
+    const res = await answer;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision: "deny",
+        permissionDecisionReason: "denied on Tapgate by Ada (web)",
+      },
+    });
+  });
+
+  it("answers a deny before the hook's timeout when nobody decides", async () => {
+    const sessionId = unique("claude-http");
+    const res = await postHook(bash(sessionId), "?timeout=2");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
+    expect(await waitForResolved(person, sessionId)).toMatchObject({ state: "expired", reason: "expired" });
+  });
+});
+
 describe("a human's reason on a deny", () => {
   it("is appended to who denied, when the decision carried one (`_meta.tapgate.message`)", () => {
     const decided = { approvalId: "apr_1", reason: "decided", decidedBy: { name: "Sam", device: "Pixel 8" } };

@@ -13,7 +13,7 @@ import type { ErrorCode } from "../../sdk/src/errors";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
 import type { RuleMatch } from "../../sdk/src/human/rules";
-import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type { HelloParams, RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
 
 /** The longest an HTTP agent's poll may wait: under the 60 s idle timeout of common proxies. */
@@ -115,8 +115,11 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
   /** The team's policy changed: requests opened from now on use it. False if it was not newer. */
   applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean>;
 
-  /** Holds a request for an agent that polls instead of holding a socket. */
-  openOverHttp(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult>;
+  /**
+   * Holds a request for an agent that polls instead of holding a socket; `info` is what a
+   * socket's `_tapgate/hello` would tell (the HTTP hook endpoint sends it).
+   */
+  openOverHttp(join: GateJoin, params: RequestPermissionParams, info?: HelloParams): Promise<HttpOpenResult>;
   /** Answers once the approval is resolved or `waitMs` has passed; every poll renews the lease. */
   poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult>;
   /** The agent gives a request up: `cancelled` while pending, else its final answer again. */

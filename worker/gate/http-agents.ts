@@ -7,7 +7,7 @@
  * machine, after admission.ts), joining (presence.ts) or the post-change step (the shell).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type { RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type { HelloParams, RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { Admission } from "./admission";
 import type { AgentCaller, GateJoin, HttpOpenResult, HttpPollResult } from "./api";
 import { LEASE_MS } from "./rules";
@@ -20,6 +20,8 @@ export interface HttpHost {
   machine: StateMachine;
   admission: Admission;
   join(join: GateJoin): ServedSession | null;
+  /** What the session is, as a socket's hello would say. */
+  hello(info: HelloParams): void;
 }
 
 export class HttpAgents {
@@ -27,9 +29,10 @@ export class HttpAgents {
 
   constructor(private readonly gate: HttpHost) {}
 
-  async open(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult> {
+  async open(join: GateJoin, params: RequestPermissionParams, info?: HelloParams): Promise<HttpOpenResult> {
     const meta = this.gate.join(join);
     if (!meta) return { ok: false, error: "key_revoked", message: "this API key was revoked" };
+    if (info) this.gate.hello(info);
     const now = Date.now();
     // No socket and no JSON-RPC id: the lease alone keeps it open.
     const holder = { socketId: "", rpcKey: "null", keyId: join.keyId, leaseUntil: now + LEASE_MS };

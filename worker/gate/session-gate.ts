@@ -13,7 +13,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../../sdk/src/approval";
-import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams } from "../../sdk/src/protocol";
+import { HEARTBEAT_INTERVAL_MS, type HelloParams, type RequestPermissionParams } from "../../sdk/src/protocol";
 import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";
@@ -89,7 +89,13 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       presence: this.presence,
       sockets: this.sockets,
     });
-    this.http = new HttpAgents({ store, machine: this.machine, admission, join: (join) => this.presence.join(join) });
+    this.http = new HttpAgents({
+      store,
+      machine: this.machine,
+      admission,
+      join: (join) => this.presence.join(join),
+      hello: (info) => this.presence.hello(info),
+    });
     this.change(() => this.agents.resolveOrphans(Date.now()));
   }
 
@@ -150,8 +156,8 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   // ── RPC: agents over HTTP ────────────────────────────────────────────────
 
-  async openOverHttp(join: GateJoin, params: RequestPermissionParams): Promise<HttpOpenResult> {
-    return this.changeAsync(() => this.http.open(join, params));
+  async openOverHttp(join: GateJoin, params: RequestPermissionParams, info?: HelloParams): Promise<HttpOpenResult> {
+    return this.changeAsync(() => this.http.open(join, params, info));
   }
 
   async poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult> {
