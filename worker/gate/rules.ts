@@ -75,6 +75,7 @@ export function newApproval(a: {
     toolCall: { ...a.knownToolCall, ...withoutNullish(toolCall), toolCallId: toolCall.toolCallId },
     session: a.meta.info,
     ...(a.params._meta ? { meta: a.params._meta } : {}),
+    ...v2Fields(a.params),
   };
   return {
     id: a.id,
@@ -136,6 +137,13 @@ export function agentAnswer(
     outcome,
     _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }) } },
   };
+}
+
+/** An ACP v2 request's own prompt and subject, stored as sent beside the card's derived tool call. */
+function v2Fields(params: RequestPermissionParams): { permission?: { title: string; [k: string]: unknown } } {
+  const { title, description, subject } = params as { title?: unknown; description?: unknown; subject?: unknown };
+  if (typeof title !== "string") return {};
+  return { permission: { title, ...(description != null && { description }), ...(subject != null && { subject }) } };
 }
 
 /** Why a pending request ends at `now` without a human, or null while it still waits. */

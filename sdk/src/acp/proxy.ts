@@ -18,6 +18,7 @@ import {
   RPC_ERROR,
   requestPermissionResponseSchema,
 } from "../protocol.js";
+import { expiredError } from "./expiry.js";
 import { classifyLine, type Message, writeLine, writeMessage } from "./ndjson.js";
 import { type GateSessions, sessionsOf } from "./sessions.js";
 
@@ -180,7 +181,7 @@ export class AcpProxy {
   #settle(ask: Ask, answer: RequestPermissionResponse, by: "gate" | "editor" | "cancel"): void {
     ask.done = true;
     this.#asks.delete(rpcIdKey(ask.id));
-    if (!this.#agentGone) writeMessage(this.#toAgent, rpcResult(ask.id, answer));
+    if (!this.#agentGone) writeMessage(this.#toAgent, expiredError(ask.id, answer) ?? rpcResult(ask.id, answer));
     if (ask.editorId) {
       this.#offered.delete(ask.editorId);
       if (by !== "editor") this.#withdrawOffer(ask.editorId);
