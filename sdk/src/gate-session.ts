@@ -14,7 +14,7 @@ import {
   failClosedAnswer,
   METHODS,
   parseJson,
-  type RequestPermissionParams,
+  type RequestPermissionRequest,
   type RequestPermissionResponse,
   requestPermissionParamsSchema,
   requestPermissionResponseSchema,
@@ -95,7 +95,7 @@ export class GateSession {
 
   /** Never rejects: every failure resolves to `failClosedAnswer(params.options)`. */
   requestPermission(
-    params: RequestPermissionParams,
+    params: RequestPermissionRequest,
     opts: RequestPermissionOptions = {},
   ): Promise<RequestPermissionResponse> {
     if (opts.signal?.aborted) return Promise.resolve(CANCELLED_ANSWER);
@@ -124,7 +124,7 @@ export class GateSession {
 
   #encodeRequest(
     id: number,
-    params: RequestPermissionParams,
+    params: RequestPermissionRequest,
     timeoutMs: number | undefined,
   ): string | { error: string } {
     const parsed = requestPermissionParamsSchema.safeParse(params);

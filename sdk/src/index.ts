@@ -24,6 +24,7 @@ export {
   type PermissionOptionKind,
   permissionOptionSchema,
   type RequestPermissionParams,
+  type RequestPermissionRequest,
   type RequestPermissionResponse,
   requestPermissionParamsSchema,
   requestPermissionResponseSchema,
