@@ -3,16 +3,18 @@
  * rate-limit secret (production keeps its own as secrets: `wrangler secret put VAPID_PRIVATE_KEY`,
  * `wrangler secret put RATE_LIMIT_SECRET`, …).
  */
-import { randomBytes } from "node:crypto";
-import webpush from "web-push";
+import { createECDH, randomBytes } from "node:crypto";
 
 /** @returns {Record<string, string>} */
 export function localVars() {
-  const { publicKey, privateKey } = webpush.generateVAPIDKeys();
+  // A VAPID key pair is a P-256 key: the raw public point and the 32-byte private scalar, base64url.
+  const vapid = createECDH("prime256v1");
+  const publicKey = vapid.generateKeys().toString("base64url");
+  const privateKey = vapid.getPrivateKey().toString("hex").padStart(64, "0");
   return {
     DEV_OUTBOX: "1",
     VAPID_PUBLIC_KEY: publicKey,
-    VAPID_PRIVATE_KEY: privateKey,
+    VAPID_PRIVATE_KEY: Buffer.from(privateKey, "hex").toString("base64url"),
     VAPID_SUBJECT: "mailto:tapgate@localhost",
     RATE_LIMIT_SECRET: randomBytes(32).toString("base64url"),
   };

@@ -64,6 +64,12 @@ export function appOrigin(c: Context<AppEnv>): string {
   return c.env.APP_ORIGIN ?? new URL(c.req.url).origin;
 }
 
+/** The WebAuthn relying party: `RP_ID` (else the app's host name) and the app's origin. */
+export function relyingParty(c: Context<AppEnv>): { rpID: string; origin: string } {
+  const origin = appOrigin(c);
+  return { rpID: c.env.RP_ID ?? new URL(origin).hostname, origin };
+}
+
 /** Keyset pagination: the last row of the previous page, opaque to clients. */
 export interface PageCursor {
   createdAt: number;

@@ -24,6 +24,7 @@ import { policyRoutes } from "./routes/policy";
 import { pushRoutes } from "./routes/push";
 import { ruleRoutes } from "./routes/rules";
 import { sessionRoutes } from "./routes/sessions";
+import { stepUpRoutes } from "./routes/step-up";
 import { teamRoutes } from "./routes/teams";
 import { webSessionRoutes } from "./routes/web-sessions";
 import { pruneHistory } from "./team/retention";
@@ -49,6 +50,7 @@ const app = new Hono<AppEnv>()
   .route("/", pairingRoutes)
   .route("/", keyRoutes)
   .route("/", approvalRoutes)
+  .route("/", stepUpRoutes)
   .route("/", agentRoutes)
   .route("/", hookRoutes)
   .route("/", pushRoutes)

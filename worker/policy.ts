@@ -16,6 +16,12 @@ export function limitsOf(policy: TeamPolicy): TeamLimits {
   return (policy as Partial<TeamPolicy>).limits ?? DEFAULT_POLICY.limits;
 }
 
+/** The team's high-risk patterns and quorum; a policy stored before tiers existed (a gate's old copy) has the defaults. */
+export function highRiskOf(policy: TeamPolicy): { patterns: TeamPolicy["highRisk"]; quorum: 1 | 2 } {
+  const p = policy as Partial<TeamPolicy>;
+  return { patterns: p.highRisk ?? DEFAULT_POLICY.highRisk, quorum: p.highRiskQuorum ?? 1 };
+}
+
 /** The options humans are offered: with once-only on, standing rules are hidden. */
 export function offeredOptions(options: PermissionOption[], policy: TeamPolicy): PermissionOption[] {
   if (!policy.onceOnlyOptions) return options;

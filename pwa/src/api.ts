@@ -22,12 +22,15 @@ import {
   auditVerdictSchema,
   type CreateRuleBody,
   challengeAnswerSchema,
+  claimSchema,
   createdInviteSchema,
   createdKeySchema,
   currentTeamSchema,
+  type DecisionBatchItem,
   type DecisionRule,
   type DeviceBody,
   decisionAnswerSchema,
+  decisionBatchAnswerSchema,
   deviceCodeInfoSchema,
   deviceListSchema,
   type ErrorCode,
@@ -61,10 +64,13 @@ import {
   sessionListSchema,
   signedInAsOtherSchema,
   statsSchema,
+  stepUpOptionsAnswerSchema,
+  stepUpProofSchema,
   teamListSchema,
   teamPolicySchema,
   webSessionListSchema,
 } from "../../sdk/src/human/index";
+import type { ElicitationAction, ElicitationContent } from "../../sdk/src/protocol";
 
 export type {
   AgentSession,
@@ -74,10 +80,13 @@ export type {
   ApprovalState,
   AuditEntry,
   AuditVerdict,
+  Claim,
   CreatedInvite,
+  DecisionBatchResult,
   Delivery,
   Device,
   DeviceCodeInfo as DeviceCode,
+  HighRiskPattern,
   HistoryItem,
   Invite,
   InvitePreview,
@@ -96,7 +105,7 @@ export type {
   TeamPolicy,
   WebSessionInfo,
 } from "../../sdk/src/human/index";
-export { ROLES, roleRank } from "../../sdk/src/human/index";
+export { DEFAULT_HIGH_RISK, ROLES, roleRank } from "../../sdk/src/human/index";
 
 // The site's CSP has no 'unsafe-eval': zod must not try to compile its parsers (nor log that it cannot).
 config({ jitless: true });
@@ -161,7 +170,7 @@ async function request<S extends z.ZodType>(
 ): Promise<z.output<S>> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method === "POST" && path.endsWith("/decision")) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
+  if (method === "POST" && /\/decisions?$/.test(path)) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
   let res: Response;
   try {
     res = await fetch(path, {
@@ -253,13 +262,32 @@ export const api = {
     return get(approvalPageSchema, `/v1/approvals?${params}`);
   },
   approval: (id: string) => get(approvalAnswerSchema, `/v1/approvals/${enc(id)}`),
-  /** With `rule`: also make a standing `me` rule from this request (the card's "Allow for 1 h"). */
-  decide: (id: string, optionId: string, requestHash: string, rule?: DecisionRule) =>
-    post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash, ...(rule && { rule }) }),
+  /**
+   * `rule`: also make a standing `me` rule from this request (the card's "Allow for 1 h").
+   * `stepUp`: the passkey assertion over `stepUpOptions`' challenge, to allow a high-risk request.
+   * `reason`: the decider's words to the agent (≤ 500 characters).
+   */
+  decide: (
+    id: string,
+    optionId: string,
+    requestHash: string,
+    extra: { rule?: DecisionRule; stepUp?: AuthenticationResponseJSON; reason?: string } = {},
+  ) => post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash, ...extra }),
+  /** Several at once: each item answered as its single decision would be. */
+  decideBatch: (decisions: DecisionBatchItem[]) =>
+    post(decisionBatchAnswerSchema, "/v1/approvals/decisions", { decisions }),
+  /** "I am looking at this" for teammates (2 minutes; not a lock). */
+  claim: (id: string) => post(claimSchema, `/v1/approvals/${enc(id)}/claim`),
+
+  /** An elicitation's answer: `accept` (with a form's content), `decline` or `cancel`. */
+  answer: (id: string, answer: { action: ElicitationAction; content?: ElicitationContent }, requestHash: string) =>
+    post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { ...answer, requestHash }),
 
   rules: () => get(ruleListSchema, "/v1/rules"),
   createRule: (body: CreateRuleBody) => post(ruleAnswerSchema, "/v1/rules", body),
   endRule: (id: string) => del(ruleAnswerSchema, `/v1/rules/${enc(id)}`),
+  stepUpOptions: (id: string) => post(stepUpOptionsAnswerSchema, `/v1/approvals/${enc(id)}/step-up`, {}),
+  proof: (id: string) => get(stepUpProofSchema, `/v1/approvals/${enc(id)}/proof`),
 
   pushKey: () => get(pushKeyAnswerSchema, "/v1/push/key"),
   devices: () => get(deviceListSchema, "/v1/devices"),

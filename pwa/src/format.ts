@@ -46,13 +46,20 @@ const REASON_WORDS: Record<string, string> = {
   rule: "a standing rule allowed it",
 };
 
+/** An elicitation's answer, in words. */
+export const ACTION_WORDS: Record<NonNullable<ApprovalView["action"]>, string> = {
+  accept: "Answered",
+  decline: "Declined",
+  cancel: "Dismissed",
+};
+
 /** The headline of a resolved request: "Allowed by Sam on Pixel 8", "Denied — agent disconnected". */
 export function outcome(a: ApprovalView, myUserId?: string): string {
   const word = STATE_WORDS[a.state];
   if (a.state === "pending") return word;
   if (a.reason === "decided" && a.decidedBy) {
     const option = a.options.find((o) => o.optionId === a.optionId);
-    const chose = option ? ` (${optionWords(option.kind).label})` : "";
+    const chose = option ? ` (${optionWords(option.kind).label})` : a.action ? ` (${ACTION_WORDS[a.action]})` : "";
     const where = a.decidedBy.device && a.decidedBy.device !== "web" ? ` on ${a.decidedBy.device}` : "";
     const who = a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name;
     return `${word}${chose} by ${who}${where}`;
@@ -94,9 +101,11 @@ export function optionWords(kind: string): { label: string; tone: "allow" | "rej
 export function describeApproval(a: ApprovalView) {
   const tc = a.snapshot.toolCall;
   const session = a.snapshot.session;
+  // An elicitation is headed by its question; lists show it too (never the answer).
+  const question = a.type === "elicitation" ? a.snapshot.elicitation?.message : undefined;
   return {
-    title: typeof tc.title === "string" && tc.title ? tc.title : "Permission request",
-    kind: typeof tc.kind === "string" ? tc.kind : "other",
+    title: question || (typeof tc.title === "string" && tc.title ? tc.title : "Permission request"),
+    kind: a.type === "elicitation" ? "question" : typeof tc.kind === "string" ? tc.kind : "other",
     sessionTitle: session.title ?? a.sessionId,
     agent: session.agent ? `${session.agent.name}${session.agent.version ? ` ${session.agent.version}` : ""}` : null,
   };

@@ -73,7 +73,7 @@ class PendingStore {
       void this.reload();
       return;
     }
-    if (e.type === "session") return;
+    if (e.type === "session" || e.type === "claimed") return;
     this.inFlight?.push(e);
     this.apply(e);
     this.publish({});

@@ -4,6 +4,7 @@
  * answers with them, the SDK reads them. Environment-neutral: no Node and no Workers APIs here.
  */
 import { z } from "zod";
+import { elicitationActionSchema, elicitationSchemaSchema } from "./protocol.js";
 
 export const APPROVAL_STATES = ["pending", "allowed", "denied", "cancelled", "expired"] as const;
 export const approvalStateSchema = z.enum(APPROVAL_STATES);
@@ -75,12 +76,37 @@ export const approvalSnapshotSchema = z.object({
    * `requestHash` still covers the whole request the agent sent.
    */
   truncated: z.object({ bytesNotStored: z.number().int().positive() }).optional(),
+  /** An elicitation's question (approvals of `type: "elicitation"`), stored whole: never cut. */
+  elicitation: z
+    .object({
+      mode: z.enum(["form", "url"]),
+      message: z.string(),
+      requestedSchema: elicitationSchemaSchema.optional(),
+      url: z.string().optional(),
+      elicitationId: z.string().optional(),
+    })
+    .optional(),
 });
 export type ApprovalSnapshot = z.infer<typeof approvalSnapshotSchema>;
 
 /** An option as offered to humans. */
 export const offeredOptionSchema = z.object({ optionId: z.string(), name: z.string(), kind: z.string() });
 export type OfferedOption = z.infer<typeof offeredOptionSchema>;
+
+/** How risky a request is, fixed when it opens (docs/state-machine.md "Risk tiers"). */
+export const RISK_TIERS = ["normal", "high"] as const;
+export const riskSchema = z.enum(RISK_TIERS);
+export type Risk = z.infer<typeof riskSchema>;
+
+/**
+ * A high-risk request under `highRiskQuorum: 2`: who allowed it so far (each with their own
+ * passkey step-up). It stays pending until `required` different people allowed it.
+ */
+export const quorumSchema = z.object({
+  required: z.number().int().min(2),
+  allowedBy: z.array(decidedBySchema.extend({ at: z.number() })),
+});
+export type Quorum = z.infer<typeof quorumSchema>;
 
 /** The approval itself, as the SessionGate holds it and D1 records it. */
 export const approvalSchema = z.object({
@@ -96,8 +122,18 @@ export const approvalSchema = z.object({
   resolvedAt: z.number().nullable(),
   optionId: z.string().nullable(),
   decidedBy: decidedBySchema.nullable(),
+  /** What was asked: a permission (absent, as in every record from before elicitation) or an elicitation. */
+  type: z.enum(["permission", "elicitation"]).optional(),
+  /** An elicitation's answer once a human gave one; the content it carried goes to the agent only. */
+  action: elicitationActionSchema.nullable().optional(),
   /** Present when a standing rule allowed it (reason `rule`; `decidedBy` is then null). */
   rule: approvalRuleSchema.optional(),
+  /** The decider's words to the agent (the decision's `reason`, ≤ 500 characters); absent when none. Text, never markup. */
+  message: z.string().optional(),
+  /** `high`: the team's `highRisk` patterns matched when it opened; allowing needs a passkey step-up. Absent on records from before tiers (normal). */
+  risk: riskSchema.optional(),
+  /** Present on a high-risk request that needs more than one person to allow it. */
+  quorum: quorumSchema.optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

@@ -1,7 +1,8 @@
 /**
- * `GateSession`: one agent session's permission requests at Tapgate. Owns the requests in flight
- * (their JSON-RPC ids, local timeouts, abort signals), the frames that carry them, and the rule
- * that every path which is not a human decision answers fail-closed.
+ * `GateSession`: one agent session's permission requests and elicitations at Tapgate. Owns the
+ * requests in flight (their JSON-RPC ids, local timeouts, abort signals), the frames that carry
+ * them, and the rule that every path which is not a human decision answers fail-closed (the
+ * first `reject_once` or `cancelled` for a permission, `{action: "cancel"}` for an elicitation).
  *
  * Does not own the socket: `connection.ts` opens, heartbeats and reconnects it, and tells this
  * class when it opened, dropped or closed for good.
@@ -10,7 +11,14 @@ import { type ConnectionConfig, GateConnection, type SessionState } from "./conn
 import { describeRpcError, encodeFrame, isRecord, rpcNotification, rpcRequest } from "./jsonrpc.js";
 import { agentOptionsOf, describeIssues, type OptionRef, withTimeoutMeta } from "./params.js";
 import {
+  type AgentAnswer,
   CANCELLED_ANSWER,
+  type CreateElicitationParams,
+  type CreateElicitationResponse,
+  completeElicitationParamsSchema,
+  createElicitationParamsSchema,
+  createElicitationResponseSchema,
+  ELICITATION_CANCELLED,
   failClosedAnswer,
   METHODS,
   parseJson,
@@ -39,10 +47,13 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface Pending {
   frame: string;
-  options: OptionRef[];
+  /** The fail-closed answer every failure gives this request. */
+  denied: AgentAnswer;
+  /** The service's answer if it is a valid one for this request, else undefined (then it fails closed). */
+  valid: (result: unknown) => AgentAnswer | undefined;
   /** Set once written to a socket: from then on, losing that socket answers the request. */
   sent: boolean;
-  resolve: (answer: RequestPermissionResponse) => void;
+  resolve: (answer: AgentAnswer) => void;
   dispose: () => void;
 }
 
@@ -63,10 +74,10 @@ export class GateSession {
       },
       frame: (text) => this.#onFrame(text),
       dropped: () => {
-        for (const [id, p] of this.#pending) if (p.sent) this.#settle(id, failClosedAnswer(p.options));
+        for (const [id, p] of this.#pending) if (p.sent) this.#settle(id, p.denied);
       },
       closed: () => {
-        for (const [id, p] of this.#pending) this.#settle(id, failClosedAnswer(p.options));
+        for (const [id, p] of this.#pending) this.#settle(id, p.denied);
         this.#cfg.onClosed(this);
       },
       busy: () => this.#pending.size > 0,
@@ -107,9 +118,61 @@ export class GateSession {
       this.#cfg.log("warn", `request_permission answered without asking: ${frame.error}`);
       return Promise.resolve(denied);
     }
+    const valid = (result: unknown) => this.#permissionAnswer(result, options);
     return new Promise((resolve) => {
-      this.#track(id, { frame, options, sent: false, resolve, dispose: () => {} }, denied, opts);
+      const p: Pending = {
+        frame,
+        denied,
+        valid,
+        sent: false,
+        resolve: resolve as Pending["resolve"],
+        dispose: () => {},
+      };
+      this.#track(id, p, CANCELLED_ANSWER, opts);
     });
+  }
+
+  /**
+   * Asks the human a question (ACP `elicitation/create`: a form, or a URL to open). Never rejects:
+   * every failure, the signal and a local timeout resolve to `{action: "cancel"}`.
+   */
+  elicit(params: CreateElicitationParams, opts: RequestPermissionOptions = {}): Promise<CreateElicitationResponse> {
+    if (opts.signal?.aborted) return Promise.resolve(ELICITATION_CANCELLED);
+    const id = this.#nextId++;
+    const parsed = createElicitationParamsSchema.safeParse(params);
+    let frame: string | { error: string } = parsed.success
+      ? this.#frameFor(id, METHODS.elicitationCreate, params, opts.timeoutMs)
+      : { error: `invalid params (${describeIssues(parsed.error)})` };
+    if (typeof frame === "string" && params.sessionId !== this.id)
+      frame = { error: "params.sessionId is not this session's" };
+    if (typeof frame !== "string") {
+      this.#cfg.log("warn", `elicitation answered cancel without asking: ${frame.error}`);
+      return Promise.resolve(ELICITATION_CANCELLED);
+    }
+    const valid = (result: unknown) => {
+      const answer = createElicitationResponseSchema.safeParse(result);
+      return answer.success ? answer.data : undefined;
+    };
+    return new Promise((resolve) => {
+      const p: Pending = {
+        frame: frame as string,
+        denied: ELICITATION_CANCELLED,
+        valid,
+        sent: false,
+        resolve: resolve as Pending["resolve"],
+        dispose: () => {},
+      };
+      this.#track(id, p, ELICITATION_CANCELLED, opts);
+    });
+  }
+
+  /** Best-effort, like `update`: the URL-mode interaction `elicitationId` is over, so its card closes. */
+  completeElicitation(elicitationId: string): void {
+    const params = { elicitationId };
+    if (!completeElicitationParamsSchema.safeParse(params).success) return;
+    if (this.#link.state === "open") {
+      this.#link.send(JSON.stringify(rpcNotification(METHODS.elicitationComplete, params)));
+    }
   }
 
   /** Round trip of a raw `ping` → `pong`, in milliseconds. */
@@ -130,22 +193,26 @@ export class GateSession {
     const parsed = requestPermissionParamsSchema.safeParse(params);
     if (!parsed.success) return { error: `invalid params (${describeIssues(parsed.error)})` };
     if (params.sessionId !== this.id) return { error: "params.sessionId is not this session's" };
-    if (this.#link.state === "closed") return { error: "the session is closed" };
-    if (timeoutMs === undefined) return encodeFrame(rpcRequest(id, METHODS.requestPermission, params));
-    if (!(timeoutMs > 0 && Number.isFinite(timeoutMs))) return { error: "timeoutMs must be a positive number" };
-    const withTimeout = withTimeoutMeta(params, timeoutMs);
-    return encodeFrame(rpcRequest(id, METHODS.requestPermission, withTimeout));
+    return this.#frameFor(id, METHODS.requestPermission, params, timeoutMs);
   }
 
-  #track(
+  #frameFor<T extends { _meta?: Record<string, unknown> | null }>(
     id: number,
-    p: Pending,
-    denied: RequestPermissionResponse,
-    { signal, timeoutMs }: RequestPermissionOptions,
-  ): void {
-    const onAbort = () => this.#abandon(id, CANCELLED_ANSWER);
+    method: string,
+    params: T,
+    timeoutMs: number | undefined,
+  ): string | { error: string } {
+    if (this.#link.state === "closed") return { error: "the session is closed" };
+    if (timeoutMs === undefined) return encodeFrame(rpcRequest(id, method, params));
+    if (!(timeoutMs > 0 && Number.isFinite(timeoutMs))) return { error: "timeoutMs must be a positive number" };
+    return encodeFrame(rpcRequest(id, method, withTimeoutMeta(params, timeoutMs)));
+  }
+
+  /** `cancelled` is what the caller's own signal answers; a local timeout answers `p.denied`. */
+  #track(id: number, p: Pending, cancelled: AgentAnswer, { signal, timeoutMs }: RequestPermissionOptions): void {
+    const onAbort = () => this.#abandon(id, cancelled);
     const localMs = Math.min((timeoutMs ?? 0) + LOCAL_TIMEOUT_GRACE_MS, MAX_TIMER_MS);
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => this.#abandon(id, denied), localMs);
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => this.#abandon(id, p.denied), localMs);
     signal?.addEventListener("abort", onAbort, { once: true });
     p.dispose = () => {
       clearTimeout(timer);
@@ -161,7 +228,7 @@ export class GateSession {
     p.sent = true;
   }
 
-  #settle(id: number, answer: RequestPermissionResponse): void {
+  #settle(id: number, answer: AgentAnswer): void {
     const p = this.#pending.get(id);
     if (!p) return;
     this.#pending.delete(id);
@@ -171,7 +238,7 @@ export class GateSession {
   }
 
   /** Cancel is symmetric: the gate must close the cards of a request the agent stopped waiting for. */
-  #abandon(id: number, answer: RequestPermissionResponse): void {
+  #abandon(id: number, answer: AgentAnswer): void {
     const p = this.#pending.get(id);
     if (!p) return;
     this.#settle(id, answer);
@@ -190,17 +257,20 @@ export class GateSession {
     else if (isRecord(msg.error)) this.#cfg.log("warn", `Tapgate error ${describeRpcError(msg.error)}`);
   }
 
-  #answerFrom(msg: Record<string, unknown>, p: Pending): RequestPermissionResponse {
-    const parsed = requestPermissionResponseSchema.safeParse(msg.result);
-    const answer = parsed.success && !("error" in msg) ? parsed.data : undefined;
-    const outcome = answer?.outcome;
+  #answerFrom(msg: Record<string, unknown>, p: Pending): AgentAnswer {
     // The service's answer goes to the caller as sent, `_meta` (who decided, why) included.
-    if (answer?.outcome.outcome === "cancelled") return answer;
-    if (answer && outcome?.outcome === "selected" && p.options.some((o) => o.optionId === outcome.optionId)) {
-      return answer;
-    }
-    const why = isRecord(msg.error) ? describeRpcError(msg.error) : outcome ? "unoffered option" : "malformed result";
-    this.#cfg.log("warn", `request_permission failed closed: ${why}`);
-    return failClosedAnswer(p.options);
+    const answer = "error" in msg ? undefined : p.valid(msg.result);
+    if (answer) return answer;
+    const why = isRecord(msg.error) ? describeRpcError(msg.error) : "malformed or unoffered answer";
+    this.#cfg.log("warn", `request failed closed: ${why}`);
+    return p.denied;
+  }
+
+  #permissionAnswer(result: unknown, options: OptionRef[]): RequestPermissionResponse | undefined {
+    const parsed = requestPermissionResponseSchema.safeParse(result);
+    if (!parsed.success) return undefined;
+    const { outcome } = parsed.data;
+    if (outcome.outcome === "cancelled") return parsed.data;
+    return options.some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
   }
 }

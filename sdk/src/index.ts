@@ -1,6 +1,8 @@
 export {
+  type AcpElicitationHandler,
   type AcpPermissionHandler,
   type AcpPermissionHandlerOptions,
+  acpElicitationHandler,
   acpPermissionHandler,
 } from "./acp/handler.js";
 export {
@@ -15,6 +17,12 @@ export {
   type TapgateOptions,
 } from "./client.js";
 export {
+  type CreateElicitationParams,
+  type CreateElicitationResponse,
+  createElicitationParamsSchema,
+  createElicitationResponseSchema,
+  ELICITATION_CANCELLED,
+  ELICITATION_CAPABILITIES,
   failClosedAnswer,
   HEARTBEAT_INTERVAL_MS,
   type HelloParams,

@@ -12,7 +12,7 @@ export type OptionRef = { optionId: string; kind: string };
 const serverTimeoutMs = tapgateMetaSchema.shape.timeoutMs.unwrap();
 
 /** Merges into `_meta` so the agent's other keys survive, clamped to what the gate accepts. */
-export function withTimeoutMeta(params: RequestPermissionRequest, timeoutMs: number): RequestPermissionRequest {
+export function withTimeoutMeta<T extends Pick<RequestPermissionParams, "_meta">>(params: T, timeoutMs: number): T {
   const meta = isRecord(params._meta) ? params._meta : {};
   const tapgate = isRecord(meta.tapgate) ? meta.tapgate : {};
   const min = serverTimeoutMs.minValue ?? 1000;

@@ -187,7 +187,7 @@ describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
     const shell = await tapgate.session(shellSessionId, { title: "Clean up build output", agent: { name: "codex" } });
     shellAnswer = shell.requestPermission({
       sessionId: shellSessionId,
-      toolCall: { toolCallId: "rm-1", title: "rm -rf dist/", kind: "delete", rawInput: { command: "rm -rf dist/" } },
+      toolCall: { toolCallId: "rm-1", title: "rm -r dist/", kind: "delete", rawInput: { command: "rm -r dist/" } },
       options: [
         { optionId: "allow", name: "Allow once", kind: "allow_once" },
         { optionId: "deny", name: "Deny", kind: "reject_once" },

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import {
+  ABORT_AWARE_AGENT,
   EXAMPLE_AGENT,
   messageText,
   prompt,
@@ -100,6 +101,18 @@ describe("tapgate acp, with a 2.x agent using string ids", () => {
     editor.child.stdin?.end();
   });
 
+  it("a deny's reason reaches the agent over stdio, in _meta.tapgate.message", async () => {
+    const { editor, sessionId } = await startProxy(["--", ...STRING_ID_AGENT], env);
+    const turn = prompt(editor, sessionId, "ask");
+    const approval = await person.waitForOne(sessionId);
+    expect((await person.decide(approval, "no", "keep the cache: the release build needs it")).status).toBe(200);
+    expect((await turn).result).toEqual({ stopReason: "end_turn" });
+    expect(messageText(editor, sessionId)).toBe(
+      "outcome: selected no; message: keep the cache: the release build needs it",
+    );
+    editor.child.stdin?.end();
+  });
+
   it("an agent crash mid-request resolves the card agent_disconnected; the proxy exits with the agent's code", async () => {
     const { editor, sessionId } = await startProxy(["--", ...STRING_ID_AGENT], env);
     void prompt(editor, sessionId, "crash").catch(() => undefined);
@@ -158,5 +171,28 @@ describe("tapgate acp, with a 2.x agent using string ids", () => {
     editor.child.stdin?.end();
     await editor.exited;
     expect(editor.lines.every((line) => JSON.parse(line).jsonrpc === "2.0")).toBe(true);
+  });
+});
+
+describe("tapgate acp, with a 2.x agent that decides its stop reason from its own abort signal", () => {
+  it("session/cancel reaches the agent before the cancelled answer, so the turn ends cancelled", async () => {
+    const { editor, sessionId } = await startProxy(["--", ...ABORT_AWARE_AGENT], env);
+    const turn = prompt(editor, sessionId, "migrate");
+    const approval = await person.waitForOne(sessionId);
+    editor.send({ method: "session/cancel", params: { sessionId } });
+    expect((await turn).result).toEqual({ stopReason: "cancelled" });
+    expect(messageText(editor, sessionId)).toBe("answer: cancelled, aborted: true");
+    await person.waitForPending(sessionId, 0);
+    expect(await person.approval(approval.id)).toMatchObject({ state: "cancelled", reason: "agent_cancelled" });
+    editor.child.stdin?.end();
+  });
+
+  it("without a cancel the same agent ends its turn end_turn with the human's answer", async () => {
+    const { editor, sessionId } = await startProxy(["--", ...ABORT_AWARE_AGENT], env);
+    const turn = prompt(editor, sessionId, "migrate");
+    await person.decide(await person.waitForOne(sessionId), "no");
+    expect((await turn).result).toEqual({ stopReason: "end_turn" });
+    expect(messageText(editor, sessionId)).toBe("answer: no, aborted: false");
+    editor.child.stdin?.end();
   });
 });

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLocalWorker } from "../../scripts/local-worker.mjs";
-import { Cli, EXAMPLE_AGENT, STRING_ID_AGENT, signedInEnv, signedOutEnv } from "./acp-helpers";
+import {
+  ABORT_AWARE_AGENT,
+  Cli,
+  ELICIT_AGENT,
+  EXAMPLE_AGENT,
+  STRING_ID_AGENT,
+  signedInEnv,
+  signedOutEnv,
+} from "./acp-helpers";
 import { Person } from "./helpers";
 
 let worker: Awaited<ReturnType<typeof startLocalWorker>>;
@@ -59,6 +67,35 @@ it("Ctrl-C cancels the turn: the card closes, the exit code says cancelled", asy
   expect(run.lines.join("\n")).toContain("outcome: cancelled");
   await person.waitForPending(approval.sessionId, 0);
   expect(await person.approval(approval.id)).toMatchObject({ state: "cancelled" });
+});
+
+it("Ctrl-C: the agent hears session/cancel before its permission request is answered, so the turn ends cancelled", async () => {
+  const run = new Cli(["run", "--prompt", "migrate", "--", ...ABORT_AWARE_AGENT], env, "ignore");
+  const [approval] = await pendingFor("Run the migrations");
+  if (!approval) throw new Error("no approval");
+  run.child.kill("SIGINT");
+  expect(await run.exited).toBe(130);
+  expect(run.lines.join("\n")).toContain("answer: cancelled, aborted: true");
+  await person.waitForPending(approval.sessionId, 0);
+});
+
+it("asks the agent's questions on Tapgate: the phone's answer reaches the agent", async () => {
+  const run = new Cli(["run", "--prompt", "form", "--", ...ELICIT_AGENT], env, "ignore");
+  const [approval] = await person.waitForPendingWhere(
+    (a) => a.type === "elicitation" && a.snapshot.session.agent?.name === "elicit-agent",
+  );
+  if (!approval) throw new Error("no approval");
+  await run.waitForLine((l) => l === "[question] How should I set the project up?: asking Tapgate");
+  const content = { name: "cli", port: 5000 };
+  const decided = await person.fetch(`/v1/approvals/${approval.id}/decision`, {
+    method: "POST",
+    body: JSON.stringify({ action: "accept", content, requestHash: approval.requestHash }),
+  });
+  expect(decided.status).toBe(200);
+  expect(await run.exited).toBe(0);
+  const out = run.lines.join("\n");
+  expect(out).toContain("[question] answered: accept");
+  expect(out).toContain(`elicited: ${JSON.stringify({ action: "accept", content })}`);
 });
 
 it("other stop reasons have their own exit codes; a missing command is a usage error", async () => {

@@ -40,7 +40,7 @@ function preToolUse(sessionId: string, tool: string, toolInput: Record<string, u
 describe("tapgate claude-hook against wrangler dev", () => {
   it("PreToolUse Bash: the card shows the command, and a human's allow is an allow", async () => {
     const sessionId = unique("claude");
-    const input = preToolUse(sessionId, "Bash", { command: "git push --force origin main", description: "Push" });
+    const input = preToolUse(sessionId, "Bash", { command: "git push origin main", description: "Push" });
     const run = runHook(input, { env: signedIn() });
     const approval = await person.waitForOne(sessionId);
     expect(approval.snapshot.toolCall).toMatchObject({
@@ -92,9 +92,35 @@ describe("tapgate claude-hook against wrangler dev", () => {
     });
   });
 
+  it("a deny's reason reaches Claude: in permissionDecisionReason, and in a PermissionRequest deny's message", async () => {
+    const sessionId = unique("claude");
+    const reason = "use `npm run clean` instead";
+    const preRun = runHook(preToolUse(sessionId, "Bash", { command: "rm -rf dist" }), { env: signedIn() });
+    const first = await person.waitForOne(sessionId);
+    expect((await person.decide(first, "deny", reason)).status).toBe(200);
+    expect(answerOf(await preRun)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision: "deny",
+        permissionDecisionReason: `denied on Tapgate by Ada (web): ${reason}`,
+      },
+    });
+
+    const { tool_use_id: _, ...input } = preToolUse(sessionId, "Bash", { command: "rm -rf dist" });
+    const requestRun = runHook({ ...input, hook_event_name: "PermissionRequest" }, { env: signedIn() });
+    const second = await person.waitForOne(sessionId);
+    expect((await person.decide(second, "deny", reason)).status).toBe(200);
+    expect(answerOf(await requestRun)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PermissionRequest",
+        decision: { behavior: "deny", message: `denied on Tapgate by Ada (web): ${reason}` },
+      },
+    });
+  });
+
   it("PermissionRequest: no tool_use_id, a generated call id, and the decision-object answer shape", async () => {
     const sessionId = unique("claude");
-    const { tool_use_id: _, ...input } = preToolUse(sessionId, "Bash", { command: "rm -rf node_modules" });
+    const { tool_use_id: _, ...input } = preToolUse(sessionId, "Bash", { command: "rm -r node_modules" });
     const allowRun = runHook({ ...input, hook_event_name: "PermissionRequest" }, { env: signedIn() });
     const first = await person.waitForOne(sessionId);
     expect(first.snapshot.toolCall.toolCallId).toMatch(/^claude-[0-9a-f-]{36}$/);
@@ -333,11 +359,87 @@ describe("the deny reason, from the answer's _meta.tapgate", () => {
       "denied on Tapgate by Sam (Pixel 8)",
     );
     expect(denyReason(meta("decided"), 5_000)).toBe("denied on Tapgate by a human reviewer");
+    expect(denyReason({ ...meta("decided"), message: "not on main" }, 5_000)).toBe(
+      "denied on Tapgate by a human reviewer: not on main",
+    );
     expect(denyReason(meta("expired"), 600_400)).toBe("Tapgate: expired — no decision within 600 s");
     expect(denyReason(meta("agent_disconnected"), 1)).toBe("Tapgate: agent disconnected before anyone decided");
     expect(denyReason(meta("key_revoked"), 1)).toBe("Tapgate: this API key was revoked — run `tapgate login`");
     expect(denyReason(meta("service_restart"), 1)).toContain("restarted");
     expect(denyReason(meta("session_cancelled"), 1)).toBe("Tapgate: the request was cancelled");
     expect(denyReason(meta("something_new"), 1)).toBe("Tapgate: denied (something_new)");
+  });
+});
+
+describe("tapgate claude-hook: the Elicitation event (an MCP server asking the user)", () => {
+  /** Shaped as Claude Code documents the `Elicitation` hook input. */
+  const elicitation = (sessionId: string, extra: Record<string, unknown> = {}) => ({
+    session_id: sessionId,
+    transcript_path: "/tmp/transcript.jsonl",
+    cwd: ROOT,
+    permission_mode: "default",
+    hook_event_name: "Elicitation",
+    mcp_server_name: "deploy-server",
+    message: "Which environment should I deploy to?",
+    mode: "form",
+    requested_schema: {
+      type: "object",
+      properties: {
+        environment: { type: "string", title: "Environment", enum: ["staging", "production"] },
+        replicas: { type: "integer", title: "Replicas", minimum: 1, maximum: 5, default: 2 },
+      },
+      required: ["environment"],
+    },
+    ...extra,
+  });
+
+  it("a form answered on the phone becomes the hook's accept with the content", async () => {
+    const sessionId = unique("claude-elicit");
+    const run = runHook(elicitation(sessionId), { env: signedIn() });
+    const approval = await person.waitForOne(sanitizeSessionId(sessionId));
+    expect(approval).toMatchObject({
+      type: "elicitation",
+      snapshot: {
+        elicitation: { mode: "form", message: "Which environment should I deploy to?" },
+        meta: { "claude-code": { mcpServerName: "deploy-server" } },
+        session: { agent: { name: "claude-code" }, cwd: ROOT },
+      },
+    });
+    const content = { environment: "staging", replicas: 3 };
+    const decided = await person.fetch(`/v1/approvals/${approval.id}/decision`, {
+      method: "POST",
+      body: JSON.stringify({ action: "accept", content, requestHash: approval.requestHash }),
+    });
+    expect(decided.status).toBe(200);
+    expect(answerOf(await run)).toEqual({
+      hookSpecificOutput: { hookEventName: "Elicitation", action: "accept", content },
+    });
+  });
+
+  it("decline on the phone is the hook's decline, without content", async () => {
+    const sessionId = unique("claude-elicit");
+    const run = runHook(elicitation(sessionId), { env: signedIn() });
+    const approval = await person.waitForOne(sanitizeSessionId(sessionId));
+    await person.fetch(`/v1/approvals/${approval.id}/decision`, {
+      method: "POST",
+      body: JSON.stringify({ action: "decline", requestHash: approval.requestHash }),
+    });
+    expect(answerOf(await run)).toEqual({ hookSpecificOutput: { hookEventName: "Elicitation", action: "decline" } });
+  });
+
+  it("fails closed to cancel: not signed in, a URL that is not https, no answer in time", async () => {
+    const cancel = { hookSpecificOutput: { hookEventName: "Elicitation", action: "cancel" } };
+    const signedOut = await runHook(elicitation(unique("claude-elicit")));
+    expect(answerOf(signedOut)).toEqual(cancel);
+    expect(signedOut.stderr).toContain("not signed in");
+    const plainHttp = await runHook(
+      elicitation(unique("claude-elicit"), { mode: "url", url: "http://example.com/login", elicitation_id: "e1" }),
+      { env: signedIn() },
+    );
+    expect(answerOf(plainHttp)).toEqual(cancel);
+    expect(plainHttp.stderr).toContain("Tapgate cannot show this question");
+    const sessionId = unique("claude-elicit");
+    const late = runHook(elicitation(sessionId), { env: signedIn(), args: ["--timeout", "1"] });
+    expect(answerOf(await late)).toEqual(cancel);
   });
 });

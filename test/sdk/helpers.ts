@@ -77,10 +77,11 @@ export class Person {
     return approval;
   }
 
-  decide(approval: Approval, optionId: string): Promise<Response> {
+  /** `reason`: the decider's words to the agent (`_meta.tapgate.message`). */
+  decide(approval: Approval, optionId: string, reason?: string): Promise<Response> {
     return this.fetch(`/v1/approvals/${approval.id}/decision`, {
       method: "POST",
-      body: JSON.stringify({ optionId, requestHash: approval.requestHash }),
+      body: JSON.stringify({ optionId, requestHash: approval.requestHash, ...(reason !== undefined && { reason }) }),
     });
   }
 }
@@ -90,9 +91,10 @@ export function askParams(sessionId: string, toolCallId = unique("call")) {
     sessionId,
     toolCall: {
       toolCallId,
-      title: "git push --force",
+      // Not high-risk under the default policy (force pushes are): an allow needs no step-up.
+      title: "git push origin main",
       kind: "execute" as const,
-      rawInput: { command: "git push --force" },
+      rawInput: { command: "git push origin main" },
     },
     options: [
       { optionId: "allow", name: "Allow once", kind: "allow_once" as const },

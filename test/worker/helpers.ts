@@ -163,9 +163,10 @@ export function permissionParams(sessionId: string, overrides: Partial<RequestPe
     sessionId,
     toolCall: {
       toolCallId: unique("call"),
-      title: "rm -rf build",
+      // Not high-risk under the default policy (that is `rm -rf *`): an allow needs no step-up.
+      title: "rm -r build",
       kind: "execute",
-      rawInput: { command: "rm -rf build" },
+      rawInput: { command: "rm -r build" },
     },
     options: [
       { optionId: "allow", name: "Allow once", kind: "allow_once" },

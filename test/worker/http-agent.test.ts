@@ -138,6 +138,26 @@ describe("agents over HTTP", () => {
     expect(await waitingPolls(owner, sessionId)).toBe(0);
   });
 
+  it("a deny's reason reaches the long poll waiting for it, and every later poll, in _meta.tapgate.message", async () => {
+    const { owner, key, sessionId, approvalId, approval } = await askOverHttp();
+    const answered = poll(key, approvalId, 50);
+    await vi.waitFor(async () => expect(await waitingPolls(owner, sessionId)).toBe(1), { interval: 5 });
+    const reason = "run the tests first, then ask again";
+    const decided = await api(`/v1/approvals/${approval.id}/decision`, {
+      method: "POST",
+      cookie: owner.cookie,
+      body: JSON.stringify({ optionId: "deny", requestHash: approval.requestHash, reason }),
+    });
+    expect(decided.status).toBe(200);
+    const expected = {
+      state: "denied",
+      outcome: { outcome: "selected", optionId: "deny" },
+      _meta: { tapgate: { approvalId, reason: "decided", message: reason } },
+    };
+    expect(await json(await answered)).toMatchObject(expected);
+    expect(await json(await poll(key, approvalId))).toMatchObject(expected);
+  });
+
   it("a long poll that runs out answers 202 and leaves no waiter", async () => {
     const { owner, key, sessionId, approvalId } = await askOverHttp();
     const response = await poll(key, approvalId, 1);

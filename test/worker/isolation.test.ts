@@ -12,6 +12,18 @@ describe("tenant isolation", () => {
 
     expect((await api(`/v1/approvals/${a.approval.id}`, { cookie: b.cookie })).status).toBe(404);
     expect((await decide(b, a.approval, "allow")).status).toBe(404);
+    const { approval } = a;
+    const batch = await api("/v1/approvals/decisions", {
+      method: "POST",
+      cookie: b.cookie,
+      body: JSON.stringify({
+        decisions: [{ approvalId: approval.id, optionId: "allow", requestHash: approval.requestHash }],
+      }),
+    });
+    expect(await json(batch)).toEqual({
+      results: [{ approvalId: approval.id, status: 404, error: "not_found", message: "no such approval" }],
+    });
+    expect((await api(`/v1/approvals/${approval.id}/claim`, { method: "POST", cookie: b.cookie })).status).toBe(404);
     expect((await api(`/v1/keys/${aKeyId}`, { method: "DELETE", cookie: b.cookie })).status).toBe(404);
     for (const scope of ["mine", "team"]) {
       for (const state of ["pending", "resolved"]) {

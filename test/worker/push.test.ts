@@ -140,6 +140,7 @@ describe("Web Push", () => {
       approvalId: approval.id,
       title: "Remove build output",
       expiresAt: approval.expiresAt,
+      risk: "high", // `rm -rf …` is high-risk by default: the lock screen offers no action for it
     });
     expect(JSON.stringify(push?.payload)).not.toContain("rm -rf");
     expect(JSON.stringify(push?.payload)).not.toContain("abc123");

@@ -290,6 +290,6 @@ describe("the blocking approval relay", () => {
       .all<{ action: string; actor: string; detail: string }>();
     expect(results.map((r) => r.action)).toEqual(["approval.requested", "approval.allowed"]);
     expect(results[1]?.actor).toBe(`user:${owner.userId}`);
-    expect(results.map((r) => r.detail).join()).not.toContain("rm -rf");
+    expect(results.map((r) => r.detail).join()).not.toContain("rm -r build");
   });
 });

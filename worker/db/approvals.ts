@@ -7,6 +7,7 @@ import type {
   OwnedApproval,
   SessionInfo,
 } from "../../sdk/src/approval";
+import type { BoundStepUpAssertion } from "../../sdk/src/human/step-up";
 import type { AuditEvent } from "../audit-chain";
 
 export interface ApprovalRow {
@@ -22,8 +23,16 @@ export interface ApprovalRow {
   resolved_at: number | null;
   option_id: string | null;
   decided_by: string | null;
+  /** `permission` or `elicitation` (migration 0014); an elicitation's `action` once answered. */
+  request_type?: string;
+  action?: string | null;
   /** JSON {id, createdBy}: the standing rule that allowed it (migration 0011). */
   rule: string | null;
+  /** The decider's words (absent from rows read before migration 0013). */
+  message?: string | null;
+  /** Migration 0012; null on rows from before tiers and on normal requests' quorum. */
+  risk: string | null;
+  quorum: string | null;
 }
 
 export function approvalFromRow(r: ApprovalRow): Approval {
@@ -40,7 +49,11 @@ export function approvalFromRow(r: ApprovalRow): Approval {
     resolvedAt: r.resolved_at,
     optionId: r.option_id,
     decidedBy: r.decided_by ? (JSON.parse(r.decided_by) as DecidedBy) : null,
+    ...(r.request_type === "elicitation" && { type: "elicitation", action: (r.action ?? null) as Approval["action"] }),
     ...(r.rule ? { rule: JSON.parse(r.rule) as ApprovalRule } : {}),
+    ...(typeof r.message === "string" && { message: r.message }),
+    ...(r.risk === "high" || r.risk === "normal" ? { risk: r.risk } : {}),
+    ...(r.quorum ? { quorum: JSON.parse(r.quorum) } : {}),
   };
 }
 
@@ -83,11 +96,26 @@ export async function getApprovalRecord(db: D1Database, teamId: string, id: stri
   return row ? approvalFromRow(row) : null;
 }
 
+/** The verified step-up assertions D1 keeps of an approval (after its gate pruned it), or null for none of the team's. */
+export async function getApprovalStepUps(
+  db: D1Database,
+  teamId: string,
+  id: string,
+): Promise<{ approval: Approval; stepUps: BoundStepUpAssertion[] } | null> {
+  const row = await db
+    .prepare("SELECT * FROM approvals WHERE id = ? AND team_id = ?")
+    .bind(id, teamId)
+    .first<ApprovalRow & { step_ups: string | null }>();
+  if (!row) return null;
+  return { approval: approvalFromRow(row), stepUps: row.step_ups ? JSON.parse(row.step_ups) : [] };
+}
+
 // ── writes replayed from a SessionGate outbox ───────────────────────────────
 
 /** What a SessionGate hands to D1 after the agent has its answer. Replays are idempotent. */
 export type OutboxOp =
-  | { op: "approval"; teamId: string; ownerUserId: string; approval: Approval }
+  /** `stepUps`: the verified step-up assertions the approval's allows carried so far. */
+  | { op: "approval"; teamId: string; ownerUserId: string; approval: Approval; stepUps?: BoundStepUpAssertion[] }
   | { op: "session"; teamId: string; sessionId: string; info: SessionInfo; connected: boolean; at: number }
   | ({ op: "audit" } & AuditEvent);
 
@@ -97,7 +125,7 @@ export type D1OutboxOp = Exclude<OutboxOp, { op: "audit" }>;
 export function outboxStatement(db: D1Database, o: D1OutboxOp): D1PreparedStatement {
   switch (o.op) {
     case "approval":
-      return approvalUpsertStatement(db, o.teamId, o.ownerUserId, o.approval);
+      return approvalUpsertStatement(db, o.teamId, o.ownerUserId, o.approval, o.stepUps);
     case "session":
       return db
         .prepare(
@@ -125,17 +153,20 @@ function approvalUpsertStatement(
   teamId: string,
   ownerUserId: string,
   a: Approval,
+  stepUps?: BoundStepUpAssertion[],
 ): D1PreparedStatement {
   const toolCall = a.snapshot.toolCall as { title?: unknown; kind?: unknown };
+  // A pending row may change while pending too (a quorum's first allow: quorum, step_ups).
   return db
     .prepare(
       `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
                               options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id,
-                              rule, rule_id)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                              request_type, action, rule, rule_id, risk, quorum, step_ups, message)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)
        ON CONFLICT (id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
               resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id,
-              rule = excluded.rule, rule_id = excluded.rule_id
+              action = excluded.action, rule = excluded.rule, rule_id = excluded.rule_id,
+              quorum = excluded.quorum, message = excluded.message, step_ups = COALESCE(excluded.step_ups, approvals.step_ups)
         WHERE approvals.state = 'pending' AND approvals.team_id = excluded.team_id`,
     )
     .bind(
@@ -155,7 +186,13 @@ function approvalUpsertStatement(
       a.resolvedAt,
       a.decidedBy ? JSON.stringify(a.decidedBy) : null,
       a.optionId,
+      a.type ?? "permission",
+      a.action ?? null,
       a.rule ? JSON.stringify(a.rule) : null,
       a.rule?.id ?? null,
+      a.risk ?? null,
+      a.quorum ? JSON.stringify(a.quorum) : null,
+      stepUps ? JSON.stringify(stepUps) : null,
+      a.message ?? null,
     );
 }

@@ -35,10 +35,61 @@ export function auditEntryStatement(db: D1Database, e: AuditEntry): D1PreparedSt
     );
 }
 
-/** Inserts entries in order; returns the seqs that went in (fewer: the head moved or an event was a replay). */
-export async function insertAuditEntries(db: D1Database, entries: AuditEntry[]): Promise<number[]> {
-  const results = await db.batch<{ seq: number }>(entries.map((e) => auditEntryStatement(db, e)));
-  return results.flatMap((r) => r.results.map((row) => row.seq));
+/**
+ * A run of chained entries as ONE statement and one compare-and-swap: every entry goes in, in
+ * order, only if the team's last hash is still the first entry's `prev_hash` and none of the
+ * event ids is in the log yet; otherwise nothing does (the writer re-reads the head and drops
+ * replays). The guard is computed once, before any row is written. The entries travel as one
+ * JSON parameter (D1 binds at most 100 parameters; `AUDIT_RUN_BYTES` keeps it well under its
+ * 2 MB value limit), `detail` as the same text `auditEntryStatement` stores.
+ */
+export function auditRunStatement(db: D1Database, entries: AuditEntry[]): D1PreparedStatement {
+  const rows = entries.map((e) => ({ ...e, detail: JSON.stringify(e.detail ?? {}) }));
+  return db
+    .prepare(
+      `WITH run AS (SELECT key AS n, value AS e FROM json_each(?1)),
+            guard AS MATERIALIZED (
+              SELECT COALESCE((SELECT hash FROM audit_log WHERE team_id = ?2 ORDER BY seq DESC LIMIT 1), ?4) = ?3
+                 AND NOT EXISTS (SELECT 1 FROM audit_log WHERE event_id IN (SELECT e ->> 'eventId' FROM run)) AS ok)
+       INSERT INTO audit_log (event_id, team_id, at, actor, action, subject, detail, prev_hash, hash)
+       SELECT e ->> 'eventId', ?2, e ->> 'at', e ->> 'actor', e ->> 'action', e ->> 'subject', e ->> 'detail',
+              e ->> 'prevHash', e ->> 'hash'
+         FROM run, guard WHERE guard.ok ORDER BY n
+       RETURNING seq`,
+    )
+    .bind(JSON.stringify(rows), entries[0]?.teamId ?? "", entries[0]?.prevHash ?? "", GENESIS_HASH);
+}
+
+/** The most JSON one run statement carries; a longer group is split into runs in the same batch. */
+export const AUDIT_RUN_BYTES = 512 * 1024;
+
+/**
+ * Writes `before` (idempotent statements, e.g. the gates' index rows) and then the entries as
+ * runs of one compare-and-swap each, all in ONE D1 batch (one transaction); returns the seqs
+ * that went in (fewer than the entries: the head moved or an event was a replay).
+ */
+export async function insertAuditEntries(
+  db: D1Database,
+  entries: AuditEntry[],
+  before: D1PreparedStatement[] = [],
+): Promise<number[]> {
+  const runs: AuditEntry[][] = [];
+  let bytes = 0;
+  for (const e of entries) {
+    const size = JSON.stringify(e).length;
+    const last = runs.at(-1);
+    if (!last || bytes + size > AUDIT_RUN_BYTES) {
+      runs.push([e]);
+      bytes = size;
+    } else {
+      last.push(e);
+      bytes += size;
+    }
+  }
+  const statements = [...before, ...runs.map((run) => auditRunStatement(db, run))];
+  if (statements.length === 0) return [];
+  const results = await db.batch<{ seq: number }>(statements);
+  return results.slice(before.length).flatMap((r) => r.results.map((row) => row.seq).sort((a, b) => a - b));
 }
 
 /** Where the team's chain ends in D1: the last row, its hash (64 zeros if none) and how many rows. */

@@ -74,6 +74,8 @@ export interface HistoryExportRow {
   decidedByName: string | null;
   decidedByDevice: string | null;
   latencyMs: number | null;
+  /** The decider's words to the agent, if any. */
+  message: string | null;
 }
 
 export async function exportHistory(db: D1Database, f: HistoryFilter, limit: number): Promise<HistoryExportRow[]> {
@@ -86,7 +88,7 @@ export async function exportHistory(db: D1Database, f: HistoryFilter, limit: num
               json_extract(a.decided_by, '$.userId') AS decidedByUserId,
               json_extract(a.decided_by, '$.name') AS decidedByName,
               json_extract(a.decided_by, '$.device') AS decidedByDevice,
-              a.resolved_at - a.created_at AS latencyMs
+              a.resolved_at - a.created_at AS latencyMs, a.message
          FROM approvals a LEFT JOIN users u ON u.id = a.owner_user_id
         WHERE ${where} ORDER BY a.created_at DESC, a.id DESC LIMIT ?`,
     )

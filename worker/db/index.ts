@@ -15,5 +15,6 @@ export * from "./rate-limits";
 export * from "./retention";
 export * from "./rules";
 export * from "./sessions";
+export * from "./step-up";
 export * from "./teams";
 export * from "./web-sessions";

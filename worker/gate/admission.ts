@@ -11,7 +11,7 @@
  * hold (state-machine.ts), the counting (the hub's `quotas.ts`), or the replies (the transports).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type { RequestPermissionParams } from "../../sdk/src/protocol";
+import type { AgentAsk, RequestPermissionParams } from "../../sdk/src/protocol";
 import type { StandingRule } from "../../sdk/src/rules";
 import { limitsOf } from "../policy";
 import type { GateHub, QuotaVerdict } from "./hub";
@@ -47,7 +47,7 @@ export class Admission {
   async open(
     meta: ServedSession,
     holder: Holder,
-    params: RequestPermissionParams,
+    params: AgentAsk,
     now: number,
     holderAlive: () => boolean = () => true,
   ): Promise<Approval | Refusal> {
@@ -80,7 +80,7 @@ export class Admission {
    */
   private hold(
     holder: Holder,
-    params: RequestPermissionParams,
+    params: AgentAsk,
     now: number,
     approvalId: string,
     holderAlive: () => boolean,

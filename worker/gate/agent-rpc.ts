@@ -6,18 +6,22 @@
  * session's metadata (presence.ts).
  */
 
+import type { Approval } from "../../sdk/src/approval";
 import { type RpcMessage, rpcError, rpcIdKey, rpcResult } from "../../sdk/src/jsonrpc";
 import {
+  type AgentAsk,
   cancelRequestParamsSchema,
+  completeElicitationParamsSchema,
+  createElicitationParamsSchema,
   helloParamsSchema,
   METHODS,
-  type RequestPermissionParams,
   RPC_ERROR,
   type RpcId,
   requestPermissionParamsSchema,
   sessionCancelParamsSchema,
   sessionUpdateParamsSchema,
 } from "../../sdk/src/protocol";
+import { completes } from "./elicitation";
 import type { Presence } from "./presence";
 import type { SocketIdentity } from "./sockets";
 import type { StateMachine } from "./state-machine";
@@ -27,8 +31,8 @@ export interface RpcHost {
   store: GateStore;
   machine: StateMachine;
   presence: Presence;
-  /** Holds a socket's permission request once admitted; the error reply if it is refused, else null. */
-  request(identity: SocketIdentity, id: RpcId, params: RequestPermissionParams): Promise<object | null>;
+  /** Holds a socket's permission request or elicitation once admitted; the error reply if it is refused, else null. */
+  request(identity: SocketIdentity, id: RpcId, params: AgentAsk): Promise<object | null>;
 }
 
 /**
@@ -50,6 +54,22 @@ export function dispatch(
       const params = requestPermissionParamsSchema.safeParse(m.params);
       if (!params.success) return invalidParams(params.error.issues);
       return host.request(identity, id, params.data);
+    }
+    case METHODS.elicitationCreate: {
+      if (id === null) return null; // like a permission request: only a request can be answered
+      const params = createElicitationParamsSchema.safeParse(m.params);
+      if (!params.success) return invalidParams(params.error.issues);
+      return host.request(identity, id, params.data);
+    }
+    case METHODS.elicitationComplete: {
+      // The URL-mode interaction is over: its card, if still open on this socket, closes; the agent is answered `cancel`.
+      const params = completeElicitationParamsSchema.safeParse(m.params);
+      if (!params.success) return invalidParams(params.error.issues);
+      const rows = host.store
+        .pendingOnSocket(identity.socketId)
+        .filter((row) => completes(JSON.parse(row.record) as Approval, params.data.elicitationId));
+      host.machine.resolveAll(rows, { state: "cancelled", reason: "agent_cancelled" }, Date.now());
+      return id === null ? null : rpcResult(id, null);
     }
     case METHODS.hello: {
       const params = helloParamsSchema.safeParse(m.params ?? {});

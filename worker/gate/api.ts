@@ -13,7 +13,15 @@ import type { ErrorCode } from "../../sdk/src/errors";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
 import type { RuleMatch } from "../../sdk/src/human/rules";
-import type { HelloParams, RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type { BoundStepUpAssertion } from "../../sdk/src/human/step-up";
+import type {
+  AgentAsk,
+  CreateElicitationResponse,
+  ElicitationAction,
+  HelloParams,
+  RequestPermissionParams,
+  RequestPermissionResponse,
+} from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
 
 /** The longest an HTTP agent's poll may wait: under the 60 s idle timeout of common proxies. */
@@ -46,11 +54,22 @@ export interface DecisionInput {
   /** The decider's team role; the gate checks it against `DECIDER_ROLES`. */
   role: Role;
   device: string;
-  optionId: string;
+  /** A permission's answer: one of its offered options. */
+  optionId?: string;
+  /** An elicitation's answer (instead of `optionId`): the action, and with `accept` of a form its content. */
+  action?: ElicitationAction;
+  content?: Record<string, unknown>;
   requestHash: string;
   /** Also make a standing `me` rule from this request (the card's "Allow for 1 h"): checked by the gate. */
   rule?: { expiresInMs: number; match?: RuleMatch };
+  /** The decider's words to the agent (the body's `reason`): the approval's `message`. */
+  reason?: string;
+  /** A passkey assertion the Worker verified for this person, approval and requestHash (team/step-up.ts). */
+  stepUp?: VerifiedStepUp;
 }
+
+/** A step-up assertion the Worker verified, with what its challenge committed to. */
+export type VerifiedStepUp = BoundStepUpAssertion;
 
 /**
  * `ok`: decided, now or by this same person's same decision before (an idempotent repeat: the
@@ -63,13 +82,26 @@ export type DecisionResult =
   | { ok: false; error: Extract<ErrorCode, "rule_not_possible">; message: string }
   | {
       ok: false;
-      error: Extract<ErrorCode, "already_decided" | "already_resolved" | "request_changed">;
+      error: Extract<
+        ErrorCode,
+        "already_decided" | "already_resolved" | "request_changed" | "second_approver_required"
+      >;
       approval: Approval;
     }
   | {
       ok: false;
-      error: Extract<ErrorCode, "option_not_offered" | "not_session_owner" | "role_may_not_decide" | "not_found">;
-    };
+      error: Extract<
+        ErrorCode,
+        | "option_not_offered"
+        | "not_session_owner"
+        | "role_may_not_decide"
+        | "not_found"
+        | "step_up_required"
+        | "step_up_wrong_request"
+      >;
+    }
+  /** An elicitation's content does not fit its form: `field` names where (the message never echoes the value). */
+  | { ok: false; error: Extract<ErrorCode, "invalid_content">; field: string; message: string };
 
 export type HttpOpenResult =
   | { ok: true; approvalId: string; expiresAt: number }
@@ -95,6 +127,11 @@ export type HttpPollBody =
   | ({ approvalId: string; state: Exclude<ApprovalState, "pending">; reason: ResolutionReason | null } & Pick<
       RequestPermissionResponse,
       "outcome" | "_meta"
+    >)
+  /** An elicitation's final body is itself an ACP `elicitation/create` result: act on `action` (and `content`). */
+  | ({ approvalId: string; state: Exclude<ApprovalState, "pending">; reason: ResolutionReason | null } & Pick<
+      CreateElicitationResponse,
+      "action" | "content" | "_meta"
     >);
 
 /** Unknown ids, another team's and another user's all get the same `not_found`. */
@@ -109,6 +146,8 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
   getApproval(teamId: string, approvalId: string): Promise<Approval | null>;
   /** A human decides a pending approval. */
   decide(d: DecisionInput): Promise<DecisionResult>;
+  /** The verified step-up assertions an approval's allows carried; null for another team's or unknown ids. */
+  stepUps(teamId: string, approvalId: string): Promise<{ approval: Approval; stepUps: VerifiedStepUp[] } | null>;
 
   /** A revoked key: its pending requests are denied and its sockets closed; how many were denied. */
   revokeKey(teamId: string, keyId: string): Promise<number>;
@@ -119,7 +158,7 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
    * Holds a request for an agent that polls instead of holding a socket; `info` is what a
    * socket's `_tapgate/hello` would tell (the HTTP hook endpoint sends it).
    */
-  openOverHttp(join: GateJoin, params: RequestPermissionParams, info?: HelloParams): Promise<HttpOpenResult>;
+  openOverHttp(join: GateJoin, params: AgentAsk, info?: HelloParams): Promise<HttpOpenResult>;
   /** Answers once the approval is resolved or `waitMs` has passed; every poll renews the lease. */
   poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult>;
   /** The agent gives a request up: `cancelled` while pending, else its final answer again. */

@@ -7,7 +7,13 @@
  * machine, after admission.ts), joining (presence.ts) or the post-change step (the shell).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type { HelloParams, RequestPermissionParams, RequestPermissionResponse } from "../../sdk/src/protocol";
+import type {
+  AgentAnswer,
+  AgentAsk,
+  CreateElicitationResponse,
+  HelloParams,
+  RequestPermissionResponse,
+} from "../../sdk/src/protocol";
 import type { Admission } from "./admission";
 import type { AgentCaller, GateJoin, HttpOpenResult, HttpPollResult } from "./api";
 import { LEASE_MS } from "./rules";
@@ -29,7 +35,7 @@ export class HttpAgents {
 
   constructor(private readonly gate: HttpHost) {}
 
-  async open(join: GateJoin, params: RequestPermissionParams, info?: HelloParams): Promise<HttpOpenResult> {
+  async open(join: GateJoin, params: AgentAsk, info?: HelloParams): Promise<HttpOpenResult> {
     const meta = this.gate.join(join);
     if (!meta) return { ok: false, error: "key_revoked", message: "this API key was revoked" };
     if (info) this.gate.hello(info);
@@ -97,19 +103,15 @@ export class HttpAgents {
       return { ok: true, body: { approvalId, state: "pending", expiresAt: approval.expiresAt } };
     }
     // Rows resolved by builds that did not store answers get theirs recomputed.
-    const answer = row.answer
-      ? (JSON.parse(row.answer) as RequestPermissionResponse)
-      : this.gate.machine.answerFor(row, approval);
-    return {
-      ok: true,
-      body: {
-        approvalId,
-        state: approval.state,
-        reason: approval.reason,
-        outcome: answer.outcome,
-        _meta: answer._meta,
-      },
-    };
+    const answer = row.answer ? (JSON.parse(row.answer) as AgentAnswer) : this.gate.machine.answerFor(row, approval);
+    const { state, reason } = approval;
+    // The final body is the ACP result itself: `outcome` for a permission, `action` (and `content`) for an elicitation.
+    if (approval.type === "elicitation") {
+      const { action, content, _meta } = answer as CreateElicitationResponse;
+      return { ok: true, body: { approvalId, state, reason, action, ...(content ? { content } : {}), _meta } };
+    }
+    const { outcome, _meta } = answer as RequestPermissionResponse;
+    return { ok: true, body: { approvalId, state, reason, outcome, _meta } };
   }
 }
 

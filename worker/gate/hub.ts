@@ -11,6 +11,7 @@ import {
   type ApprovalNews,
   type AuditEvent,
   hubFor,
+  type OutboxOp,
   PRESENCE_REPORT_MS,
   type QuotaAsk,
   type QuotaVerdict,
@@ -28,14 +29,16 @@ export interface GateHub {
   approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
   /** A request left `pending`. */
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
+  /** A pending request changed (a quorum's first allow): shown live. */
+  approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
   /** Connection state or metadata changed; answers a newer team policy when the hub knows one. */
   sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null>;
   /** Counts a new request against the team's quotas before it is held (admission.ts). */
   admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict>;
   /** An admitted request was not held after all. */
   releaseRequest(teamId: string, approvalId: string): Promise<void>;
-  /** Appends to the team's audit chain; resolves once D1 has every event. */
-  appendAudit(events: AuditEvent[]): Promise<void>;
+  /** The outbox's rows (D1 index and audit chain), group-committed per team; resolves once D1 has every one. */
+  writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void>;
 }
 
 export function gateHub(env: Env, teamId: string): GateHub {

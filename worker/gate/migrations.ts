@@ -42,6 +42,11 @@ const MIGRATIONS: MigrationStep[] = [
   // Retention: resolved rows older than the team's `limits.retentionDays` are pruned on the
   // alarm; by state and expiry, so the oldest of each state is found without a scan.
   "CREATE INDEX IF NOT EXISTS approvals_state_expiry ON approvals (state, expires_at);",
+  // Step-up: the verified passkey assertions a high-risk request's allows carried (JSON array),
+  // kept with the row so they are pruned with it.
+  (sql) => {
+    if (!hasColumn(sql, "approvals", "step_ups")) sql.exec("ALTER TABLE approvals ADD COLUMN step_ups TEXT");
+  },
 ];
 
 /** The version every object reaches on its next start. */

@@ -1,7 +1,9 @@
 /**
- * The outbox to D1: what a SessionGate must tell D1 (index rows) and its team's audit chain
- * (through the hub), written after the agent has its answer. Rows leave in order, once both
- * acknowledged; a retry replays both, and both are idempotent.
+ * The outbox to D1: what a SessionGate must tell D1 (index rows) and its team's audit chain,
+ * written after the agent has its answer. Both go to the team's hub in one call, which writes
+ * them with the rest of the team's burst in one D1 batch (`hub/audit-writer.ts`, group commit):
+ * a storm of resolutions costs the team a few D1 statements, not several per request. Rows
+ * leave in order, once acknowledged; a retry replays them, and every row is idempotent.
  *
  * A failed flush backs off (5 s doubling to 5 min). A row that failed DEAD_AFTER flushes in a
  * row is a dead letter: it moves to `outbox_dead` (kept for inspection and a manual replay)
@@ -11,8 +13,8 @@
  * Owns: enqueueing, flushing, backoff, dead letters and the outbox's share of the alarm. Does
  * not own: the alarm itself (the shell) or the SQL (store.ts).
  */
-import { type D1OutboxOp, type OutboxOp, outboxStatement } from "../db";
-import type { AuditEvent, GateHub } from "./hub";
+import type { OutboxOp } from "../db";
+import type { GateHub } from "./hub";
 import { DEAD_AFTER, retryDelayMs } from "./rules";
 import type { GateStore } from "./store";
 
@@ -20,9 +22,8 @@ export { DEAD_AFTER };
 
 const BATCH = 50;
 
-/** Where the outbox writes: D1 for the index, the team's hub for the audit chain. */
+/** Where the outbox writes: the team's hub, which writes D1's index and the audit chain. */
 export interface OutboxSinks {
-  db: D1Database;
   hub(teamId: string): GateHub;
   /** Rows were dead-lettered: the session reports its count, so the dashboard shows it. */
   deadLettered(): void;
@@ -85,9 +86,10 @@ export class Outbox {
     return this.flushing;
   }
 
-  /** Hands ops to their sinks: index rows to D1, audit events to the team's hub. */
+  /** Hands ops (all of one team: the session's) to the team's hub; resolves once D1 has them. */
   async deliver(ops: OutboxOp[]): Promise<void> {
-    await Promise.all([this.writeIndex(ops), this.writeAudit(ops)]);
+    const teamId = ops[0]?.teamId;
+    if (teamId) await this.sinks.hub(teamId).writeOutbox(teamId, ops);
   }
 
   /** Counts the failure against the rows tried; those that failed DEAD_AFTER times move aside. */
@@ -97,16 +99,5 @@ export class Outbox {
     if (dead === 0) return;
     console.error(`outbox: ${dead} row(s) dead-lettered after ${DEAD_AFTER} failed flushes: ${error}`);
     this.sinks.deadLettered();
-  }
-
-  private async writeIndex(ops: OutboxOp[]): Promise<void> {
-    const writes = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
-    if (writes.length > 0) await this.sinks.db.batch(writes.map((o) => outboxStatement(this.sinks.db, o)));
-  }
-
-  private async writeAudit(ops: OutboxOp[]): Promise<void> {
-    const events: AuditEvent[] = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
-    const teamId = events[0]?.teamId;
-    if (teamId) await this.sinks.hub(teamId).appendAudit(events);
   }
 }

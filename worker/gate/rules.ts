@@ -12,10 +12,13 @@ import type {
   ApprovalRule,
   ApprovalState,
   DecidedBy,
+  Quorum,
   ResolutionReason,
   SessionInfo,
 } from "../../sdk/src/approval";
 import {
+  type ElicitationAction,
+  type ElicitationContent,
   failClosedAnswer,
   type PermissionOption,
   type RequestPermissionParams,
@@ -26,6 +29,7 @@ import type { OutboxOp } from "../db";
 import { limitsOf, offeredOptions, requestLifetimeMs, type VersionedPolicy } from "../policy";
 import { DECIDER_ROLES } from "../roles";
 import type { DecisionInput, GateJoin } from "./api";
+import { highRiskAllow, openingQuorum, riskOf } from "./risk";
 import type { ServedSession } from "./store";
 import { storedSnapshot } from "./stored-snapshot";
 
@@ -52,8 +56,15 @@ export interface Resolution {
   reason: ResolutionReason;
   optionId?: string;
   decidedBy?: DecidedBy;
+  /** An elicitation's answer (elicitation.ts): the action, and an accepted form's content (for the agent only). */
+  action?: ElicitationAction;
+  content?: ElicitationContent;
   /** The standing rule that allowed it (reason `rule`). */
   rule?: ApprovalRule;
+  /** The decider's words to the agent, when they gave some. */
+  message?: string;
+  /** A high-risk allow under a quorum: who allowed, the last one included. */
+  quorum?: Quorum;
 }
 
 /**
@@ -77,6 +88,8 @@ export function newApproval(a: {
     ...(a.params._meta ? { meta: a.params._meta } : {}),
     ...v2Fields(a.params),
   };
+  const risk = riskOf(a.meta.policy, snapshot);
+  const quorum = openingQuorum(a.meta.policy, risk);
   return {
     id: a.id,
     sessionId: a.meta.sessionId,
@@ -94,6 +107,8 @@ export function newApproval(a: {
     resolvedAt: null,
     optionId: null,
     decidedBy: null,
+    risk,
+    ...(quorum && { quorum }),
   };
 }
 
@@ -106,7 +121,10 @@ export function resolvedApproval(pending: Approval, r: Resolution, now: number):
     resolvedAt: now,
     optionId: r.optionId ?? null,
     decidedBy: r.decidedBy ?? null,
+    ...(pending.type === "elicitation" && { action: r.action ?? null }),
     ...(r.rule && { rule: r.rule }),
+    ...(r.message !== undefined && { message: r.message }),
+    ...(r.quorum && { quorum: r.quorum }),
   };
 }
 
@@ -123,6 +141,7 @@ export function agentAnswer(
     optionId?: string | null;
     decidedBy?: DecidedBy | null;
     rule?: ApprovalRule | null;
+    message?: string;
   },
 ): RequestPermissionResponse {
   const { outcome } =
@@ -133,9 +152,12 @@ export function agentAnswer(
         : failClosedAnswer(agentOptions);
   const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
   const rule = r.reason === "rule" && r.rule ? { id: r.rule.id, createdBy: r.rule.createdBy } : undefined;
+  const message = r.message !== undefined ? { message: r.message } : undefined;
   return {
     outcome,
-    _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }) } },
+    _meta: {
+      tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }), ...message },
+    },
   };
 }
 
@@ -155,20 +177,57 @@ export function lapseOf(row: { expires_at: number; lease_until: number | null },
 
 export type DecisionCheck =
   | { ok: true; resolution: Resolution }
-  | { ok: false; error: "role_may_not_decide" | "not_session_owner" | "option_not_offered" | "request_changed" };
+  /** A high-risk allow short of its quorum: recorded, the request stays pending. */
+  | { ok: true; partial: Quorum }
+  | {
+      ok: false;
+      error:
+        | "role_may_not_decide"
+        | "not_session_owner"
+        | "option_not_offered"
+        | "request_changed"
+        | "step_up_required"
+        | "step_up_wrong_request"
+        | "second_approver_required";
+    };
 
-/** Whether a human may take this decision on a pending approval, and what it resolves to. */
-export function checkDecision(meta: ServedSession, pending: Approval, d: DecisionInput): DecisionCheck {
-  if (!DECIDER_ROLES.includes(d.role)) return { ok: false, error: "role_may_not_decide" };
-  if (meta.policy.deciders === "session_owner" && d.userId !== meta.ownerUserId) {
-    return { ok: false, error: "not_session_owner" };
-  }
+/**
+ * Whether a human may take this decision on a pending approval, and what it resolves to. An
+ * allow of a high-risk request also needs its step-up and, under a quorum, another person
+ * (risk.ts); a deny never does.
+ */
+export function checkDecision(
+  meta: ServedSession,
+  pending: Approval,
+  d: DecisionInput,
+  now: number = Date.now(),
+): DecisionCheck {
+  const refused = mayDecide(meta, d);
+  if (refused) return { ok: false, error: refused };
   const option = pending.options.find((o) => o.optionId === d.optionId);
   if (!option) return { ok: false, error: "option_not_offered" };
   if (d.requestHash !== pending.requestHash) return { ok: false, error: "request_changed" };
   const state = option.kind.startsWith("allow") ? "allowed" : "denied";
   const decidedBy = { userId: d.userId, name: d.name, device: d.device };
-  return { ok: true, resolution: { state, reason: "decided", optionId: option.optionId, decidedBy } };
+  const resolution: Resolution = {
+    state,
+    reason: "decided",
+    optionId: option.optionId,
+    decidedBy,
+    ...(d.reason !== undefined && { message: d.reason }),
+  };
+  if (state === "denied") return { ok: true, resolution };
+  const allow = highRiskAllow(pending, d, decidedBy, now);
+  if (!allow.ok) return allow;
+  if (!allow.complete) return { ok: true, partial: allow.quorum };
+  return { ok: true, resolution: { ...resolution, ...(allow.quorum && { quorum: allow.quorum }) } };
+}
+
+/** Whether this person may decide in this session at all (role, then `deciders` policy); the refusal, or null. */
+export function mayDecide(meta: ServedSession, d: Pick<DecisionInput, "role" | "userId">) {
+  if (!DECIDER_ROLES.includes(d.role)) return "role_may_not_decide" as const;
+  if (meta.policy.deciders === "session_owner" && d.userId !== meta.ownerUserId) return "not_session_owner" as const;
+  return null;
 }
 
 /** A decision on an approval that already left `pending`: taken by a human, or ended without one. */
@@ -242,7 +301,10 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     optionId: a.optionId,
     option: chosen ? { name: chosen.name, kind: chosen.kind } : null,
     decidedBy: a.decidedBy,
+    // An elicitation's answer is its action; the content a human typed stays out of the audit log.
+    ...(a.type === "elicitation" && { action: a.action ?? null }),
     ...(a.rule && { rule: a.rule }),
+    ...(a.message !== undefined && { message: a.message }),
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
 }

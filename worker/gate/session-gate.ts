@@ -13,7 +13,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../../sdk/src/approval";
-import { HEARTBEAT_INTERVAL_MS, type HelloParams, type RequestPermissionParams } from "../../sdk/src/protocol";
+import { type AgentAsk, HEARTBEAT_INTERVAL_MS, type HelloParams } from "../../sdk/src/protocol";
 import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";
@@ -60,7 +60,6 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.store = store;
     this.sockets = new Sockets(ctx);
     this.outbox = new Outbox(store, {
-      db: env.DB,
       hub: (teamId) => gateHub(env, teamId),
       deadLettered: () => this.presence.noteDeadLetters(Date.now()),
     });
@@ -139,6 +138,13 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     return this.change(() => this.machine.decide(d, Date.now()));
   }
 
+  async stepUps(teamId: string, approvalId: string) {
+    return this.change(() => {
+      const approval = this.store.meta()?.teamId === teamId ? this.store.approval(approvalId) : null;
+      return approval && { approval, stepUps: this.store.stepUps(approvalId) };
+    });
+  }
+
   async revokeKey(teamId: string, keyId: string): Promise<number> {
     return this.change(() => {
       if (this.store.meta()?.teamId !== teamId) return 0;
@@ -156,7 +162,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   // ── RPC: agents over HTTP ────────────────────────────────────────────────
 
-  async openOverHttp(join: GateJoin, params: RequestPermissionParams, info?: HelloParams): Promise<HttpOpenResult> {
+  async openOverHttp(join: GateJoin, params: AgentAsk, info?: HelloParams): Promise<HttpOpenResult> {
     return this.changeAsync(() => this.http.open(join, params, info));
   }
 

@@ -10,7 +10,7 @@
  */
 
 import { parseFrame, type RpcMessage, rpcError, rpcIdKey } from "../../sdk/src/jsonrpc";
-import { HEARTBEAT_INTERVAL_MS, type RequestPermissionParams, RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
+import { type AgentAsk, HEARTBEAT_INTERVAL_MS, RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
 import { randomBase62 } from "../crypto";
 import type { Admission } from "./admission";
 import { dispatch, type RpcHost } from "./agent-rpc";
@@ -111,7 +111,7 @@ export class SocketAgents {
   }
 
   /** Holds a socket's permission request until it is decided; returns an error reply if it is refused. */
-  private async request(identity: SocketIdentity, id: RpcId, params: RequestPermissionParams): Promise<object | null> {
+  private async request(identity: SocketIdentity, id: RpcId, params: AgentAsk): Promise<object | null> {
     const meta = this.gate.store.meta();
     if (!meta) return rpcError(id, RPC_ERROR.internal, "session not initialised");
     const rpcKey = rpcIdKey(id);

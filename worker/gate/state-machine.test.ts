@@ -19,6 +19,7 @@ import type { GateStore, Holder, PendingRow, ServedSession, StoredRow } from "./
 function memoryStore(meta: ServedSession) {
   const rows = new Map<string, StoredRow & { expires_at: number }>();
   const revoked = new Set<string>();
+  const stepUps = new Map<string, unknown[]>();
   const pending = (keep: (r: StoredRow & { expires_at: number }) => boolean) =>
     [...rows.values()].filter((r) => r.state === "pending" && keep(r)).sort((a, b) => a.expires_at - b.expires_at);
   const store = {
@@ -57,6 +58,11 @@ function memoryStore(meta: ServedSession) {
     pendingOfKey: (keyId: string) => pending((r) => r.key_id === keyId),
     revoke: (keyId: string) => revoked.add(keyId),
     isRevoked: (keyId: string) => revoked.has(keyId),
+    addStepUp(id: string, stepUp: unknown, record?: Approval) {
+      stepUps.set(id, [...(stepUps.get(id) ?? []), stepUp]);
+      if (record) (rows.get(id) as StoredRow).record = JSON.stringify(record);
+    },
+    stepUps: (id: string) => stepUps.get(id) ?? [],
   };
   return { store: store as unknown as GateStore, rows, revoked };
 }
@@ -76,7 +82,7 @@ function machine(policy = DEFAULT_POLICY) {
     outbox: { enqueue: (op: OutboxOp) => ops.push(op) } as unknown as Outbox,
     objectId: "a".repeat(64),
     tellHub: (_teamId, tell) => void tell(hub as never),
-    deliver: (row: PendingRow, answer) => delivered.push({ id: row.id, answer }),
+    deliver: (row: PendingRow, answer) => delivered.push({ id: row.id, answer: answer as RequestPermissionResponse }),
   });
   const open = (holder: Partial<Holder> = {}, now = 1_000, options = OPTIONS) => {
     const opened = m.open(

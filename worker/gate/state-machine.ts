@@ -10,15 +10,23 @@
 import type { Approval } from "../../sdk/src/approval";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import {
+  type AgentAnswer,
+  type AgentAsk,
+  isElicitation,
   LIMITS,
   type PermissionOption,
-  type RequestPermissionParams,
-  type RequestPermissionResponse,
   tapgateMetaSchema,
 } from "../../sdk/src/protocol";
 import type { StandingRule } from "../../sdk/src/rules";
 import { randomBase62 } from "../crypto";
 import type { DecisionInput, DecisionResult } from "./api";
+import {
+  checkElicitationDecision,
+  elicitationAnswer,
+  elicitationRefusal,
+  isRepeatElicitation,
+  newElicitationApproval,
+} from "./elicitation";
 import type { GateHub } from "./hub";
 import type { Outbox } from "./outbox";
 import { cardRuleMatch, ruleResolution } from "./rule-allow";
@@ -57,7 +65,7 @@ export interface MachineHost {
   objectId: string;
   tellHub(teamId: string, news: (hub: GateHub) => Promise<unknown>): void;
   /** Hands a resolved request's answer to whoever waits for it: its socket, its long polls. */
-  deliver(row: PendingRow, answer: RequestPermissionResponse): void;
+  deliver(row: PendingRow, answer: AgentAnswer): void;
 }
 
 export class StateMachine {
@@ -73,7 +81,7 @@ export class StateMachine {
   }
 
   /** The session's own checks of a new request (before the team's quotas): its lifetime, or a refusal. */
-  check(meta: ServedSession, params: RequestPermissionParams): { lifetimeMs: number } | Refusal {
+  check(meta: ServedSession, params: AgentAsk): { lifetimeMs: number } | Refusal {
     if (params.sessionId !== meta.sessionId) {
       return { refused: "invalid_params", message: `sessionId is not this session's (${meta.sessionId})` };
     }
@@ -82,6 +90,8 @@ export class StateMachine {
       const issues = ask.error.issues.map((i) => ({ ...i, path: ["_meta", "tapgate", ...i.path] }));
       return { refused: "invalid_params", message: "invalid _meta.tapgate", issues };
     }
+    const tooLarge = isElicitation(params) ? elicitationRefusal(meta, params) : null;
+    if (tooLarge) return { refused: "invalid_params", message: tooLarge };
     if (this.store.pendingCount() >= LIMITS.pendingPerSession) {
       const message = `this session already has ${LIMITS.pendingPerSession} pending requests`;
       return { refused: "too_many_pending", message };
@@ -98,23 +108,27 @@ export class StateMachine {
   open(
     meta: ServedSession,
     holder: Holder,
-    params: RequestPermissionParams,
+    params: AgentAsk,
     now: number,
     id = this.newApprovalId(),
     rules: readonly StandingRule[] = [],
   ): Approval | Refusal {
     const checked = this.check(meta, params);
     if ("refused" in checked) return checked;
-    const approval = newApproval({
-      id,
-      meta,
-      params,
-      // Only what this holder's own socket told (HTTP holders have none).
-      knownToolCall: this.store.toolCall(holder.socketId, params.toolCall.toolCallId),
-      lifetimeMs: checked.lifetimeMs,
-      now,
-    });
-    this.store.insertPending(approval, holder, params.options);
+    const asked = { id, meta, lifetimeMs: checked.lifetimeMs, now };
+    // Only what this holder's own socket told about the tool call (HTTP holders have none).
+    const approval = isElicitation(params)
+      ? newElicitationApproval({
+          ...asked,
+          params,
+          knownToolCall: params.toolCallId ? this.store.toolCall(holder.socketId, params.toolCallId) : {},
+        })
+      : newApproval({
+          ...asked,
+          params,
+          knownToolCall: this.store.toolCall(holder.socketId, params.toolCall.toolCallId),
+        });
+    this.store.insertPending(approval, holder, isElicitation(params) ? [] : params.options);
     this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
     this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
     const byRule = ruleResolution(meta, approval, rules, now);
@@ -127,7 +141,7 @@ export class StateMachine {
         lockScreen: meta.policy.lockScreen,
       }),
     );
-    if (approval.options.length === 0) {
+    if (approval.type !== "elicitation" && approval.options.length === 0) {
       // Team policy hid every option the agent offered: nobody could ever decide it.
       this.resolve(this.store.pendingById(approval.id) as PendingRow, { state: "denied", reason: "invalid" }, now);
     }
@@ -147,7 +161,14 @@ export class StateMachine {
     const meta = this.store.meta();
     if (meta) {
       const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : r.rule ? `rule:${r.rule.id}` : "system";
-      this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
+      const stepUps = this.store.stepUps(row.id);
+      this.host.outbox.enqueue({
+        op: "approval",
+        teamId: meta.teamId,
+        ownerUserId: meta.ownerUserId,
+        approval,
+        ...(stepUps.length > 0 && { stepUps }),
+      });
       this.host.outbox.enqueue(auditOp(meta, approval, actor, `approval.${r.state}`, now));
       this.host.tellHub(meta.teamId, (hub) => hub.approvalResolved(meta.teamId, approval, meta.ownerUserId));
     }
@@ -160,7 +181,11 @@ export class StateMachine {
   }
 
   /** The answer the agent gets for a row ending this way (recomputed for rows stored without one). */
-  answerFor(row: PendingRow, r: Parameters<typeof agentAnswer>[2]): RequestPermissionResponse {
+  answerFor(
+    row: PendingRow,
+    r: Parameters<typeof agentAnswer>[2] & Parameters<typeof elicitationAnswer>[1],
+  ): AgentAnswer {
+    if ((JSON.parse(row.record) as Approval).type === "elicitation") return elicitationAnswer(row.id, r);
     return agentAnswer(row.id, JSON.parse(row.agent_options) as PermissionOption[], r);
   }
 
@@ -177,20 +202,60 @@ export class StateMachine {
     const current = JSON.parse(row.record) as Approval;
     if (row.state !== "pending") {
       // A repeat gets the stored result: no second answer, outbox row, audit event or hub news.
-      if (isRepeatDecision(current, d)) return { ok: true, approval: current };
+      const repeat =
+        current.type === "elicitation" ? isRepeatElicitation(current, row.answer, d) : isRepeatDecision(current, d);
+      if (repeat) return { ok: true, approval: current };
       return { ok: false, error: lateDecisionError(current), approval: current };
     }
-    const check = checkDecision(meta, current, d);
+    const check =
+      current.type === "elicitation"
+        ? checkElicitationDecision(meta, current, d)
+        : checkDecision(meta, current, d, now);
+    const card = !d.rule
+      ? null
+      : d.optionId === undefined
+        ? { ok: false as const, message: "a rule is made only with an option of a permission request" }
+        : cardRuleMatch(meta, current, { userId: d.userId, optionId: d.optionId, match: d.rule.match });
+    // No rule is made from a high-risk request: that answer comes before asking for its step-up.
+    const ruleRefusal = card && !card.ok ? card.message : null;
+    if (ruleRefusal !== null && (check.ok || check.error === "step_up_required")) {
+      return { ok: false, error: "rule_not_possible", message: ruleRefusal };
+    }
     if (!check.ok) {
-      return check.error === "request_changed"
-        ? { ok: false, error: "request_changed", approval: current }
+      if (check.error === "invalid_content") return check;
+      return check.error === "request_changed" || check.error === "second_approver_required"
+        ? { ok: false, error: check.error, approval: current }
         : { ok: false, error: check.error };
     }
-    const card = d.rule ? cardRuleMatch(meta, current, { ...d, match: d.rule.match }) : null;
-    if (card && !card.ok) return { ok: false, error: "rule_not_possible", message: card.message };
+    if ("partial" in check)
+      return { ok: true, approval: this.recordPartialAllow(meta, current, check.partial, d, now) };
+    // The proof keeps the step-ups that allowed (a deny needs none, whatever it carried).
+    if (d.stepUp && check.resolution.state === "allowed") this.store.addStepUp(row.id, d.stepUp);
     const approval = this.resolve(row, check.resolution, now);
     if (!approval) return { ok: false, error: "already_decided", approval: current };
-    return card ? { ok: true, approval, ruleMatch: card.match } : { ok: true, approval };
+    return card?.ok ? { ok: true, approval, ruleMatch: card.match } : { ok: true, approval };
+  }
+
+  /**
+   * A high-risk allow short of its quorum ("1 of 2"): kept with its step-up, the request stays
+   * pending, and the team sees it live. Nothing reaches the agent until the quorum is met or
+   * someone denies.
+   */
+  private recordPartialAllow(
+    meta: ServedSession,
+    current: Approval,
+    quorum: NonNullable<Approval["quorum"]>,
+    d: DecisionInput,
+    now: number,
+  ): Approval {
+    const approval = { ...current, quorum };
+    // checkDecision let only a step-up'd allow through to here.
+    this.store.addStepUp(current.id, d.stepUp as NonNullable<DecisionInput["stepUp"]>, approval);
+    const stepUps = this.store.stepUps(current.id);
+    this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval, stepUps });
+    this.host.outbox.enqueue(auditOp(meta, approval, `user:${d.userId}`, "approval.allow_recorded", now));
+    this.host.tellHub(meta.teamId, (hub) => hub.approvalUpdated(meta.teamId, approval, meta.ownerUserId));
+    return approval;
   }
 
   /** Resolves a pending row whose lifetime or HTTP lease is over; the resolved approval, or null. */

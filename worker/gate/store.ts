@@ -9,6 +9,7 @@
 import type { Approval, SessionInfo } from "../../sdk/src/approval";
 import type { OutboxOp } from "../db";
 import type { TeamPolicy } from "../policy";
+import type { VerifiedStepUp } from "./api";
 
 /** The session the object serves, kept under `meta('session')`. */
 export interface ServedSession {
@@ -125,6 +126,23 @@ export class GateStore {
       JSON.stringify(answer),
       id,
     );
+  }
+
+  /** Adds a verified step-up to a pending row, with the record as it now stands (a quorum's partial allow). */
+  addStepUp(id: string, stepUp: VerifiedStepUp, record?: Approval): void {
+    const stepUps = [...this.stepUps(id), stepUp];
+    this.sql.exec(
+      "UPDATE approvals SET step_ups = ?, record = COALESCE(?, record) WHERE id = ? AND state = 'pending'",
+      JSON.stringify(stepUps),
+      record ? JSON.stringify(record) : null,
+      id,
+    );
+  }
+
+  /** The verified step-ups of a row, in the order they came. */
+  stepUps(id: string): VerifiedStepUp[] {
+    const row = this.sql.exec("SELECT step_ups FROM approvals WHERE id = ?", id).toArray()[0];
+    return row?.step_ups ? (JSON.parse(row.step_ups as string) as VerifiedStepUp[]) : [];
   }
 
   row(id: string): StoredRow | null {

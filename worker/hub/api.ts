@@ -6,15 +6,17 @@
  * subsystems). Imports only types from `sdk/src`, `worker/policy.ts`, `db/devices.ts` and
  * the pure `../audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
  */
-import type { AgentSession, Approval, Delivery, SessionInfo } from "../../sdk/src/approval";
+import type { AgentSession, Approval, Delivery, Owner, SessionInfo } from "../../sdk/src/approval";
+import type { Claim } from "../../sdk/src/human/approvals";
 import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 import type { StandingRule } from "../../sdk/src/rules";
 import type { AuditAnchors, AuditEvent } from "../audit-chain";
+import type { OutboxOp } from "../db/approvals";
 import type { DeviceRow } from "../db/devices";
 import type { VersionedPolicy } from "../policy";
 
-export type { AuditAnchors, AuditEvent };
+export type { AuditAnchors, AuditEvent, OutboxOp };
 
 /** Who opened a live-feed socket: set by the Worker after it checked the cookie and Origin. */
 export interface HubJoin {
@@ -79,6 +81,9 @@ export type QuotaVerdict =
   | { ok: true; rules?: StandingRule[] }
   | { ok: false; limit: QuotaLimit; retryAfterMs: number };
 
+/** A claim taken, or the request as the hub knows it when it has already ended. */
+export type ClaimResult = { ok: true; claim: Claim } | { ok: false; approval: Approval };
+
 /** The live feed's events (sdk/src/human/live.ts): approvals carry `owner` and `delivery`. */
 export type { LiveApproval, LiveEvent } from "../../sdk/src/human/live";
 /** A session whose outbox dead-lettered rows, for the dashboard (`GET /v1/sessions`). */
@@ -96,6 +101,8 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
   /** A request left `pending`: shown live; unsent pushes dropped, sent notifications closed. */
   approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
+  /** A pending request changed (a high-risk quorum's first allow): shown live, nothing pushed. */
+  approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
   /**
    * Counts a new request against the team's quotas (pending per team and per key, requests per
    * key per minute), before the gate holds it. Answers from the hub's own SQLite, no D1.
@@ -112,6 +119,14 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   markSeen(approvalId: string, deviceId: string, userId: string): Promise<boolean>;
   /** Where a request's pushes went, device by device. */
   deliveries(approvalId: string): Promise<Delivery[]>;
+
+  /**
+   * "Ada is looking": `by` claims a pending request for 2 minutes (renewed by claiming again);
+   * the live feed gets `claimed`. Not a lock. Refused once the hub knows the request ended.
+   */
+  claim(teamId: string, approval: Approval, by: Owner): Promise<ClaimResult>;
+  /** Who is looking at a request at `now` (the latest claim still running then), or null. */
+  claimOf(approvalId: string, now?: number): Promise<Claim | null>;
 
   deviceSaved(teamId: string, device: HubDevice): Promise<void>;
   deviceRemoved(deviceId: string): Promise<void>;
@@ -144,6 +159,12 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
 
   /** Appends events to the team's audit chain, in order; resolves once D1 has every one. */
   appendAudit(events: AuditEvent[]): Promise<void>;
+  /**
+   * A SessionGate's outbox batch: its D1 index rows and audit events, written with whatever
+   * other sessions of the team sent meanwhile in one D1 batch (the audit writer's group
+   * commit); resolves once D1 has every one.
+   */
+  writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void>;
   /** Chains the events the routes queued in D1 (`audit_outbox`); rejects when D1 or the chain failed. */
   drainAudit(teamId: string): Promise<void>;
   /** After draining: the head the hub last wrote (its anchor), and the first anchor found broken. */

@@ -12,8 +12,16 @@
  * It also drains the route-side audit outbox in D1 (`audit_outbox`): events the use cases
  * queued with their action, chained here and only then removed.
  *
- * Owns: the order of appends, `meta('audit_anchor')`, `meta('audit_lost')` and draining the
- * outbox. Does not own: the hashing and head checks (`audit-chain.ts`, pure), the SQL
+ * Group commit: appends that arrive while a write is in flight wait for the next one, which
+ * takes all of them (up to `GROUP_EVENTS` events) as ONE D1 batch: the SessionGates' index rows
+ * (`OutboxOp`s, idempotent upserts) first, then the new entries as one compare-and-swap per run
+ * (`auditRunStatement`). A burst of decisions across the team's sessions so costs a few D1
+ * statements, not several per decision, and the queue is bounded by the callers (each gate
+ * flushes one batch at a time, awaiting this). A failed write fails every caller of its group;
+ * their outboxes retry, and both kinds of row are idempotent.
+ *
+ * Owns: the order of appends, the groups, `meta('audit_anchor')`, `meta('audit_lost')` and
+ * draining the outbox. Does not own: the hashing and head checks (`audit-chain.ts`, pure), the SQL
  * (`db/audit.ts`), or which events are written (callers build them).
  */
 
@@ -21,8 +29,10 @@ import { type AuditAnchors, type AuditEvent, type AuditHead, chainEvents } from 
 import {
   auditHashAt,
   auditTail,
+  type D1OutboxOp,
   dequeueAuditEvents,
   insertAuditEntries,
+  outboxStatement,
   queuedAuditEvents,
   writtenEventIds,
 } from "../db";
@@ -32,16 +42,72 @@ import type { HubHost } from "./host";
 const AUDIT_ATTEMPTS = 3;
 /** D1 binds at most 100 parameters per statement; replay checks and drains go in pages of this size. */
 const EVENT_ID_PAGE = 90;
+/** The most events (and, separately, index rows) one group commit takes; the rest wait for the next. */
+const GROUP_EVENTS = 500;
+
+/** One caller's share of a group commit. */
+interface Waiting {
+  events: AuditEvent[];
+  index: D1OutboxOp[];
+  settle: (error?: unknown) => void;
+}
 
 export class AuditWriter {
   private tail: Promise<unknown> = Promise.resolve();
+  private readonly waiting: Waiting[] = [];
+  private grouping = false;
 
   constructor(private readonly host: HubHost) {}
 
-  /** Appends the team's events in order; resolves once D1 has every one. */
-  append(teamId: string, events: AuditEvent[]): Promise<void> {
-    if (events.some((e) => e.teamId !== teamId)) return Promise.reject(new Error("audit events of another team"));
-    return this.serially(() => this.write(teamId, events));
+  /**
+   * Appends the team's events in order, after writing `index` (a gate's D1 rows) in the same
+   * batch; resolves once D1 has every one. Calls that arrive during a write share the next one.
+   */
+  append(teamId: string, events: AuditEvent[], index: D1OutboxOp[] = []): Promise<void> {
+    if (events.some((e) => e.teamId !== teamId) || index.some((o) => o.teamId !== teamId))
+      return Promise.reject(new Error("audit events of another team"));
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ events, index, settle: (error) => (error === undefined ? resolve() : reject(error)) });
+      this.startGroups(teamId);
+    });
+  }
+
+  /** Writes waiting appends group by group, in arrival order, until none wait. */
+  private startGroups(teamId: string): void {
+    if (this.grouping) return;
+    this.grouping = true;
+    void this.serially(async () => {
+      while (this.waiting.length > 0) {
+        const group = this.nextGroup();
+        try {
+          await this.write(
+            teamId,
+            group.flatMap((w) => w.events),
+            group.flatMap((w) => w.index),
+          );
+          for (const w of group) w.settle();
+        } catch (error) {
+          for (const w of group) w.settle(error ?? new Error("audit write failed"));
+        }
+      }
+    }).finally(() => {
+      this.grouping = false;
+      if (this.waiting.length > 0) this.startGroups(teamId);
+    });
+  }
+
+  /** The oldest waiting appends, up to GROUP_EVENTS events and index rows (always at least one). */
+  private nextGroup(): Waiting[] {
+    let events = 0;
+    let rows = 0;
+    let take = 0;
+    for (const w of this.waiting) {
+      if (take > 0 && (events + w.events.length > GROUP_EVENTS || rows + w.index.length > GROUP_EVENTS)) break;
+      events += w.events.length;
+      rows += w.index.length;
+      take++;
+    }
+    return this.waiting.splice(0, take);
   }
 
   /** Chains what the routes queued in D1, oldest first; each page leaves the outbox once chained. */
@@ -77,8 +143,14 @@ export class AuditWriter {
     return run;
   }
 
-  private async write(teamId: string, events: AuditEvent[]): Promise<void> {
+  private async write(teamId: string, events: AuditEvent[], index: D1OutboxOp[] = []): Promise<void> {
     let todo = [...new Map(events.map((e) => [e.eventId, e])).values()];
+    // The index rows ride in the first batch that commits; a retry after a moved head needs only the chain.
+    let before = index.map((o) => outboxStatement(this.host.env.DB, o));
+    if (todo.length === 0) {
+      if (before.length > 0) await this.host.env.DB.batch(before);
+      return;
+    }
     let head = this.stored("audit_anchor");
     for (let attempt = 0; attempt < AUDIT_ATTEMPTS; attempt++) {
       if (head === null) {
@@ -86,9 +158,13 @@ export class AuditWriter {
         head = await this.reread(teamId);
         todo = await this.unwritten(todo);
       }
-      if (todo.length === 0) return this.save("audit_anchor", head);
+      if (todo.length === 0) {
+        if (before.length > 0) await this.host.env.DB.batch(before);
+        return this.save("audit_anchor", head);
+      }
       const entries = chainEvents(head.hash, todo);
-      const seqs = await insertAuditEntries(this.host.env.DB, entries);
+      const seqs = await insertAuditEntries(this.host.env.DB, entries, before);
+      before = [];
       const last = entries.at(-1);
       if (seqs.length === entries.length && last) {
         const seq = seqs.at(-1) as number;

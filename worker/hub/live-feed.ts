@@ -12,6 +12,7 @@
  * sessions (`sessions.ts`).
  */
 import type { Approval, Delivery } from "../../sdk/src/approval";
+import type { Claim } from "../../sdk/src/human/approvals";
 import { webSessionInTeam } from "../db";
 import { closeQuietly, objectUpgrade, reciprocateClose, upgradeIdentity } from "../gate/sockets";
 import type { HubJoin, LiveApproval, LiveEvent } from "./api";
@@ -30,6 +31,8 @@ export class LiveFeed {
   constructor(
     private readonly host: HubHost,
     private readonly deliveries: (approvalId: string) => Delivery[],
+    /** The claims running at `now` ("Ada is looking"), told to each browser as it joins. */
+    private readonly claims: (now: number) => Claim[],
   ) {}
 
   /**
@@ -49,6 +52,7 @@ export class LiveFeed {
       closeQuietly(server, 4003, "signed out");
       return new Response("the web session ended", { status: 401 });
     }
+    for (const claim of this.claims(Date.now())) server.send(JSON.stringify({ type: "claimed", ...claim }));
     return new Response(null, { status: 101, webSocket: client });
   }
 

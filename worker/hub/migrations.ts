@@ -7,7 +7,7 @@
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
  * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout, `quotas.ts`
- * quota_pending/quota_buckets; the
+ * quota_pending/quota_buckets, `claims.ts` claims; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -54,6 +54,9 @@ const MIGRATIONS: MigrationStep[] = [
   // Standing rules (rules.ts): the team's rules that stand, copied from D1 on change.
   `CREATE TABLE IF NOT EXISTS standing_rules (id TEXT PRIMARY KEY, scope TEXT NOT NULL, created_by TEXT NOT NULL,
      creator_name TEXT NOT NULL, match TEXT NOT NULL, expires_at INTEGER NOT NULL);`,
+  // Claims (claims.ts): who is looking at a pending request, until when; not a lock.
+  `CREATE TABLE IF NOT EXISTS claims (approval_id TEXT NOT NULL, user_id TEXT NOT NULL, name TEXT NOT NULL,
+     until INTEGER NOT NULL, PRIMARY KEY (approval_id, user_id));`,
 ];
 
 /** The version every hub reaches on its next start. */

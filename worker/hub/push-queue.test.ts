@@ -29,6 +29,11 @@ describe("approvalPush", () => {
       title: "An agent is asking for permission",
     });
   });
+
+  it("marks a high-risk request, so the lock screen offers no action for it", () => {
+    expect(approvalPush(news({ approval: { ...approval, risk: "high" } })).payload).toMatchObject({ risk: "high" });
+    expect(approvalPush(news({})).payload).not.toHaveProperty("risk");
+  });
 });
 
 describe("summaryPush", () => {

@@ -43,6 +43,7 @@ export function approvalPush(news: ApprovalNews): NewsPush {
       approvalId: approval.id,
       title: lockScreenTitle(approval, news.lockScreen),
       expiresAt: approval.expiresAt,
+      ...(approval.risk === "high" && { risk: "high" as const }),
     },
     urgency: "high",
   };

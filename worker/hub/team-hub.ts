@@ -13,22 +13,26 @@
  * `sessions.ts`, `audit-writer.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Approval, Delivery } from "../../sdk/src/approval";
-import { deleteDevice } from "../db";
+import type { Approval, Delivery, Owner } from "../../sdk/src/approval";
+import type { Claim } from "../../sdk/src/human/approvals";
+import { type D1OutboxOp, deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import type {
   ApprovalNews,
   AuditAnchors,
   AuditEvent,
+  ClaimResult,
   DeadLetteredSession,
   HubDevice,
+  OutboxOp,
   QuotaAsk,
   QuotaVerdict,
   SessionNews,
   TeamHubApi,
 } from "./api";
 import { AuditWriter } from "./audit-writer";
+import { Claims } from "./claims";
 import { Directory } from "./directory";
 import type { HubHost } from "./host";
 import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
@@ -40,9 +44,12 @@ import { Sessions } from "./sessions";
 
 /** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
 const OPPORTUNISTIC_DRAIN_MS = 10_000;
+/** How often a resolution also forgets requests resolved more than KEEP_RESOLVED_MS ago. */
+const PRUNE_EVERY_MS = 60_000;
 
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private auditDrainedAt = 0;
+  private prunedAt = 0;
   private readonly host: HubHost;
   private readonly directory: Directory;
   private readonly feed: LiveFeed;
@@ -51,6 +58,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly audit: AuditWriter;
   private readonly quotas: Quotas;
   private readonly rules: StandingRules;
+  private readonly claims: Claims;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -73,7 +81,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
       onDelivery: (approvalId) => this.feed.broadcast("approval", approvalId),
       onGone: (deviceId) => this.dropDevice(deviceId),
     });
-    this.feed = new LiveFeed(this.host, (approvalId) => this.push.deliveries(approvalId));
+    this.claims = new Claims(this.host);
+    this.feed = new LiveFeed(
+      this.host,
+      (approvalId) => this.push.deliveries(approvalId),
+      (now) => this.claims.all(now),
+    );
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.audit = new AuditWriter(this.host);
     this.quotas = new Quotas(this.host);
@@ -118,13 +131,26 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.adopt(teamId);
     const now = Date.now();
     this.quotas.release(approval.id);
+    this.claims.end(approval.id, now);
     if (!this.feed.remember(approval, ownerUserId, now)) return;
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
     this.push.queueResolved(approval, now);
-    this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
-    this.feed.prune(now - KEEP_RESOLVED_MS);
+    // Pruning is a sweep over the tables, not per-request work: at most once a minute, so a burst
+    // of resolutions does not sweep once per request.
+    if (now - this.prunedAt >= PRUNE_EVERY_MS) {
+      this.prunedAt = now;
+      this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
+      this.feed.prune(now - KEEP_RESOLVED_MS);
+    }
     await this.push.drain();
+  }
+
+  async approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
+    this.adopt(teamId);
+    if (!this.feed.remember(approval, ownerUserId, Date.now())) return;
+    await this.directory.load();
+    this.feed.broadcast("approval", approval.id);
   }
 
   async sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null> {
@@ -242,6 +268,19 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.feed.closeExpired(now);
   }
 
+  // ── claims ("Ada is looking") ────────────────────────────────────────────
+
+  async claim(teamId: string, approval: Approval, by: Owner): Promise<ClaimResult> {
+    this.adopt(teamId);
+    const result = this.claims.claim(approval, by, Date.now());
+    if (result.ok) this.feed.send({ type: "claimed", ...result.claim });
+    return result;
+  }
+
+  async claimOf(approvalId: string, now = Date.now()): Promise<Claim | null> {
+    return this.claims.of(approvalId, now);
+  }
+
   // ── sessions and policy ──────────────────────────────────────────────────
 
   async deadLettered(teamId: string): Promise<DeadLetteredSession[]> {
@@ -265,8 +304,22 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!first) return;
     this.adopt(first);
     await this.audit.append(this.teamId() as string, events);
-    // Events a route queued while its call to us failed ride along, at most every 10 s (a
-    // busy session appends often); the caller's own events are in, whatever happens here.
+    await this.drainAuditSometimes();
+  }
+
+  async writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void> {
+    this.adopt(teamId);
+    const events = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
+    const index = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
+    await this.audit.append(this.teamId() as string, events, index);
+    await this.drainAuditSometimes();
+  }
+
+  /**
+   * Events a route queued while its call to us failed ride along, at most every 10 s (a busy
+   * session appends often); the caller's own events are in, whatever happens here.
+   */
+  private async drainAuditSometimes(): Promise<void> {
     const now = Date.now();
     if (now - this.auditDrainedAt < OPPORTUNISTIC_DRAIN_MS) return;
     this.auditDrainedAt = now;

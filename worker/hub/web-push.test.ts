@@ -26,6 +26,15 @@ function approval(title: unknown): Approval {
 }
 
 describe("lockScreenTitle", () => {
+  it("never carries an elicitation's question, form or URL, whatever the policy", () => {
+    const asked = approval("Tool call that asked");
+    asked.type = "elicitation";
+    asked.snapshot.elicitation = { mode: "url", message: "Sign in to Acme", url: "https://acme.example/oauth" };
+    for (const policy of ["tool_title", "generic"] as const) {
+      expect(lockScreenTitle(asked, policy)).toBe("An agent is asking you a question");
+    }
+  });
+
   it("shows the tool title when the policy allows it", () => {
     expect(lockScreenTitle(approval("Run npm test"), "tool_title")).toBe("Run npm test");
   });

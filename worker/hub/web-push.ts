@@ -1,20 +1,20 @@
 /**
  * Web Push: who may be pushed to (subscription validation, checked at subscribe AND at send,
  * so an edited row can never turn into a fetch to an internal address), what a push says, and
- * one encrypted send (aes128gcm + VAPID via web-push's generateRequestDetails, delivered with
- * our own fetch so the status codes are ours to act on).
+ * one encrypted send (aes128gcm + VAPID built by `push-request.ts`, delivered with our own
+ * fetch so the status codes are ours to act on).
  *
  * Owns: the subscription schema, the payload shapes, the lock-screen title, the Topic header,
  * one send and what its status means. Does not own: queueing, retries or delivery tracking
  * (`push-queue.ts`), or which devices get a push (`directory.ts`). No Durable Object import:
  * it runs under plain Node (`web-push.test.ts`).
  */
-import webpush from "web-push";
 import { z } from "zod";
 import type { Approval } from "../../sdk/src/approval";
 import type { PushPayload } from "../../sdk/src/human/push";
 import { sha256Hex } from "../crypto";
 import type { ApprovalNews } from "./api";
+import { pushRequest, type VapidKeys } from "./push-request";
 
 const MAX_ENDPOINT_CHARS = 1000;
 
@@ -73,17 +73,14 @@ export const pushSubscriptionSchema = z.object({
 });
 export type PushSubscription = z.infer<typeof pushSubscriptionSchema>;
 
-export interface VapidKeys {
-  publicKey: string;
-  privateKey: string;
-  subject: string;
-}
-
 /** Payloads carry ids and short text only, never tool arguments (sdk/src/human/push.ts). */
 export type { PushPayload } from "../../sdk/src/human/push";
+export type { VapidKeys };
 
 /** The lock screen shows the tool title or a generic line; never arguments. */
 export function lockScreenTitle(approval: Approval, policy: ApprovalNews["lockScreen"]): string {
+  // An elicitation's question, form or URL never leaves for a push service: only that there is one.
+  if (approval.type === "elicitation") return "An agent is asking you a question";
   const title = approval.snapshot.toolCall.title;
   if (policy === "generic" || typeof title !== "string" || title.trim() === "")
     return "An agent is asking for permission";
@@ -113,19 +110,12 @@ export async function sendPush(
 ): Promise<PushOutcome> {
   const checked = await pushSubscriptionSchema.safeParseAsync(subscription);
   if (!checked.success) return "gone";
-  const details = webpush.generateRequestDetails(checked.data, JSON.stringify(payload), {
-    vapidDetails: vapid,
-    TTL: Math.max(0, Math.floor(options.ttlSeconds)),
-    urgency: options.urgency,
-    topic: options.topic,
-    contentEncoding: "aes128gcm",
-  });
-  const headers = Object.fromEntries(Object.entries(details.headers).map(([k, v]) => [k, String(v)]));
+  const request = await pushRequest(checked.data, JSON.stringify(payload), options, vapid);
   try {
-    const response = await fetch(details.endpoint, {
+    const response = await fetch(request.endpoint, {
       method: "POST",
-      headers,
-      body: details.body as unknown as BodyInit,
+      headers: request.headers,
+      body: request.body,
       // A redirect could point anywhere, including inside: never follow one.
       redirect: "manual",
       signal: AbortSignal.timeout(10_000),

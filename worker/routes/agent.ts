@@ -5,7 +5,13 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { depthExceeds } from "../../sdk/src/jsonrpc";
-import { LIMITS, requestPermissionParamsSchema, sessionIdSchema } from "../../sdk/src/protocol";
+import {
+  type AgentAsk,
+  createElicitationParamsSchema,
+  LIMITS,
+  requestPermissionParamsSchema,
+  sessionIdSchema,
+} from "../../sdk/src/protocol";
 import { requireAgentKey } from "../auth";
 import { getAgentProfile } from "../db";
 import { DomainError } from "../errors";
@@ -23,6 +29,9 @@ const limitFrameBody = limitBody(LIMITS.frameBytes);
 
 const sessionParam = z.object({ sessionId: sessionIdSchema });
 const permissionBody = requestPermissionParamsSchema.refine((p) => !depthExceeds(p, LIMITS.jsonDepth), {
+  message: `JSON nested deeper than ${LIMITS.jsonDepth}`,
+});
+const elicitationBody = createElicitationParamsSchema.refine((p) => !depthExceeds(p, LIMITS.jsonDepth), {
   message: `JSON nested deeper than ${LIMITS.jsonDepth}`,
 });
 const waitQuery = z.object({ wait: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(0) });
@@ -45,6 +54,23 @@ function quotaRefusal(r: Extract<HttpOpenResult, { retryAfterMs: number }>): Dom
   });
 }
 
+/** Holds a permission request or an elicitation over HTTP: `201 {approvalId, expiresAt}`, or the refusal. */
+async function openOverHttp(c: Context<AppEnv>, sessionId: string, params: AgentAsk) {
+  if (params.sessionId !== sessionId) {
+    const message = `sessionId in the body (${params.sessionId}) must be the one in the path (${sessionId})`;
+    throw new DomainError("invalid_request", message, {
+      extra: { issues: [{ code: "custom", path: ["sessionId"], message }] },
+    });
+  }
+  const session = await join(c, sessionId);
+  // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
+  const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
+  if (result.ok) return c.json({ approvalId: result.approvalId, expiresAt: result.expiresAt }, 201);
+  if ("retryAfterMs" in result) throw quotaRefusal(result);
+  const { error, message, issues } = result;
+  throw new DomainError(error, message, { extra: issues && { issues } });
+}
+
 /** 202 while the request is pending, 200 with the final answer. */
 function pollReply(c: Context, result: HttpPollResult) {
   if (!result.ok) throw noSuchApproval();
@@ -63,23 +89,16 @@ export const agentRoutes = new Hono<AppEnv>()
     limitFrameBody,
     refuseDuplicateKeys,
     validate("json", permissionBody),
-    async (c) => {
-      const { sessionId } = c.req.valid("param");
-      const params = c.req.valid("json");
-      if (params.sessionId !== sessionId) {
-        const message = `sessionId in the body (${params.sessionId}) must be the one in the path (${sessionId})`;
-        throw new DomainError("invalid_request", message, {
-          extra: { issues: [{ code: "custom", path: ["sessionId"], message }] },
-        });
-      }
-      const session = await join(c, sessionId);
-      // RPC stub types reject `unknown` JSON fields (the issues) as unserialisable; they are plain JSON.
-      const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
-      if (result.ok) return c.json({ approvalId: result.approvalId, expiresAt: result.expiresAt }, 201);
-      if ("retryAfterMs" in result) throw quotaRefusal(result);
-      const { error, message, issues } = result;
-      throw new DomainError(error, message, { extra: issues && { issues } });
-    },
+    (c) => openOverHttp(c, c.req.valid("param").sessionId, c.req.valid("json")),
+  )
+  .post(
+    "/v1/agent/sessions/:sessionId/elicitations",
+    requireAgentKey,
+    validate("param", sessionParam),
+    limitFrameBody,
+    refuseDuplicateKeys,
+    validate("json", elicitationBody),
+    (c) => openOverHttp(c, c.req.valid("param").sessionId, c.req.valid("json")),
   )
   .use("/v1/agent/approvals/*", requireAgentKey)
   .get("/v1/agent/approvals/:id", validate("query", waitQuery), async (c) => {

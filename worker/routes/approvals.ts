@@ -1,11 +1,18 @@
-/** The human side of approvals: list, read, decide (see team/approvals.ts). */
-import { Hono } from "hono";
-import { approvalListQuerySchema, decisionBodySchema } from "../../sdk/src/human/approvals";
+/** The human side of approvals: list, read, decide (one, or a batch: team/decision-batch.ts), claim (team/approvals.ts). */
+import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
+import { type Context, Hono } from "hono";
+import {
+  type AnyDecisionBody,
+  anyDecisionBodySchema,
+  approvalListQuerySchema,
+  decisionBatchBodySchema,
+} from "../../sdk/src/human/approvals";
 import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
-import { cursorParam, nextCursor, validate } from "../http";
+import { cursorParam, nextCursor, relyingParty, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
-import { decideApproval, readApproval } from "../team/approvals";
+import { claimApproval, type DecisionRequest, decideApproval, readApproval } from "../team/approvals";
+import { decideBatch } from "../team/decision-batch";
 import type { AppEnv } from "../types";
 
 const listQuery = approvalListQuerySchema.extend({ cursor: cursorParam.optional() });
@@ -32,24 +39,51 @@ export const approvalRoutes = new Hono<AppEnv>()
     // The role as D1 has it now, not as cached: a member removed or demoted a moment ago decides nothing.
     requireFreshWeb,
     requireRole(...DECIDER_ROLES),
-    validate("json", decisionBodySchema),
+    validate("json", anyDecisionBodySchema),
     async (c) => {
-      const w = c.get("web");
-      const { optionId, requestHash, rule } = c.req.valid("json");
-      const approval = await decideApproval(c.env, {
-        approvalId: c.req.param("id"),
-        teamId: w.teamId,
-        userId: w.userId,
-        name: w.name,
-        role: w.role,
-        device: deviceName(c.req.header("X-Tapgate-Device")),
-        optionId,
-        requestHash,
-        ...(rule && { rule }),
-      });
+      const approval = await decideApproval(c.env, decisionRequest(c, c.req.param("id"), c.req.valid("json")));
       return c.json(approval, 200);
     },
-  );
+  )
+  // Each item exactly as the single route above decides it (team/decision-batch.ts).
+  .post(
+    "/v1/approvals/decisions",
+    requireFreshWeb,
+    requireRole(...DECIDER_ROLES),
+    validate("json", decisionBatchBodySchema),
+    async (c) => {
+      const { decisions } = c.req.valid("json");
+      const results = await decideBatch(decisions, ({ approvalId, ...body }) =>
+        decideApproval(c.env, decisionRequest(c, approvalId, body)),
+      );
+      return c.json({ results }, 200);
+    },
+  )
+  // A claim decides nothing, so the cached role is enough (no D1 read on every card opened).
+  .post("/v1/approvals/:id/claim", requireRole(...DECIDER_ROLES), async (c) => {
+    const w = c.get("web");
+    return c.json(await claimApproval(c.env, w.teamId, c.req.param("id"), { userId: w.userId, name: w.name }), 200);
+  });
+
+/**
+ * A decision as the use case takes it: who decides (from the web session), from where, and the
+ * body: a permission's option (with `rule`, `reason`, and a step-up the use case verifies) or an
+ * elicitation's answer.
+ */
+function decisionRequest(c: Context<AppEnv>, approvalId: string, body: AnyDecisionBody): DecisionRequest {
+  const w = c.get("web");
+  const { stepUp, ...answer } = "stepUp" in body ? body : { ...body, stepUp: undefined };
+  return {
+    approvalId,
+    teamId: w.teamId,
+    userId: w.userId,
+    name: w.name,
+    role: w.role,
+    device: deviceName(c.req.header("X-Tapgate-Device")),
+    ...answer,
+    ...(stepUp && { stepUp: { assertion: stepUp as AuthenticationResponseJSON, relyingParty: relyingParty(c) } }),
+  };
+}
 
 /**
  * The device or surface a decision came from. Browsers only send Latin-1 header values, so the

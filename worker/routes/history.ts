@@ -36,6 +36,7 @@ const EXPORT_COLUMNS: Array<keyof HistoryExportRow> = [
   "decidedByName",
   "decidedByDevice",
   "latencyMs",
+  "message",
 ];
 
 export const historyRoutes = new Hono<AppEnv>()

@@ -43,7 +43,7 @@ import {
   recordPasskeyUse,
 } from "../db";
 import { DomainError } from "../errors";
-import { appOrigin, validate } from "../http";
+import { relyingParty, validate } from "../http";
 import { limitPerClient, RATE_LIMITS } from "../rate-limits";
 import { addPasskey, removePasskey } from "../team/passkeys";
 import { signUpWithPasskey, teamToSignInTo } from "../team/signup";
@@ -52,11 +52,6 @@ import type { AppEnv } from "../types";
 const CHALLENGE_TTL_MS = 5 * 60 * 1000;
 /** Anyone may ask for a challenge, and each is a D1 row: counted per client. */
 const limitOptions = limitPerClient(RATE_LIMITS.passkeyOptionsPerClient);
-
-function relyingParty(c: Context<AppEnv>): { rpID: string; origin: string } {
-  const origin = appOrigin(c);
-  return { rpID: c.env.RP_ID ?? new URL(origin).hostname, origin };
-}
 
 /** One answer for every failure, so a caller learns nothing about which check failed. */
 function passkeyFailed(): never {

@@ -1,19 +1,23 @@
 /**
  * Approvals as the human side sees them: reading one (its gate if it still holds it, else the
- * D1 record, with its pushes from the hub) and deciding one. Also the agent side's way to the
- * gate an approval id names.
+ * D1 record, with its pushes from the hub), deciding one, and claiming one ("Ada is looking",
+ * held by the hub). Also the agent side's way to the gate an approval id names.
  *
  * Owns: the one "no such approval" answer (unknown ids, another team's and another user's all
  * get it) and the words for a refused decision. Does not own: the decision itself (the gate's
  * state machine), who may decide (the gate checks role and policy), the SQL (`db/approvals.ts`).
  */
-import type { ApprovalDetail } from "../../sdk/src/approval";
+import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
+import type { Approval, ApprovalDetail, Owner } from "../../sdk/src/approval";
+import type { Claim } from "../../sdk/src/human/approvals";
 import { getApprovalOwner, getApprovalRecord } from "../db";
 import { DomainError } from "../errors";
 import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
-import { hubFor } from "../hub/api";
+import { lateDecisionError } from "../gate/rules";
+import { type ClaimResult, hubFor } from "../hub/api";
 import type { Env } from "../types";
 import { assertRoomForRule, createCardRule } from "./rules";
+import { type RelyingParty, verifyStepUp } from "./step-up";
 
 export const noSuchApproval = () => new DomainError("not_found", "no such approval");
 
@@ -37,13 +41,28 @@ export async function readApproval(env: Env, teamId: string, approvalId: string)
   return { ...approval, owner, delivery };
 }
 
+/** A decision as a route takes it: with the passkey assertion as sent, not yet verified. */
+export type DecisionRequest = Omit<DecisionInput, "stepUp"> & {
+  stepUp?: { assertion: AuthenticationResponseJSON; relyingParty: RelyingParty };
+};
+
 /**
  * A human's decision: the approval as decided, or why not (with the approval where that helps).
  * With `rule`, the allow also makes a standing `me` rule (`createdRule`), the gate having
  * checked that one may be made from this request; a full team is refused before deciding.
+ * A step-up sent with it is verified first (any failure refuses the decision); whether one was
+ * needed is the gate's to say (`403 step_up_required`), so every path to a decision is covered.
  */
-export async function decideApproval(env: Env, d: DecisionInput) {
-  if (d.rule) await assertRoomForRule(env, { teamId: d.teamId, userId: d.userId, role: d.role });
+export async function decideApproval(env: Env, request: DecisionRequest) {
+  const { stepUp, ...rest } = request;
+  if (rest.rule) await assertRoomForRule(env, { teamId: rest.teamId, userId: rest.userId, role: rest.role });
+  const { optionId } = rest;
+  // An elicitation's answer is never an allow of a high-risk tool call: it has no step-up.
+  if (stepUp && optionId === undefined) throw new DomainError("step_up_not_needed");
+  const d: DecisionInput =
+    stepUp && optionId !== undefined
+      ? { ...rest, stepUp: await verifyStepUp(env, stepUp.relyingParty, { ...rest, optionId }, stepUp.assertion) }
+      : rest;
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
   const result = (await approvalGate(env, d.approvalId).decide(d)) as unknown as DecisionResult;
   if (result.ok) {
@@ -58,10 +77,26 @@ export async function decideApproval(env: Env, d: DecisionInput) {
     case "not_found":
       throw noSuchApproval();
     case "option_not_offered":
-      throw new DomainError(result.error, `option ${JSON.stringify(d.optionId)} was not offered`);
+      throw new DomainError(
+        result.error,
+        d.optionId === undefined
+          ? "answer this request with one of its options (optionId), or an elicitation with action"
+          : `option ${JSON.stringify(d.optionId)} was not offered`,
+      );
+    case "invalid_content":
+      throw new DomainError(result.error, result.message, {
+        extra: {
+          field: result.field,
+          issues: [{ code: "custom", path: ["content", result.field], message: result.message }],
+        },
+      });
     case "not_session_owner":
     case "role_may_not_decide":
+    case "step_up_required":
+    case "step_up_wrong_request":
       throw new DomainError(result.error); // the table's words
+    case "second_approver_required":
+      throw new DomainError(result.error, undefined, { extra: { approval: result.approval } });
     case "request_changed":
       throw new DomainError(result.error, undefined, { extra: { approval: result.approval } });
     case "already_decided":
@@ -73,4 +108,21 @@ export async function decideApproval(env: Env, d: DecisionInput) {
         extra: { approval: result.approval },
       });
   }
+}
+
+/**
+ * "Ada is looking": a decider opened a pending request. Shown to teammates through the hub's live
+ * feed; not a lock (anyone may still decide). An ended request is refused as a decision would be.
+ */
+export async function claimApproval(env: Env, teamId: string, approvalId: string, by: Owner): Promise<Claim> {
+  const approval = (await approvalGate(env, approvalId).getApproval(teamId, approvalId)) as Approval | null;
+  if (!approval) throw noSuchApproval();
+  // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
+  const result =
+    approval.state === "pending"
+      ? ((await hubFor(env, teamId).claim(teamId, approval, by)) as unknown as ClaimResult)
+      : { approval };
+  if ("claim" in result) return result.claim;
+  const ended = result.approval;
+  throw new DomainError(lateDecisionError(ended), "this request has already ended", { extra: { approval: ended } });
 }

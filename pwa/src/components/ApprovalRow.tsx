@@ -4,6 +4,7 @@ import { ago, describeApproval, outcome } from "../format";
 import { Link } from "../router";
 import { Countdown } from "./Countdown";
 import { KindIcon } from "./KindIcon";
+import { RiskTag } from "./RiskNote";
 import { SafeText } from "./SafeText";
 
 /** A request in a list (pending, or resolved on a session's page): the whole row is one link to its card. */
@@ -21,6 +22,7 @@ export function ApprovalRow({ approval }: { approval: ApprovalView }) {
         <span class="row-main">
           <span class="row-title">
             <SafeText text={d.title} />
+            <RiskTag approval={approval} />
           </span>
           <span class="row-sub">
             <SafeText text={d.agent ? `${d.agent} · ${d.sessionTitle}` : d.sessionTitle} />

@@ -10,6 +10,7 @@ const PATHS: Record<string, string> = {
   fetch: "M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18Z M3 12h18 M12 3c3 3 3 15 0 18 M12 3c-3 3-3 15 0 18",
   switch_mode: "M4 8h13l-3-3 M20 16H7l3 3",
   other: "M12 4a8 8 0 1 0 0 16 8 8 0 0 0 0-16Z M12 11v5 M12 8v.5",
+  question: "M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18Z M9.5 9.5a2.5 2.5 0 1 1 3.5 2.3c-.6.3-1 .9-1 1.6v.6 M12 17v.5",
 };
 
 const LABELS: Record<string, string> = {
@@ -23,6 +24,7 @@ const LABELS: Record<string, string> = {
   fetch: "Fetch",
   switch_mode: "Switch mode",
   other: "Other",
+  question: "A question",
 };
 
 export function kindLabel(kind: string): string {

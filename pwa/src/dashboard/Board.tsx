@@ -5,10 +5,12 @@
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, canDecide, type Delivery, type Member, type PendingApproval } from "../api";
+import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
 import { ConnectionBanner } from "../components/ConnectionBanner";
 import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
+import { RiskTag } from "../components/RiskNote";
 import { SafeText } from "../components/SafeText";
 import { ago, describeApproval } from "../format";
 import { useLiveEvents, useLiveStatus } from "../live";
@@ -16,6 +18,7 @@ import { pending, usePending } from "../pending";
 import { Link, navigate } from "../router";
 import { ApprovalCard } from "../screens/ApprovalCard";
 import { useMe } from "../viewer";
+import { BatchBar, SelectBox, useSelection } from "./BatchDecide";
 import { RefusalNotices } from "./RefusalNotices";
 import { Empty, FilterSelect, LoadError, PageHead, SidePanel } from "./ui";
 
@@ -46,6 +49,9 @@ export function Board({ open }: { open: string | null }) {
     return id === me?.user.id ? "You" : members.get(id)?.name || a.owner.name || "—";
   };
   const filtered = filter.member || filter.kind || filter.session;
+  const selection = useSelection(all);
+  const selecting = canDecide(me?.role);
+  const allShownSelected = shown.length > 0 && shown.every((a) => selection.has(a.id));
 
   const openRow = (id: string) => navigate(`/?open=${encodeURIComponent(id)}`, { keepScroll: true });
   const close = () => navigate("/", { keepScroll: true });
@@ -115,6 +121,7 @@ export function Board({ open }: { open: string | null }) {
           )}
         </div>
 
+        {selecting && <BatchBar selected={selection.selected} memberName={memberName} onClear={selection.clear} />}
         {loaded && all.length === 0 && (
           <Empty title="Nothing is waiting" testId="board-empty">
             When an agent in this team asks for permission, its request appears here at once.
@@ -128,6 +135,20 @@ export function Board({ open }: { open: string | null }) {
             <table class="table board" data-testid="board-table">
               <thead>
                 <tr>
+                  {selecting && (
+                    <th class="col-select">
+                      <SelectBox
+                        label="Select every request shown"
+                        checked={allShownSelected}
+                        onChange={(on) =>
+                          selection.setMany(
+                            shown.map((a) => a.id),
+                            on,
+                          )
+                        }
+                      />
+                    </th>
+                  )}
                   <th>Member</th>
                   <th class="col-opt">Session</th>
                   <th class="col-opt col-xwide">Agent</th>
@@ -141,7 +162,7 @@ export function Board({ open }: { open: string | null }) {
               </thead>
               {groups.map((g) => (
                 <tbody key={g.sessionId} data-testid={`board-group-${g.sessionId}`}>
-                  <SessionHeader rows={g.rows} owner={memberName(g.rows[0])} />
+                  <SessionHeader rows={g.rows} owner={memberName(g.rows[0])} columns={selecting ? 10 : 9} />
                   {g.rows.map((a) => (
                     <BoardRow
                       key={a.id}
@@ -150,6 +171,11 @@ export function Board({ open }: { open: string | null }) {
                       delivery={a.delivery ?? delivery.get(a.id)}
                       selected={a.id === open}
                       onOpen={() => openRow(a.id)}
+                      select={
+                        selecting
+                          ? { checked: selection.has(a.id), onChange: (on) => selection.toggle(a.id, on) }
+                          : undefined
+                      }
                     />
                   ))}
                 </tbody>
@@ -167,14 +193,14 @@ export function Board({ open }: { open: string | null }) {
   );
 }
 
-function SessionHeader({ rows, owner }: { rows: PendingApproval[]; owner: string }) {
+function SessionHeader({ rows, owner, columns }: { rows: PendingApproval[]; owner: string; columns: number }) {
   const first = rows[0];
   if (!first) return null;
   const d = describeApproval(first);
   const s = first.snapshot.session;
   return (
     <tr class="group-row">
-      <th colSpan={9} scope="colgroup">
+      <th colSpan={columns} scope="colgroup">
         <Link href={`/sessions/${encodeURIComponent(first.sessionId)}`} class="group-link">
           <SafeText text={d.sessionTitle} />
         </Link>
@@ -212,14 +238,19 @@ function BoardRow({
   delivery,
   selected,
   onOpen,
+  select,
 }: {
   approval: PendingApproval;
   member: string;
   delivery: Delivery[] | undefined;
   selected: boolean;
   onOpen: () => void;
+  /** The batch checkbox, for people who may decide. */
+  select?: { checked: boolean; onChange: (on: boolean) => void };
 }) {
   const now = useNow();
+  const me = useMe();
+  const lookers = useLookers(approval.id, me?.user.id);
   const d = describeApproval(approval);
   const s = approval.snapshot.session;
   return (
@@ -230,6 +261,11 @@ function BoardRow({
       data-testid={`board-row-${approval.id}`}
       data-session={approval.sessionId}
     >
+      {select && (
+        <td class="col-select">
+          <SelectBox label="Select for a batch decision" checked={select.checked} onChange={select.onChange} />
+        </td>
+      )}
       <td class="nowrap" data-testid="board-member">
         {member}
       </td>
@@ -255,7 +291,13 @@ function BoardRow({
           <span class="clip">
             <SafeText text={d.title} />
           </span>
+          <RiskTag approval={approval} />
         </Link>
+        {lookers.length > 0 && (
+          <span class="cell-note" data-testid="board-lookers">
+            <SafeText text={lookingWords(lookers)} />
+          </span>
+        )}
       </td>
       <td class="col-opt nowrap muted">{kindLabel(d.kind)}</td>
       <td class="num col-opt muted nowrap">{ago(approval.createdAt, now)}</td>

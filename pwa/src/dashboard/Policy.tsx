@@ -1,11 +1,13 @@
 /**
- * The team policy: five settings, owners and admins change them; they apply to new requests.
+ * The team policy: five settings and the risk tiers (HighRisk.tsx); owners and admins change
+ * them; they apply to new requests.
  * The team's limits (quotas) are below them, and only owners change those.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, isAdmin, type TeamPolicy } from "../api";
 import { Banner } from "../components/Banner";
 import { useMe } from "../viewer";
+import { cleanPatterns, HighRiskFields } from "./HighRisk";
 import { LimitsFields } from "./Limits";
 import { LoadError, PageHead, useLoad } from "./ui";
 
@@ -30,7 +32,7 @@ export function Policy() {
     setBusy(true);
     setResult(null);
     try {
-      const saved = await api.setPolicy(form);
+      const saved = await api.setPolicy({ ...form, highRisk: cleanPatterns(form.highRisk) });
       loaded.setData(() => ({ ...form, ...(saved && typeof saved === "object" ? saved : {}) }));
       setResult({ tone: "ok", text: "Saved. New requests follow this policy; the change is in the audit log." });
     } catch (err) {
@@ -112,6 +114,11 @@ export function Policy() {
                 options={{ tool_title: "The tool's title", generic: "“An agent is asking for permission”" }}
               />
             </Setting>
+            <HighRiskFields
+              patterns={form.highRisk}
+              quorum={form.highRiskQuorum}
+              onChange={(next) => setForm({ ...form, ...next })}
+            />
           </fieldset>
           <fieldset disabled={!owner || busy} data-testid="policy-limits-fieldset">
             <legend class="setting-title">Team limits{owner ? "" : " (only owners change these)"}</legend>

@@ -261,6 +261,11 @@ function HistoryRow({
             <SafeText text={d.title} />
           </span>
         </button>
+        {approval.message && (
+          <span class="cell-note" data-testid="history-message">
+            <SafeText text={`“${approval.message}”`} />
+          </span>
+        )}
       </td>
       <td class="col-opt clip muted">
         <SafeText text={d.sessionTitle} />

@@ -1,13 +1,18 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
+import { CLAIM_MS } from "../../../sdk/src/human/approvals";
 import { describeMatch } from "../../../sdk/src/rules";
 import { traceIdOf } from "../../../sdk/src/trace";
 import { type ApiError, type ApprovalView, api, canDecide, type Delivery, type RuleMatch } from "../api";
+import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
+import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
+import { ReasonField } from "../components/ReasonField";
+import { RiskBanner, RiskTag } from "../components/RiskNote";
 import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
@@ -15,7 +20,12 @@ import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
 import { useLiveEvents } from "../live";
 import { Link } from "../router";
 import { containsUnsafeText } from "../safe-text";
+import { decideWithStepUp } from "../step-up";
 import { useMe } from "../viewer";
+
+/** The rule a card may make ("Allow for 1 h"). */
+type CardRule = { expiresInMs: number; match: RuleMatch };
+type DecisionAnswer = Awaited<ReturnType<typeof api.decide>>;
 
 type Notice = { tone: "error" | "warn" | "ok"; text: string } | null;
 
@@ -44,16 +54,29 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       setApproval((prev) => ({ ...e.approval, delivery: e.approval.delivery ?? prev?.delivery }));
   });
 
-  /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). */
-  const choose = async (
-    option: Pick<ApprovalView["options"][number], "optionId">,
-    rule?: { expiresInMs: number; match: RuleMatch },
-  ) => {
+  // Teammates see "<name> is looking" while a decider has the card open: claimed on open and
+  // renewed before each claim's 2 minutes run out, until it is decided or closed. Not a lock.
+  const me = useMe();
+  const looking = approval?.state === "pending" && canDecide(me?.role);
+  useEffect(() => {
+    if (!looking) return;
+    const claim = () => void api.claim(id).catch(() => {});
+    claim();
+    const renew = setInterval(claim, CLAIM_MS - 30_000);
+    return () => clearInterval(renew);
+  }, [looking]);
+
+  /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). `reason`: words for the agent. */
+  const choose = (option: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) =>
+    send(rule ? "rule" : option.optionId, (current) => decideWithStepUp(current, option.optionId, { rule, reason }));
+  const answer = (a: ElicitationAnswer) => send(a.action, (current) => api.answer(id, a, current.requestHash));
+
+  const send = async (busyWith: string, decision: (current: ApprovalView) => Promise<DecisionAnswer>) => {
     if (!approval) return;
-    setBusy(rule ? "rule" : option.optionId);
+    setBusy(busyWith);
     setNotice(null);
     try {
-      const decided = await api.decide(id, option.optionId, approval.requestHash, rule);
+      const decided = await decision(approval);
       setApproval((prev) => ({ ...decided, owner: prev?.owner, delivery: prev?.delivery }));
       if (decided.createdRule) {
         setNotice({ tone: "ok", text: `Allowed, and for 1 h: ${describeMatch(decided.createdRule.match)}` });
@@ -93,7 +116,9 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
     );
   }
   if (!approval) return <p class="muted center">Loading…</p>;
-  return <Card approval={approval} busy={busy} notice={notice} onChoose={choose} embedded={embedded} />;
+  return (
+    <Card approval={approval} busy={busy} notice={notice} onChoose={choose} onAnswer={answer} embedded={embedded} />
+  );
 }
 
 function Card({
@@ -101,18 +126,19 @@ function Card({
   busy,
   notice,
   onChoose,
+  onAnswer,
   embedded,
 }: {
   approval: ApprovalView;
   busy: string | null;
   notice: Notice;
-  onChoose: (
-    o: Pick<ApprovalView["options"][number], "optionId">,
-    rule?: { expiresInMs: number; match: RuleMatch },
-  ) => void;
+  onChoose: (o: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) => void;
+  onAnswer: (a: ElicitationAnswer) => void;
   embedded: boolean;
 }) {
   const me = useMe();
+  const [reason, setReason] = useState("");
+  const lookers = useLookers(approval.id, me?.user.id);
   const d = describeApproval(approval);
   const tc = approval.snapshot.toolCall;
   const session = approval.snapshot.session;
@@ -134,8 +160,14 @@ function Card({
         <h1 data-testid="card-title">
           <SafeText text={d.title} />
         </h1>
+        <RiskTag approval={approval} />
         {approval.state === "pending" && <Countdown expiresAt={approval.expiresAt} testId="card-countdown" />}
       </header>
+      {approval.state === "pending" && lookers.length > 0 && (
+        <p class="muted small" data-testid="card-lookers">
+          <SafeText text={lookingWords(lookers)} />
+        </p>
+      )}
 
       {suspicious && (
         <Banner tone="warn" testId="unsafe-warning">
@@ -159,6 +191,14 @@ function Card({
         <Fact label="Trace" value={traceIdOf(approval.snapshot.meta)} />
       </dl>
 
+      {approval.snapshot.elicitation && (
+        <ElicitationQuestion
+          asked={approval.snapshot.elicitation}
+          pending={approval.state === "pending" && canDecide(me?.role)}
+          busy={busy}
+          onAnswer={onAnswer}
+        />
+      )}
       {typeof command === "string" && (
         <Section title="Command">
           <SafeText text={command} block testId="card-command" />
@@ -193,6 +233,7 @@ function Card({
       </p>
 
       <div class="decide" data-testid="decide">
+        <RiskBanner approval={approval} myUserId={me?.user.id} />
         {notice && (
           <Banner tone={notice.tone} testId="decision-notice">
             {notice.text}
@@ -203,18 +244,23 @@ function Card({
             You are a viewer in this team: you can follow this request, but only approvers can decide it.
           </Banner>
         ) : approval.state === "pending" ? (
-          <OptionButtons
-            options={approval.options}
-            busy={busy}
-            onChoose={onChoose}
-            besideAllowOnce={
-              <RuleOffer
-                approval={approval}
+          approval.type !== "elicitation" && (
+            <>
+              <ReasonField value={reason} onInput={setReason} />
+              <OptionButtons
+                options={approval.options}
                 busy={busy}
-                onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule)}
+                onChoose={(o) => onChoose(o, undefined, reason.trim() || undefined)}
+                besideAllowOnce={
+                  <RuleOffer
+                    approval={approval}
+                    busy={busy}
+                    onAllowWithRule={(optionId, rule) => onChoose({ optionId }, rule, reason.trim() || undefined)}
+                  />
+                }
               />
-            }
-          />
+            </>
+          )
         ) : (
           <Outcome approval={approval} />
         )}
@@ -231,6 +277,11 @@ function Outcome({ approval }: { approval: ApprovalView }) {
       <strong>
         <SafeText text={outcomeWithTime(approval, now, me?.user.id)} />
       </strong>
+      {approval.message && (
+        <span class="outcome-message" data-testid="outcome-message">
+          <SafeText text={`“${approval.message}”`} />
+        </span>
+      )}
     </Banner>
   );
 }

@@ -72,6 +72,11 @@ function HistoryRow({ approval, myUserId }: { approval: ApprovalView; myUserId: 
           <span class={`row-sub wrap outcome-${approval.state}`} data-testid="history-outcome">
             <SafeText text={outcome(approval, myUserId)} />
           </span>
+          {approval.message && (
+            <span class="row-sub wrap" data-testid="history-message">
+              <SafeText text={`“${approval.message}”`} />
+            </span>
+          )}
         </span>
         <span class="row-meta">
           <span class="muted" title={dateTime(approval.createdAt)}>

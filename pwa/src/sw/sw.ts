@@ -125,11 +125,13 @@ async function showApproval(message: Extract<PushPayload, { type: "approval" }>)
     badge: ICON,
     requireInteraction: true,
     timestamp: Date.now(),
-    // Deny only: allowing needs the full card in front of the person, never the lock screen.
-    actions: [{ action: "deny", title: "Deny" }],
+    // Deny only: allowing needs the full card in front of the person, never the lock screen. A
+    // high-risk request offers no action at all: it is decided on its card, with a passkey.
+    actions: message.risk === "high" ? [] : [{ action: "deny", title: "Deny" }],
     data: { approvalId: id, url: `/approvals/${encodeURIComponent(id)}` },
   };
-  await self.registration.showNotification(visible(message.title || "An agent is asking for permission"), options);
+  const title = visible(message.title || "An agent is asking for permission");
+  await self.registration.showNotification(message.risk === "high" ? `High risk: ${title}` : title, options);
   const device = await thisDevice();
   if (device) {
     await fetch(`/v1/approvals/${encodeURIComponent(id)}/seen`, {

@@ -1,11 +1,19 @@
 import { type ClientRequestHandlersByMethod, RequestError } from "@agentclientprotocol/sdk";
 import type { LogLevel, SessionMeta, Tapgate } from "../client.js";
-import { failClosedAnswer, type RequestPermissionParams, tapgateAnswerMeta } from "../protocol.js";
+import {
+  type CreateElicitationParams,
+  ELICITATION_CANCELLED,
+  failClosedAnswer,
+  type RequestPermissionParams,
+  tapgateAnswerMeta,
+} from "../protocol.js";
 import { EXPIRED_MESSAGE, REQUEST_CANCELLED } from "./expiry.js";
 import { sessionsOf } from "./sessions.js";
 
 /** The `session/request_permission` handler of an `@agentclientprotocol/sdk` 2.x `client()` app. */
 export type AcpPermissionHandler = ClientRequestHandlersByMethod["session/request_permission"];
+/** The `elicitation/create` handler of an `@agentclientprotocol/sdk` 2.x `client()` app. */
+export type AcpElicitationHandler = ClientRequestHandlersByMethod["elicitation/create"];
 
 export interface AcpPermissionHandlerOptions {
   /** What the card shows about the session; used when the handler opens it. */
@@ -28,8 +36,7 @@ export interface AcpPermissionHandlerOptions {
  */
 export function acpPermissionHandler(gate: Tapgate, options: AcpPermissionHandlerOptions = {}): AcpPermissionHandler {
   const sessions = sessionsOf(gate);
-  const log = options.onLog ?? ((level, message) => level !== "debug" && console.warn(`[tapgate] ${message}`));
-  const metaOf = typeof options.meta === "function" ? options.meta : () => options.meta as SessionMeta;
+  const { log, metaOf } = resolved(options);
   return async ({ params, signal }) => {
     const asked = params as RequestPermissionParams;
     const answer = await sessions.ask(asked, {
@@ -42,4 +49,31 @@ export function acpPermissionHandler(gate: Tapgate, options: AcpPermissionHandle
     if (meta?.reason === "expired") throw new RequestError(REQUEST_CANCELLED, EXPIRED_MESSAGE, { tapgate: meta });
     return answer ?? failClosedAnswer(asked.options);
   };
+}
+
+/**
+ * Routes each elicitation (`elicitation/create`: a form, or a URL to open) to the Tapgate session
+ * named by its `sessionId`, like `acpPermissionHandler`. Advertise it to the agent with
+ * `clientCapabilities.elicitation: ELICITATION_CAPABILITIES`. Never throws: without a human's
+ * answer it resolves to `{action: "cancel"}`. Request-scoped elicitations (no `sessionId`) and
+ * schemas Tapgate does not render are answered `cancel` without asking.
+ *
+ * @example
+ * acp.client().onRequest("elicitation/create", acpElicitationHandler(gate)).connect(stream)
+ */
+export function acpElicitationHandler(gate: Tapgate, options: AcpPermissionHandlerOptions = {}): AcpElicitationHandler {
+  const sessions = sessionsOf(gate);
+  const { log, metaOf } = resolved(options);
+  return async ({ params, signal }) => {
+    const asked = params as CreateElicitationParams;
+    const meta = typeof asked.sessionId === "string" ? (metaOf(asked.sessionId) ?? {}) : {};
+    return (await sessions.elicit(asked, { meta, signal, timeoutMs: options.timeoutMs, log })) ?? ELICITATION_CANCELLED;
+  };
+}
+
+function resolved(options: AcpPermissionHandlerOptions) {
+  const log =
+    options.onLog ?? ((level: LogLevel, message: string) => level !== "debug" && console.warn(`[tapgate] ${message}`));
+  const metaOf = typeof options.meta === "function" ? options.meta : () => options.meta as SessionMeta;
+  return { log, metaOf };
 }

@@ -30,8 +30,13 @@ export function readLines(input: Readable, onLine: (line: Buffer) => void, onEnd
   });
 }
 
-export function writeLine(output: Writable, line: Buffer | string): void {
-  if (output.writable) output.write(typeof line === "string" ? `${line}\n` : Buffer.concat([line, Buffer.of(NEWLINE)]));
+/** `written` runs once the line has been handed on (or at once when `output` is closed). */
+export function writeLine(output: Writable, line: Buffer | string, written?: () => void): void {
+  if (!output.writable) {
+    written?.();
+    return;
+  }
+  output.write(typeof line === "string" ? `${line}\n` : Buffer.concat([line, Buffer.of(NEWLINE)]), () => written?.());
 }
 
 /** One message the proxy writes itself, built with `rpcRequest`, `rpcResult`, … from `../jsonrpc.ts`. */

@@ -1,7 +1,9 @@
 /**
  * The ACP stdio proxy behind `tapgate acp`: sits between an editor and an agent, forwards every
- * line unchanged, and takes over the agent's `session/request_permission` requests (routed to the
- * Tapgate session named by their `sessionId`, and in race mode also offered to the editor).
+ * line unchanged, and takes over the agent's `session/request_permission` and `elicitation/create`
+ * requests (routed to the Tapgate session named by their `sessionId`, and in race mode also offered
+ * to the editor). The one line it changes is the editor's `initialize`: the agent is told the
+ * client renders the elicitation modes Tapgate renders (`ELICITATION_CAPABILITIES`).
  */
 import { randomBytes } from "node:crypto";
 import { basename } from "node:path";
@@ -10,11 +12,16 @@ import type { SessionMeta, Tapgate } from "../client.js";
 import { isRecord, rpcError, rpcIdKey, rpcNotification, rpcRequest, rpcResult } from "../jsonrpc.js";
 import { agentOptionsOf } from "../params.js";
 import {
+  type AgentAnswer,
+  type AgentAsk,
   CANCELLED_ANSWER,
+  type CreateElicitationParams,
+  createElicitationResponseSchema,
+  ELICITATION_CANCELLED,
+  ELICITATION_CAPABILITIES,
   failClosedAnswer,
   METHODS,
   type RequestPermissionParams,
-  type RequestPermissionResponse,
   RPC_ERROR,
   requestPermissionResponseSchema,
 } from "../protocol.js";
@@ -23,6 +30,15 @@ import { classifyLine, type Message, writeLine, writeMessage } from "./ndjson.js
 import { type GateSessions, sessionsOf } from "./sessions.js";
 
 export type DecideMode = "phone" | "race";
+
+/**
+ * How long after `session/cancel` has left for the agent its pending requests are answered
+ * `cancelled`. ACP orders the notification first but gives no acknowledgement of it, and an SDK
+ * agent that reads both in one chunk may see the answer before its own cancel signal fires (and
+ * end the turn `end_turn`); a moment between them lets it read the cancel on its own. The
+ * requests are claimed at once, so nothing else can answer them meanwhile.
+ */
+export const CANCEL_ANSWER_GRACE_MS = 250;
 
 export interface ProxyOptions {
   gate: Tapgate;
@@ -36,7 +52,8 @@ export interface ProxyOptions {
 interface Ask {
   /** The agent's id, echoed as it came. */
   id: unknown;
-  params: RequestPermissionParams;
+  method: typeof METHODS.requestPermission | typeof METHODS.elicitationCreate;
+  params: AgentAsk;
   sessionId: unknown;
   /** Aborting withdraws the request at Tapgate (the SDK sends `$/cancel_request`). */
   gate: AbortController;
@@ -75,10 +92,14 @@ export class AcpProxy {
 
   fromAgent(line: Buffer): void {
     const msg = classifyLine(line);
-    if (msg?.kind === "request" && msg.method === METHODS.requestPermission) {
-      this.#intercept(msg.id, msg.params);
+    if (
+      msg?.kind === "request" &&
+      (msg.method === METHODS.requestPermission || msg.method === METHODS.elicitationCreate)
+    ) {
+      this.#intercept(msg.id, msg.method, msg.params);
       return;
     }
+    if (msg?.kind === "notification" && msg.method === METHODS.elicitationComplete) this.#completed(msg.params);
     if (msg?.kind === "notification" && msg.method === METHODS.cancelRequest && this.#agentWithdrew(msg.params)) return;
     if (msg?.kind === "notification" && msg.method === METHODS.sessionUpdate) {
       this.#sessions.mirror(msg.params, (id) => this.#meta(id));
@@ -91,7 +112,18 @@ export class AcpProxy {
     const msg = classifyLine(line);
     if (msg?.kind === "response" && this.#editorAnswered(msg)) return;
     if (msg?.kind === "request") this.#observeCall(msg);
-    if (msg?.kind === "notification" && msg.method === METHODS.sessionCancel) this.#cancelSession(msg.params);
+    if (msg?.kind === "request" && msg.method === "initialize") {
+      writeMessage(this.#toAgent, withElicitation(msg));
+      return;
+    }
+    if (msg?.kind === "notification" && msg.method === METHODS.sessionCancel) {
+      // ACP cancellation: the session's pending requests are claimed now (no later answer, a human's
+      // allow included, can reach the agent) and their cards withdrawn; the agent gets
+      // `session/cancel` first and their `cancelled` answers only after it (see CANCEL_ANSWER_GRACE_MS).
+      const answers = this.#cancelSession(msg.params);
+      writeLine(this.#toAgent, line, () => setTimeout(answers, CANCEL_ANSWER_GRACE_MS));
+      return;
+    }
     writeLine(this.#toAgent, line);
   }
 
@@ -104,7 +136,7 @@ export class AcpProxy {
     this.#opts.gate.close();
   }
 
-  #intercept(id: unknown, params: unknown): void {
+  #intercept(id: unknown, method: Ask["method"], params: unknown): void {
     if (this.#asks.has(rpcIdKey(id))) {
       // Two requests with one id could only ever get one answer between them: refuse the second.
       writeMessage(this.#toAgent, rpcError(id, RPC_ERROR.invalidRequest, "this id is already pending"));
@@ -112,7 +144,8 @@ export class AcpProxy {
     }
     const ask: Ask = {
       id,
-      params: params as RequestPermissionParams,
+      method,
+      params: params as AgentAsk,
       sessionId: isRecord(params) ? params.sessionId : undefined,
       gate: new AbortController(),
     };
@@ -121,20 +154,24 @@ export class AcpProxy {
     const meta = this.#meta(String(ask.sessionId));
     const log = (_: string, message: string) => this.#opts.log(message);
     const asked = { meta, signal: ask.gate.signal, timeoutMs: this.#opts.timeoutMs, log };
-    void this.#sessions.ask(ask.params, asked).then((answer) => this.#gateAnswered(ask, answer));
+    const answered: Promise<AgentAnswer | undefined> =
+      method === METHODS.elicitationCreate
+        ? this.#sessions.elicit(ask.params as CreateElicitationParams, asked)
+        : this.#sessions.ask(ask.params as RequestPermissionParams, asked);
+    void answered.then((answer) => this.#gateAnswered(ask, answer));
   }
 
   #offer(ask: Ask): void {
     ask.editorId = `${this.#offerPrefix}${++this.#offers}`;
     this.#offered.set(ask.editorId, ask);
-    writeMessage(this.#toEditor, rpcRequest(ask.editorId, METHODS.requestPermission, ask.params));
+    writeMessage(this.#toEditor, rpcRequest(ask.editorId, ask.method, ask.params));
   }
 
-  #gateAnswered(ask: Ask, answer: RequestPermissionResponse | undefined): void {
+  #gateAnswered(ask: Ask, answer: AgentAnswer | undefined): void {
     if (ask.done) return;
     if (answer) this.#settle(ask, answer, "gate");
     else if (ask.editorId && !this.#agentGone) ask.gateDown = true;
-    else this.#settle(ask, failClosedAnswer(agentOptionsOf(ask.params)), "gate");
+    else this.#settle(ask, deniedAnswer(ask), "gate");
   }
 
   #editorAnswered(msg: Extract<Message, { kind: "response" }>): boolean {
@@ -149,12 +186,16 @@ export class AcpProxy {
     }
     this.#offered.delete(msg.id);
     ask.editorId = undefined;
-    this.#opts.log("the editor could not answer a permission request; Tapgate decides it alone");
-    if (ask.gateDown) this.#settle(ask, failClosedAnswer(agentOptionsOf(ask.params)), "gate");
+    this.#opts.log("the editor could not answer a request; Tapgate decides it alone");
+    if (ask.gateDown) this.#settle(ask, deniedAnswer(ask), "gate");
     return true;
   }
 
-  #validEditorAnswer(ask: Ask, msg: { result: unknown; error: unknown }): RequestPermissionResponse | undefined {
+  #validEditorAnswer(ask: Ask, msg: { result: unknown; error: unknown }): AgentAnswer | undefined {
+    if (ask.method === METHODS.elicitationCreate) {
+      const elicited = createElicitationResponseSchema.safeParse(msg.result);
+      return msg.error === undefined && elicited.success ? elicited.data : undefined;
+    }
     const parsed = requestPermissionResponseSchema.safeParse(msg.result);
     if (msg.error !== undefined || !parsed.success) return undefined;
     const { outcome } = parsed.data;
@@ -166,27 +207,50 @@ export class AcpProxy {
   #agentWithdrew(params: unknown): boolean {
     const ask = isRecord(params) ? this.#asks.get(rpcIdKey(params.requestId)) : undefined;
     if (!ask) return false;
-    this.#settle(ask, CANCELLED_ANSWER, "cancel");
+    this.#settle(ask, cancelledAnswer(ask), "cancel");
     return true;
   }
 
-  /** ACP: the client answers every pending permission request of a cancelled session `cancelled`. */
-  #cancelSession(params: unknown): void {
-    const sessionId = isRecord(params) ? params.sessionId : undefined;
-    for (const ask of [...this.#asks.values()])
-      if (ask.sessionId === sessionId) this.#settle(ask, CANCELLED_ANSWER, "cancel");
+  /** A URL-mode interaction is over: its card closes at Tapgate (which answers the request `cancel`). */
+  #completed(params: unknown): void {
+    if (!isRecord(params) || typeof params.elicitationId !== "string") return;
+    for (const ask of this.#asks.values()) {
+      const asked = ask.params as Partial<CreateElicitationParams>;
+      if (asked.mode === "url" && asked.elicitationId === params.elicitationId && typeof ask.sessionId === "string") {
+        this.#sessions.complete(ask.sessionId, params.elicitationId);
+      }
+    }
   }
 
-  /** Exactly one answer per request; whoever did not give it is withdrawn. */
-  #settle(ask: Ask, answer: RequestPermissionResponse, by: "gate" | "editor" | "cancel"): void {
+  /** ACP: the client answers every pending permission request of a cancelled session `cancelled`. */
+  /** Claims the session's pending requests; what it returns writes their `cancelled` answers. */
+  #cancelSession(params: unknown): () => void {
+    const sessionId = isRecord(params) ? params.sessionId : undefined;
+    const writes = [...this.#asks.values()]
+      .filter((ask) => ask.sessionId === sessionId)
+      .map((ask) => this.#settle(ask, cancelledAnswer(ask), "cancel", { later: true }));
+    return () => {
+      for (const write of writes) write();
+    };
+  }
+
+  /**
+   * Exactly one answer per request; whoever did not give it is withdrawn. With `later`, the
+   * request is claimed now and the answer written when the returned function is called.
+   */
+  #settle(ask: Ask, answer: AgentAnswer, by: "gate" | "editor" | "cancel", opts: { later?: boolean } = {}): () => void {
     ask.done = true;
     this.#asks.delete(rpcIdKey(ask.id));
-    if (!this.#agentGone) writeMessage(this.#toAgent, expiredError(ask.id, answer) ?? rpcResult(ask.id, answer));
+    const write = () => {
+      if (!this.#agentGone) writeMessage(this.#toAgent, expiredError(ask.id, answer) ?? rpcResult(ask.id, answer));
+    };
+    if (!opts.later) write();
     if (ask.editorId) {
       this.#offered.delete(ask.editorId);
       if (by !== "editor") this.#withdrawOffer(ask.editorId);
     }
     if (by !== "gate") ask.gate.abort();
+    return opts.later ? write : () => undefined;
   }
 
   #withdrawOffer(editorId: string): void {
@@ -223,4 +287,24 @@ export class AcpProxy {
     const cwd = this.#cwds.get(sessionId);
     return { title: cwd ? `${agent.name} in ${basename(cwd)}` : agent.name, agent, ...(cwd ? { cwd } : {}) };
   }
+}
+
+/** The answer to a request nobody could answer: fail-closed for its kind. */
+function deniedAnswer(ask: Ask): AgentAnswer {
+  return ask.method === METHODS.elicitationCreate
+    ? ELICITATION_CANCELLED
+    : failClosedAnswer(agentOptionsOf(ask.params));
+}
+
+/** The answer to a request its asker gave up on. */
+function cancelledAnswer(ask: Ask): AgentAnswer {
+  return ask.method === METHODS.elicitationCreate ? ELICITATION_CANCELLED : CANCELLED_ANSWER;
+}
+
+/** The editor's `initialize`, telling the agent the client renders Tapgate's elicitation modes. */
+function withElicitation(msg: Extract<Message, { kind: "request" }>) {
+  const params = isRecord(msg.params) ? msg.params : {};
+  const capabilities = isRecord(params.clientCapabilities) ? params.clientCapabilities : {};
+  const clientCapabilities = { ...capabilities, elicitation: ELICITATION_CAPABILITIES };
+  return rpcRequest(msg.id, msg.method, { ...params, clientCapabilities });
 }

@@ -4,7 +4,13 @@
  */
 import type { GateSession, LogLevel, SessionMeta, Tapgate } from "../client.js";
 import { isRecord } from "../jsonrpc.js";
-import type { RequestPermissionParams, RequestPermissionResponse, SessionUpdateParams } from "../protocol.js";
+import type {
+  CreateElicitationParams,
+  CreateElicitationResponse,
+  RequestPermissionParams,
+  RequestPermissionResponse,
+  SessionUpdateParams,
+} from "../protocol.js";
 import { TapgateError } from "../tapgate-error.js";
 
 export interface AskOptions {
@@ -71,6 +77,23 @@ export class GateSessions {
       return undefined;
     }
     return session.requestPermission(params, { signal: opts.signal, timeoutMs: opts.timeoutMs });
+  }
+
+  /** The human's answer to an elicitation, or `undefined` when Tapgate could not be asked (as `ask`). */
+  async elicit(params: CreateElicitationParams, opts: AskOptions): Promise<CreateElicitationResponse | undefined> {
+    let session: GateSession;
+    try {
+      session = await this.open(params.sessionId, opts.meta);
+    } catch (err) {
+      opts.log("warn", `cannot ask Tapgate, so the elicitation is cancelled: ${describeOpenFailure(err)}`);
+      return undefined;
+    }
+    return session.elicit(params, { signal: opts.signal, timeoutMs: opts.timeoutMs });
+  }
+
+  /** Best effort: closes the URL card of `elicitationId` in a session already open. */
+  complete(sessionId: string, elicitationId: string): void {
+    this.#entries.get(sessionId)?.session?.completeElicitation(elicitationId);
   }
 }
 

@@ -5,8 +5,10 @@ import * as acp from "@agentclientprotocol/sdk";
 import { agentExit, forwardSignals, spawnAgent } from "../acp/agent-process.js";
 import { type AgentArgs, parseAgentArgs, wantsHelp } from "../acp/args.js";
 import { cliGate, logToStderr } from "../acp/cli-gate.js";
-import { acpPermissionHandler } from "../acp/handler.js";
+import { acpElicitationHandler, acpPermissionHandler } from "../acp/handler.js";
+import { CANCEL_ANSWER_GRACE_MS } from "../acp/proxy.js";
 import { sessionsOf } from "../acp/sessions.js";
+import { ELICITATION_CAPABILITIES } from "../protocol.js";
 
 const STOP_CODES: Record<acp.StopReason, number> = {
   end_turn: 0,
@@ -20,7 +22,8 @@ const USAGE = `usage: tapgate run [--prompt TEXT] [--timeout SECONDS] -- <agent 
 
 Runs one prompt turn of an ACP agent without an editor (scripts, CI), in the current directory.
 The prompt is --prompt, else stdin. The agent's messages and tool calls are printed as they
-stream; its permission requests go to Tapgate (refused when not signed in or unreachable).
+stream; its permission requests and questions (elicitation/create) go to Tapgate (refused, or
+cancelled, when not signed in or unreachable).
 
   --decide phone   Tapgate decides (the only mode: there is no editor to ask)
   --timeout S      permission requests expire after S seconds
@@ -61,6 +64,8 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
   const stopForwarding = forwardSignals(agent, ["SIGTERM", "SIGHUP"]);
   const out = new Printer();
   const turn = new AbortController();
+  /** Resolves once a Ctrl-C's `session/cancel` is out (at once while there was none). */
+  let cancelHeard: Promise<unknown> = Promise.resolve();
   let agentInfo: { name: string; version?: string } | undefined;
   const meta = () => ({
     title: prompt.trim().split("\n")[0]?.slice(0, 80),
@@ -71,15 +76,28 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
     onLog: (level, message) => level !== "debug" && logToStderr(message),
     meta,
   });
+  const elicit = acpElicitationHandler(gate, {
+    timeoutMs,
+    onLog: (level, message) => level !== "debug" && logToStderr(message),
+    meta,
+  });
   const app = acp.client({ name: "tapgate run" }).onRequest("session/request_permission", async (ctx) => {
     const title = out.titleOf(ctx.params.toolCall);
     out.line(`[permission] ${title}: asking Tapgate`);
     // A cancelled turn cancels its pending permission requests (ACP), whatever the agent does.
     const answer = await ask({ ...ctx, signal: AbortSignal.any([ctx.signal, turn.signal]) });
+    await cancelHeard;
     const chosen = ctx.params.options.find(
       (o) => answer.outcome.outcome === "selected" && o.optionId === answer.outcome.optionId,
     );
     out.line(`[permission] ${title}: ${chosen ? chosen.name : "cancelled"}`);
+    return answer;
+  });
+  app.onRequest("elicitation/create", async (ctx) => {
+    out.line(`[question] ${ctx.params.message.split("\n")[0]?.slice(0, 80)}: asking Tapgate`);
+    const answer = await elicit({ ...ctx, signal: AbortSignal.any([ctx.signal, turn.signal]) });
+    await cancelHeard;
+    out.line(`[question] answered: ${answer.action}`);
     return answer;
   });
   const stdin = agent.stdin as NonNullable<typeof agent.stdin>;
@@ -98,8 +116,15 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
       return;
     }
     logToStderr("cancelling the turn (Ctrl-C again to stop the agent)");
+    // ACP cancellation: the agent hears `session/cancel` before its pending permission requests are
+    // answered `cancelled`, so it can tell a cancelled turn from a refused tool call.
+    // The requests are withdrawn at once (no later answer reaches the agent), but answered only once
+    // the notification has left and the agent had a moment to read it (the proxy's grace, too).
+    cancelHeard = conn.agent
+      .notify("session/cancel", { sessionId })
+      .catch(() => undefined)
+      .then(() => new Promise((resolve) => setTimeout(resolve, CANCEL_ANSWER_GRACE_MS)));
     turn.abort();
-    void conn.agent.notify("session/cancel", { sessionId }).catch(() => undefined);
   };
   process.on("SIGINT", onInterrupt);
   const died = exited.then((code) => {
@@ -109,9 +134,9 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
     const stopReason = await Promise.race([
       died,
       (async () => {
-        const init = await conn.agent.request("initialize", {
+        const init: acp.InitializeResponse = await conn.agent.request("initialize", {
           protocolVersion: acp.PROTOCOL_VERSION,
-          clientCapabilities: {},
+          clientCapabilities: { elicitation: ELICITATION_CAPABILITIES },
         });
         agentInfo = init.agentInfo ? { name: init.agentInfo.name, version: init.agentInfo.version } : undefined;
         const session = await conn.agent.buildSession(process.cwd()).start();

@@ -39,10 +39,15 @@ export interface HookAgent<Input> {
    * with the reason on stderr (which the agent treats as a block).
    */
   output(input: unknown, decision: HookDecision): Record<string, unknown> | undefined;
+  /**
+   * Another kind of question on the same hook (Claude Code's `Elicitation`): its whole answer,
+   * printed as is; `undefined` when the input is a permission question.
+   */
+  answerOther?(input: unknown, args: string[]): Promise<Record<string, unknown> | undefined>;
 }
 
 const MAX_TIMEOUT_S = 24 * 60 * 60;
-const CONNECT_TIMEOUT_MS = 10_000;
+export const CONNECT_TIMEOUT_MS = 10_000;
 
 export async function runHookCommand<Input>(agent: HookAgent<Input>, args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
@@ -51,6 +56,11 @@ export async function runHookCommand<Input>(agent: HookAgent<Input>, args: strin
   }
   const stdin = process.stdin.isTTY ? "" : await readStdin();
   const input = parseJson(stdin);
+  const other = await agent.answerOther?.(input, args);
+  if (other) {
+    process.stdout.write(`${JSON.stringify(other)}\n`);
+    return 0;
+  }
   const decision = await decide(agent, input, args);
   const answer = agent.output(input, decision);
   if (!answer) {
@@ -154,6 +164,9 @@ async function readStdin(): Promise<string> {
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString("utf8");
 }
+
+/** The hook's log on stderr (debug only with `TAPGATE_DEBUG`): stdout is the agent's. */
+export const hookLog = log;
 
 function log(level: LogLevel, message: string): void {
   if (level !== "debug" || process.env.TAPGATE_DEBUG) process.stderr.write(`[tapgate] ${message}\n`);

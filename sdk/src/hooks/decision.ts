@@ -29,8 +29,7 @@ const by = (d: { name: string; device: string }) => `${d.name} (${d.device})`;
 
 /** The decider's words to the agent, when the decision carried some (`_meta.tapgate.message`). */
 function humanReason(meta: TapgateAnswerMeta): string | undefined {
-  const reason = (meta as Record<string, unknown>).message;
-  return typeof reason === "string" && reason.trim() ? reason.trim() : undefined;
+  return meta.message?.trim() || undefined;
 }
 
 /** Why Tapgate said no, from the answer's `_meta.tapgate` (`waitedMs`: how long the hook waited). */

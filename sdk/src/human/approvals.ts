@@ -1,6 +1,9 @@
 /** `/v1/approvals`: the team's requests (list, read, decide) and the service worker's "seen". */
 import { z } from "zod";
-import { approvalDetailSchema, approvalSchema, ownedApprovalSchema } from "../approval.js";
+import { approvalDetailSchema, approvalSchema, ownedApprovalSchema, ownerSchema } from "../approval.js";
+import { errorBodySchema } from "../errors.js";
+import { elicitationActionSchema } from "../protocol.js";
+import { authenticationResponseSchema } from "./auth.js";
 import { cursorQuerySchema, pageOf } from "./common.js";
 import { decisionRuleSchema, ruleSchema } from "./rules.js";
 
@@ -22,6 +25,9 @@ export type ApprovalPage = z.infer<typeof approvalPageSchema>;
 /** `GET /v1/approvals/:id`. */
 export const approvalAnswerSchema = approvalDetailSchema;
 
+/** The longest `reason` a decision may carry (UTF-16 code units, as JavaScript counts). */
+export const DECISION_REASON_CHARS = 500;
+
 /** `POST /v1/approvals/:id/decision` (header `X-Tapgate-Device`: the percent-encoded device name). */
 export const decisionBodySchema = z.object({
   optionId: z.string().min(1).max(128),
@@ -30,8 +36,28 @@ export const decisionBodySchema = z.object({
     .regex(/^[0-9a-f]{64}$/, "requestHash must be the 64-character hex SHA-256 shown with the approval"),
   /** Also make a standing `me` rule from this request (an `allow_once` option only; docs/human-api.md). */
   rule: decisionRuleSchema.optional(),
+  /** The decider's words to the agent (with any option): stored as the approval's `message`, shown as text. */
+  reason: z.string().min(1).max(DECISION_REASON_CHARS).optional(),
+  /** A passkey assertion over `POST /v1/approvals/:id/step-up`'s options: needed to allow a high-risk request. */
+  stepUp: authenticationResponseSchema.optional(),
 });
 export type DecisionBody = z.infer<typeof decisionBodySchema>;
+
+/**
+ * An elicitation's answer (`type: "elicitation"` approvals): `accept` (with a form's `content`,
+ * which the gate checks against the request's schema: `400 invalid_content` names the field),
+ * `decline` or `cancel`. Values are checked there, against the form, not here.
+ */
+export const elicitationDecisionBodySchema = z.object({
+  action: elicitationActionSchema,
+  content: z.record(z.string().max(128), z.unknown()).optional(),
+  requestHash: decisionBodySchema.shape.requestHash,
+});
+export type ElicitationDecisionBody = z.infer<typeof elicitationDecisionBodySchema>;
+
+/** What `POST /v1/approvals/:id/decision` takes: a permission's option, or an elicitation's answer. */
+export const anyDecisionBodySchema = z.union([decisionBodySchema, elicitationDecisionBodySchema]);
+export type AnyDecisionBody = z.infer<typeof anyDecisionBodySchema>;
 
 /** Its answer: the approval as decided (and `createdRule`, the rule a `rule` made). Refusals (409/410) carry it too, as `approval`. */
 export const decisionAnswerSchema = approvalSchema.extend({ createdRule: ruleSchema.optional() });
@@ -39,3 +65,42 @@ export const decisionAnswerSchema = approvalSchema.extend({ createdRule: ruleSch
 /** `POST /v1/approvals/:id/seen` (the service worker; answers 204). */
 export const seenBodySchema = z.object({ deviceId: deviceIdSchema });
 export type SeenBody = z.infer<typeof seenBodySchema>;
+
+/** The most decisions one batch may carry. */
+export const DECISION_BATCH_MAX = 50;
+
+/**
+ * `POST /v1/approvals/decisions`: several decisions at once, each exactly a single decision's
+ * body plus the approval it decides. A repeated `approvalId` is decided once: later items answer
+ * as a repeated single decision would.
+ */
+export const decisionBatchBodySchema = z.object({
+  decisions: z
+    .array(decisionBodySchema.extend({ approvalId: z.string().min(1).max(200) }))
+    .min(1)
+    .max(DECISION_BATCH_MAX),
+});
+export type DecisionBatchBody = z.infer<typeof decisionBatchBodySchema>;
+export type DecisionBatchItem = DecisionBatchBody["decisions"][number];
+
+/**
+ * One item's result, in the order sent: `status` is what a single decision would have answered,
+ * `error` its error code (absent on 200), `approval` where a single decision's answer carries it.
+ */
+export const decisionBatchResultSchema = z.object({
+  approvalId: z.string(),
+  status: z.number().int(),
+  error: errorBodySchema.shape.error.optional(),
+  message: z.string().optional(),
+  approval: approvalSchema.optional(),
+});
+export type DecisionBatchResult = z.infer<typeof decisionBatchResultSchema>;
+export const decisionBatchAnswerSchema = z.object({ results: z.array(decisionBatchResultSchema) });
+export type DecisionBatchAnswer = z.infer<typeof decisionBatchAnswerSchema>;
+
+/** How long a claim ("Ada is looking") shows unless renewed; a decision ends it sooner. */
+export const CLAIM_MS = 2 * 60_000;
+
+/** `POST /v1/approvals/:id/claim` (body `{}`) answers it; the live feed's `claimed` event carries it. Not a lock. */
+export const claimSchema = z.object({ approvalId: z.string(), by: ownerSchema, until: z.number() });
+export type Claim = z.infer<typeof claimSchema>;

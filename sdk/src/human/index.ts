@@ -19,4 +19,5 @@ export * from "./push.js";
 export * from "./roles.js";
 export * from "./rules.js";
 export * from "./sessions.js";
+export * from "./step-up.js";
 export * from "./team.js";

@@ -1,6 +1,7 @@
 /** `GET /v1/live`: the team's live feed, one JSON event per WebSocket message (and "pong"). */
 import { z } from "zod";
 import { agentSessionSchema, approvalDetailSchema } from "../approval.js";
+import { claimSchema } from "./approvals.js";
 import { quotaLimitSchema } from "./policy.js";
 
 /** A request the team's quotas refused (`refused`): whose session, which limit, when to retry. */
@@ -17,6 +18,8 @@ export const liveEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.enum(["approval", "resolved"]), approval: approvalDetailSchema }),
   z.object({ type: z.literal("session"), session: agentSessionSchema }),
   z.object({ type: z.literal("refused"), refusal: quotaRefusalSchema }),
+  /** Someone opened a pending request ("Ada is looking"); shown until `until` or the request ends. */
+  claimSchema.extend({ type: z.literal("claimed") }),
 ]);
 export type LiveEvent = z.infer<typeof liveEventSchema>;
 export type LiveApproval = z.infer<typeof approvalDetailSchema>;

@@ -13,6 +13,8 @@ export const pushPayloadSchema = z.discriminatedUnion("type", [
     approvalId: z.string(),
     title: z.string(),
     expiresAt: z.number(),
+    /** `high`: the lock screen offers no action; allowing needs the card and a passkey. */
+    risk: z.literal("high").optional(),
   }),
   z.object({ v: z.literal(1), type: z.literal("resolved"), approvalId: z.string(), state: approvalStateSchema }),
   z.object({ v: z.literal(1), type: z.literal("summary"), count: z.number() }),

@@ -2,7 +2,7 @@
 /**
  * A test ACP agent on @agentclientprotocol/sdk 2.x whose own requests carry string ids, and which
  * withdraws permission requests with `$/cancel_request`. The prompt text picks the scenario:
- *   ask       ask permission, report the outcome as a message, end the turn
+ *   ask       ask permission, report the outcome (and Tapgate's `_meta.tapgate.message`) as a message, end the turn
  *   withdraw  ask, and withdraw the request when the editor sends `_test/withdraw`
  *   crash     ask, and exit with code 7 when the editor sends `_test/crash`
  *   refuse    end the turn with stopReason "refusal"
@@ -72,8 +72,12 @@ async function say(ctx, sessionId, text) {
   });
 }
 
-function describe(outcome) {
-  return outcome.outcome === "selected" ? `outcome: selected ${outcome.optionId}` : "outcome: cancelled";
+/** The outcome, and the human's words when Tapgate's answer carries some (`_meta.tapgate.message`). */
+function describe(answer) {
+  const { outcome } = answer;
+  const text = outcome.outcome === "selected" ? `outcome: selected ${outcome.optionId}` : "outcome: cancelled";
+  const message = answer._meta?.tapgate?.message;
+  return typeof message === "string" ? `${text}; message: ${message}` : text;
 }
 
 async function prompt(ctx) {
@@ -86,7 +90,7 @@ async function prompt(ctx) {
   if (scenario === "withdraw") withdraw = () => withdrawal.abort();
   try {
     const answer = await ask(ctx, sessionId, withdrawal.signal);
-    await say(ctx, sessionId, describe(answer.outcome));
+    await say(ctx, sessionId, describe(answer));
   } catch (err) {
     if (!withdrawal.signal.aborted) throw err;
     await say(ctx, sessionId, "withdrawn");

@@ -1,0 +1,56 @@
+/**
+ * D1 access: step-up challenges (migration 0012). Each is single-use, short-lived, and scoped to
+ * one person, team and approval. Does not own what a challenge commits to (sdk/src/human/step-up.ts).
+ */
+
+export interface StepUpChallengeRow {
+  challenge: string;
+  approvalId: string;
+  requestHash: string;
+  nonce: string;
+  expiresAt: number;
+  usedAt: number | null;
+}
+
+/** Stores a new challenge (sweeping expired ones first). */
+export async function createStepUpChallenge(
+  db: D1Database,
+  ch: Omit<StepUpChallengeRow, "usedAt"> & { teamId: string; userId: string; now: number },
+): Promise<void> {
+  await db.batch([
+    db.prepare("DELETE FROM step_up_challenges WHERE expires_at < ?").bind(ch.now),
+    db
+      .prepare(
+        `INSERT INTO step_up_challenges (challenge, approval_id, team_id, user_id, request_hash, nonce, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .bind(ch.challenge, ch.approvalId, ch.teamId, ch.userId, ch.requestHash, ch.nonce, ch.now, ch.expiresAt),
+  ]);
+}
+
+/** A challenge of this person in this team, used or not (so a replay can be told from a stranger). */
+export async function findStepUpChallenge(
+  db: D1Database,
+  q: { challenge: string; teamId: string; userId: string },
+): Promise<StepUpChallengeRow | null> {
+  return db
+    .prepare(
+      `SELECT challenge, approval_id AS approvalId, request_hash AS requestHash, nonce, expires_at AS expiresAt,
+              used_at AS usedAt
+         FROM step_up_challenges WHERE challenge = ? AND team_id = ? AND user_id = ?`,
+    )
+    .bind(q.challenge, q.teamId, q.userId)
+    .first<StepUpChallengeRow>();
+}
+
+/** Uses a challenge up, in one statement: true for exactly one caller, and only before it expires. */
+export async function useStepUpChallenge(db: D1Database, challenge: string, now: number): Promise<boolean> {
+  const row = await db
+    .prepare(
+      `UPDATE step_up_challenges SET used_at = ?2 WHERE challenge = ?1 AND used_at IS NULL AND expires_at > ?2
+       RETURNING challenge`,
+    )
+    .bind(challenge, now)
+    .first();
+  return row !== null;
+}

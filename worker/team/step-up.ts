@@ -1,0 +1,199 @@
+/**
+ * Step-up for high-risk requests, as use cases: issuing WebAuthn request options whose challenge
+ * commits to one approval and its `requestHash`, verifying the assertion a decision carries, and
+ * the proof an approval's allows leave behind (docs/human-api.md "Step-up").
+ *
+ * Owns: the step-up challenge's life (2 minutes, single-use, this person's, this team's, this
+ * approval's), the precise refusal for each way an assertion can be wrong, and the proof's shape.
+ * Does not own: whether an allow needs a step-up or completes a quorum (the gate, `gate/risk.ts`),
+ * the challenge formula (`sdk/src/human/step-up.ts`), the SQL (`db/step-up.ts`, `db/passkeys.ts`).
+ */
+import {
+  type AuthenticationResponseJSON,
+  generateAuthenticationOptions,
+  verifyAuthenticationResponse,
+} from "@simplewebauthn/server";
+import { isoBase64URL } from "@simplewebauthn/server/helpers";
+import type { Approval } from "../../sdk/src/approval";
+import type { ErrorCode } from "../../sdk/src/errors";
+import { type StepUpOptionsAnswer, type StepUpProof, stepUpChallenge } from "../../sdk/src/human/step-up";
+import {
+  createStepUpChallenge,
+  findPasskey,
+  findStepUpChallenge,
+  getApprovalStepUps,
+  listPasskeys,
+  recordPasskeyUse,
+  useStepUpChallenge,
+} from "../db";
+import { DomainError } from "../errors";
+import { gateFor, type VerifiedStepUp } from "../gate/api";
+import type { Env } from "../types";
+import { publicKeyForms } from "./step-up-key";
+
+/** Long enough to find the phone and touch the sensor; short, since it allows one dangerous thing. */
+export const STEP_UP_TTL_MS = 2 * 60 * 1000;
+
+export interface RelyingParty {
+  rpID: string;
+  origin: string;
+}
+
+/** Who steps up: the signed-in decider. */
+export interface StepUpCaller {
+  teamId: string;
+  userId: string;
+  name: string;
+}
+
+const USER_VERIFIED = 0x04;
+
+const notFound = () => new DomainError("not_found", "no such approval");
+const refused = (code: ErrorCode, message?: string): never => {
+  throw new DomainError(code, message);
+};
+
+function gateOf(env: Env, approvalId: string) {
+  const gate = gateFor(env, approvalId);
+  if (!gate) throw notFound();
+  return gate;
+}
+
+/** `POST /v1/approvals/:id/step-up`: request options around a challenge bound to this approval as it stands. */
+export async function stepUpOptions(
+  env: Env,
+  rp: RelyingParty,
+  who: StepUpCaller,
+  approvalId: string,
+): Promise<StepUpOptionsAnswer> {
+  const approval = (await gateOf(env, approvalId).getApproval(who.teamId, approvalId)) as Approval | null;
+  if (!approval) throw notFound();
+  if (approval.state !== "pending") refused("step_up_not_needed", "this request is no longer pending");
+  if (approval.risk !== "high") refused("step_up_not_needed", "this request is not high-risk: allow it without");
+  if (approval.quorum?.allowedBy.some((p) => p.userId === who.userId)) {
+    throw new DomainError("second_approver_required", undefined, { extra: { approval } });
+  }
+  const passkeys = await listPasskeys(env.DB, who.userId);
+  if (passkeys.length === 0)
+    refused("no_passkey", "add a passkey to your account (Devices) to allow high-risk requests");
+  const now = Date.now();
+  const nonce = isoBase64URL.fromBuffer(crypto.getRandomValues(new Uint8Array(32)));
+  const challenge = await stepUpChallenge(approval.id, approval.requestHash, nonce);
+  const expiresAt = now + STEP_UP_TTL_MS;
+  await createStepUpChallenge(env.DB, {
+    challenge,
+    approvalId: approval.id,
+    requestHash: approval.requestHash,
+    nonce,
+    expiresAt,
+    teamId: who.teamId,
+    userId: who.userId,
+    now,
+  });
+  const options = await generateAuthenticationOptions({
+    rpID: rp.rpID,
+    challenge: isoBase64URL.toBuffer(challenge),
+    timeout: STEP_UP_TTL_MS,
+    userVerification: "required",
+    allowCredentials: passkeys.map(({ id, transports }) => ({ id, transports })),
+  });
+  return { approvalId: approval.id, requestHash: approval.requestHash, nonce, expiresAt, options: { ...options } };
+}
+
+/** The JSON an assertion's clientDataJSON holds, or null when it is not JSON. */
+function clientDataOf(assertion: AuthenticationResponseJSON): { type?: unknown; challenge?: unknown } | null {
+  try {
+    return JSON.parse(new TextDecoder().decode(isoBase64URL.toBuffer(assertion.response.clientDataJSON)));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Verifies a decision's step-up: an assertion by the decider's own passkey, with user
+ * verification, over a challenge issued to them for this approval and not used before. The
+ * challenge is spent before the signature is checked, so each one gets one try. Each failure
+ * has its own code; the assertion as verified, with what it committed to, otherwise.
+ */
+export async function verifyStepUp(
+  env: Env,
+  rp: RelyingParty,
+  who: StepUpCaller & { approvalId: string; optionId: string },
+  assertion: AuthenticationResponseJSON,
+): Promise<VerifiedStepUp> {
+  const now = Date.now();
+  const clientData = clientDataOf(assertion);
+  if (clientData?.type !== "webauthn.get" || typeof clientData.challenge !== "string") {
+    return refused("step_up_failed", "clientDataJSON is not a WebAuthn assertion's");
+  }
+  const issued = await findStepUpChallenge(env.DB, { challenge: clientData.challenge, ...who });
+  if (!issued) return refused("step_up_failed", "no step-up was issued to you with this challenge; ask for a new one");
+  if (issued.approvalId !== who.approvalId) return refused("step_up_wrong_request");
+  if (issued.usedAt !== null) return refused("step_up_replayed");
+  if (issued.expiresAt <= now) return refused("step_up_failed", "this step-up expired; ask for a new one");
+  if (!(await useStepUpChallenge(env.DB, issued.challenge, now))) return refused("step_up_replayed");
+  const authData = isoBase64URL.toBuffer(assertion.response.authenticatorData);
+  if (authData.length < 37 || ((authData[32] ?? 0) & USER_VERIFIED) === 0) {
+    return refused("step_up_no_user_verification");
+  }
+  const stored = await findPasskey(env.DB, assertion.id);
+  if (!stored || stored.userId !== who.userId) return refused("step_up_failed", "not one of your passkeys");
+  let counter: number;
+  try {
+    const { verified, authenticationInfo } = await verifyAuthenticationResponse({
+      response: assertion,
+      expectedChallenge: issued.challenge,
+      expectedOrigin: rp.origin,
+      expectedRPID: rp.rpID,
+      credential: {
+        id: stored.id,
+        publicKey: isoBase64URL.toBuffer(stored.publicKey),
+        counter: stored.counter,
+        transports: stored.transports,
+      },
+      requireUserVerification: true,
+    });
+    if (!verified) return refused("step_up_failed");
+    counter = authenticationInfo.newCounter;
+  } catch (err) {
+    console.warn("step-up rejected:", err instanceof Error ? err.message : "unknown error");
+    return refused("step_up_failed");
+  }
+  // The counter must grow (a cloned authenticator would repeat one), as at sign-in.
+  if (!(await recordPasskeyUse(env.DB, { id: stored.id, counter, now }))) return refused("step_up_failed");
+  return {
+    approvalId: issued.approvalId,
+    requestHash: issued.requestHash,
+    userId: who.userId,
+    name: who.name,
+    optionId: who.optionId,
+    at: now,
+    nonce: issued.nonce,
+    challenge: issued.challenge,
+    rpId: rp.rpID,
+    origin: rp.origin,
+    credentialId: stored.id,
+    publicKey: await publicKeyForms(stored.publicKey),
+    authenticatorData: assertion.response.authenticatorData,
+    clientDataJSON: assertion.response.clientDataJSON,
+    signature: assertion.response.signature,
+  };
+}
+
+/** `GET /v1/approvals/:id/proof`: from the gate while it keeps the request, else from D1. */
+export async function stepUpProof(env: Env, teamId: string, approvalId: string): Promise<StepUpProof> {
+  const held = (await gateOf(env, approvalId).stepUps(teamId, approvalId)) as {
+    approval: Approval;
+    stepUps: VerifiedStepUp[];
+  } | null;
+  const found = held ?? (await getApprovalStepUps(env.DB, teamId, approvalId));
+  if (!found) throw notFound();
+  const { approval, stepUps } = found;
+  return {
+    approvalId: approval.id,
+    requestHash: approval.requestHash,
+    state: approval.state,
+    // What the challenge committed to is the approval's own id and hash, given once above.
+    assertions: stepUps.map(({ approvalId: _id, requestHash: _hash, ...assertion }) => assertion),
+  };
+}
