@@ -20,7 +20,7 @@ import { appOrigin } from "./http";
 import { hubFor } from "./hub/api";
 import { chainQueued } from "./team/audit";
 import { auditEvents, userActor } from "./team/audit-events";
-import type { AppEnv, WebIdentity } from "./types";
+import type { AgentIdentity, AppEnv, WebIdentity } from "./types";
 
 export const SESSION_COOKIE = "__Host-tapgate";
 
@@ -169,10 +169,18 @@ export function requireRole(...roles: Role[]): MiddlewareHandler<AppEnv> {
 
 /** Agents: `Authorization: Bearer tg_…`, looked up by SHA-256. */
 export const requireAgentKey: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const key = c.req.header("Authorization")?.replace(/^Bearer\s+/i, "");
+  c.set("agent", await agentOf(c));
+  return next();
+};
+
+/** The agent key's identity from `Authorization: Bearer …`; throws 401 `no_api_key` / `bad_api_key`. */
+export async function agentOf(c: Context<AppEnv>): Promise<AgentIdentity> {
+  const key = c.req
+    .header("Authorization")
+    ?.replace(/^Bearer\s+/i, "")
+    .trim();
   if (!key) throw new DomainError("no_api_key", "send Authorization: Bearer <API key>; create one with POST /v1/keys");
   const agent = API_KEY_PATTERN.test(key) ? await findAgentKey(c.env.DB, sha256Hex(key)) : null;
   if (!agent) throw new DomainError("bad_api_key", "the API key is unknown or revoked");
-  c.set("agent", agent);
-  return next();
-};
+  return agent;
+}

@@ -14,6 +14,7 @@ import { auditRoutes } from "./routes/audit";
 import { authRoutes } from "./routes/auth";
 import { deviceRoutes } from "./routes/device";
 import { historyRoutes } from "./routes/history";
+import { CLAUDE_HOOK_PATH, hookRoutes } from "./routes/hooks";
 import { keyRoutes } from "./routes/keys";
 import { liveRoutes } from "./routes/live";
 import { memberRoutes } from "./routes/members";
@@ -39,7 +40,10 @@ const limitHumanBodies = limitBody(HUMAN_BODY_BYTES);
 
 const app = new Hono<AppEnv>()
   .use("*", securityHeaders, pinHost)
-  .use("/v1/*", (c, next) => (AGENT_PERMISSIONS.test(c.req.path) ? next() : limitHumanBodies(c, next)))
+  // The Claude hook endpoint answers an oversized body itself: a 413 would let Claude carry on.
+  .use("/v1/*", (c, next) =>
+    AGENT_PERMISSIONS.test(c.req.path) || c.req.path === CLAUDE_HOOK_PATH ? next() : limitHumanBodies(c, next),
+  )
   .route("/", authRoutes)
   .route("/", passkeyRoutes)
   .route("/", webSessionRoutes)
@@ -48,6 +52,7 @@ const app = new Hono<AppEnv>()
   .route("/", approvalRoutes)
   .route("/", stepUpRoutes)
   .route("/", agentRoutes)
+  .route("/", hookRoutes)
   .route("/", pushRoutes)
   .route("/", liveRoutes)
   .route("/", deviceRoutes)

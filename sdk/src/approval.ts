@@ -89,6 +89,8 @@ export const approvalSnapshotSchema = z.object({
   session: sessionInfoSchema,
   /** The request's `_meta`, when the agent sent one: the agent's own words, unverified (not policy). */
   meta: z.record(z.string(), z.unknown()).optional(),
+  /** An ACP v2 request's `title`, `description` and `subject` as sent (the card's `toolCall` is derived from them). */
+  permission: z.looseObject({ title: z.string() }).optional(),
   /**
    * Present when the request was larger than the team's `limits.storedBytesPerRequest`: what is
    * stored is cut to the cap, and cards say "truncated: N bytes not stored". The approval's

@@ -25,6 +25,7 @@ import {
   parseJson,
   progressParamsSchema,
   type RequestPermissionParams,
+  type RequestPermissionRequest,
   type RequestPermissionResponse,
   requestPermissionParamsSchema,
   requestPermissionResponseSchema,
@@ -114,7 +115,7 @@ export class GateSession {
 
   /** Never rejects: every failure resolves to `failClosedAnswer(params.options)`. */
   requestPermission(
-    params: RequestPermissionParams,
+    params: RequestPermissionRequest,
     opts: RequestPermissionOptions = {},
   ): Promise<RequestPermissionResponse> {
     if (opts.signal?.aborted) return Promise.resolve(CANCELLED_ANSWER);
@@ -197,7 +198,7 @@ export class GateSession {
 
   #encodeRequest(
     id: number,
-    params: RequestPermissionParams,
+    params: RequestPermissionRequest,
     timeoutMs: number | undefined,
   ): string | { error: string } {
     const parsed = requestPermissionParamsSchema.safeParse(params);

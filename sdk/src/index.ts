@@ -35,6 +35,7 @@ export {
   permissionOptionSchema,
   progressParamsSchema,
   type RequestPermissionParams,
+  type RequestPermissionRequest,
   type RequestPermissionResponse,
   requestPermissionParamsSchema,
   requestPermissionResponseSchema,

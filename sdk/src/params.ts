@@ -5,14 +5,14 @@
  * (`protocol.ts`) or the framing (`jsonrpc.ts`).
  */
 import { isRecord } from "./jsonrpc.js";
-import { type RequestPermissionParams, tapgateMetaSchema } from "./protocol.js";
+import { type RequestPermissionRequest, tapgateMetaSchema } from "./protocol.js";
 
 export type OptionRef = { optionId: string; kind: string };
 
 const serverTimeoutMs = tapgateMetaSchema.shape.timeoutMs.unwrap();
 
 /** Merges into `_meta` so the agent's other keys survive, clamped to what the gate accepts. */
-export function withTimeoutMeta<T extends Pick<RequestPermissionParams, "_meta">>(params: T, timeoutMs: number): T {
+export function withTimeoutMeta<T extends { _meta?: Record<string, unknown> | null }>(params: T, timeoutMs: number): T {
   const meta = isRecord(params._meta) ? params._meta : {};
   const tapgate = isRecord(meta.tapgate) ? meta.tapgate : {};
   const min = serverTimeoutMs.minValue ?? 1000;

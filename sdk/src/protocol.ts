@@ -58,10 +58,18 @@ const metaSchema = z.record(z.string(), z.unknown()).nullish();
 export const permissionOptionKindSchema = z.enum(["allow_once", "allow_always", "reject_once", "reject_always"]);
 export type PermissionOptionKind = z.infer<typeof permissionOptionKindSchema>;
 
+/**
+ * ACP v2 reserves `_`-prefixed values for implementation-specific kinds: kept as sent, shown as
+ * the agent's own option, never counted as an allow by Tapgate. Other unknown kinds are refused.
+ */
+export const extensionKindSchema = z
+  .string()
+  .regex(/^_[\x21-\x7e]{1,63}$/, "custom option kinds start with _ (ACP extensibility), at most 64 characters");
+
 export const permissionOptionSchema = z.looseObject({
   optionId: z.string().min(1).max(128),
   name: z.string().max(512),
-  kind: permissionOptionKindSchema,
+  kind: z.union([permissionOptionKindSchema, extensionKindSchema]),
   _meta: metaSchema,
 });
 export type PermissionOption = z.infer<typeof permissionOptionSchema>;
@@ -95,18 +103,100 @@ export const toolCallUpdateSchema = z.looseObject({
 });
 export type ToolCallUpdate = z.infer<typeof toolCallUpdateSchema>;
 
-export const requestPermissionParamsSchema = z
-  .looseObject({
-    sessionId: sessionIdSchema,
-    toolCall: toolCallUpdateSchema,
-    options: z.array(permissionOptionSchema).min(1).max(LIMITS.options),
+/** ACP v1: the request is about `toolCall`. */
+const v1PermissionParamsSchema = z.looseObject({
+  sessionId: sessionIdSchema,
+  toolCall: toolCallUpdateSchema,
+  options: z.array(permissionOptionSchema).min(1).max(LIMITS.options),
+  _meta: metaSchema,
+});
+
+const absolutePathSchema = z
+  .string()
+  .max(4096)
+  .regex(/^(\/|[A-Za-z]:[\\/])/, "must be an absolute path");
+
+/** ACP v2 draft `subject`: a tool call, a command, or a type Tapgate does not know (kept as sent). */
+export const permissionSubjectSchema = z.union([
+  z.looseObject({ type: z.literal("tool_call"), toolCall: toolCallUpdateSchema, _meta: metaSchema }),
+  z.looseObject({
+    type: z.literal("command"),
+    command: z.string().max(65_536),
+    cwd: absolutePathSchema,
+    toolCallId: z.string().min(1).max(256).nullish(),
+    terminalId: z.string().min(1).max(256).nullish(),
     _meta: metaSchema,
-  })
-  .refine((p) => new Set(p.options.map((o) => o.optionId)).size === p.options.length, {
-    message: "optionId values must be unique",
-    path: ["options"],
+  }),
+  z.looseObject({
+    type: z
+      .string()
+      .min(1)
+      .max(128)
+      .refine((t) => t !== "tool_call" && t !== "command", "a known subject type with invalid fields"),
+  }),
+]);
+export type PermissionSubject = z.infer<typeof permissionSubjectSchema>;
+
+/** ACP v2 draft (`docs/rfds/v2/permission-requests.mdx`): a required `title`, optional `description` and `subject`. */
+const v2PermissionParamsSchema = z.looseObject({
+  sessionId: sessionIdSchema,
+  title: z.string().min(1).max(2048),
+  description: z.string().max(8192).nullish(),
+  subject: permissionSubjectSchema.nullish(),
+  options: z.array(permissionOptionSchema).min(1).max(LIMITS.options),
+  _meta: metaSchema,
+});
+export type RequestPermissionParamsV2 = z.infer<typeof v2PermissionParamsSchema>;
+
+/**
+ * What a card shows of a v2 request, as the tool call v1 would have sent: the prompt's `title`,
+ * its `description` as a text block, and the subject's tool call or command. The v2 fields
+ * themselves stay on the params, as sent.
+ */
+export function cardToolCallOf(p: RequestPermissionParamsV2): ToolCallUpdate {
+  const subject = p.subject;
+  const said = p.description ? [{ type: "content", content: { type: "text", text: p.description } }] : [];
+  if (subject?.type === "tool_call" && "toolCall" in subject) {
+    const tc = subject.toolCall as ToolCallUpdate;
+    return { ...tc, title: p.title, content: [...said, ...(tc.content ?? [])] };
+  }
+  if (subject?.type === "command" && "command" in subject) {
+    const { command, cwd, toolCallId } = subject as { command: string; cwd: string; toolCallId?: string | null };
+    const rawInput = { command, cwd };
+    return { toolCallId: toolCallId ?? "command", title: p.title, kind: "execute", content: said, rawInput };
+  }
+  return { toolCallId: "permission", title: p.title, kind: "other", content: said };
+}
+
+const v2CardSchema = v2PermissionParamsSchema.transform((p) => ({ ...p, toolCall: cardToolCallOf(p) }));
+
+/** v2 is a request with a `title` and no `toolCall`; anything else is read (and refused) as v1, naming its fields. */
+const isV2 = (v: unknown) => typeof v === "object" && v !== null && !("toolCall" in v) && "title" in v;
+
+/**
+ * `session/request_permission` params, v1 and v2 side by side: a v2 request is read with the
+ * card's tool call derived from it (`cardToolCallOf`), its own fields untouched.
+ */
+export const requestPermissionParamsSchema = z
+  .unknown()
+  .transform((value, ctx): z.output<typeof v1PermissionParamsSchema> | z.output<typeof v2CardSchema> => {
+    const parsed = (isV2(value) ? v2CardSchema : v1PermissionParamsSchema).safeParse(value);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) ctx.issues.push({ ...issue, input: undefined });
+      return z.NEVER;
+    }
+    const { options } = parsed.data;
+    if (new Set(options.map((o) => o.optionId)).size !== options.length) {
+      ctx.issues.push({ code: "custom", message: "optionId values must be unique", path: ["options"], input: options });
+      return z.NEVER;
+    }
+    return parsed.data;
   });
 export type RequestPermissionParams = z.infer<typeof requestPermissionParamsSchema>;
+/** What an agent sends: v1 (`toolCall`) or v2 (`title`, `subject`). */
+export type RequestPermissionRequest =
+  | z.input<typeof v1PermissionParamsSchema>
+  | z.input<typeof v2PermissionParamsSchema>;
 
 export const requestPermissionResponseSchema = z.looseObject({
   outcome: z.discriminatedUnion("outcome", [
@@ -133,7 +223,9 @@ export const tapgateAnswerMetaSchema = z.looseObject({
 export type TapgateAnswerMeta = z.infer<typeof tapgateAnswerMetaSchema>;
 
 /** The `_meta.tapgate` of an answer, when the service sent a well-formed one. */
-export function tapgateAnswerMeta(answer: RequestPermissionResponse): TapgateAnswerMeta | undefined {
+export function tapgateAnswerMeta(answer: {
+  _meta?: Record<string, unknown> | null | undefined;
+}): TapgateAnswerMeta | undefined {
   const parsed = tapgateAnswerMetaSchema.safeParse(answer._meta?.tapgate);
   return parsed.success ? parsed.data : undefined;
 }

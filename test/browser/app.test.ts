@@ -142,6 +142,8 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
     }
   });
 
+  const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
   it("buttons say what an option does (its kind), not what the agent calls it; the agent's _meta and withheld old text are labelled", async () => {
     const tapgate = new Tapgate({ url: app.direct, apiKey: await human.createKey(), onLog: () => undefined });
     try {
@@ -168,7 +170,7 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
           { optionId: "yes", name: "Deny\u200B (safe)", kind: "allow_once" },
           { optionId: "no", name: "Allow", kind: "reject_once" },
         ],
-        _meta: { policy: "pre-approved by security" },
+        _meta: { policy: "pre-approved by security", traceparent: TRACEPARENT },
       });
       const approval = await human.waitForOne(sessionId);
       await page.goto(`/approvals/${approval.id}`);
@@ -189,6 +191,8 @@ describe.skipIf(!browserAvailable)("the installable app in headless Chromium", (
 
       const meta = page.getByTestId("card-meta");
       expect(await meta.textContent()).toContain("pre-approved by security");
+      // The agent's trace id, from its W3C traceparent, among the card's facts.
+      expect(await page.getByTestId("card-session").textContent()).toContain("Trace4bf92f3577b34da6a3ce929d0e0e4736");
       expect(await page.getByRole("heading", { name: "From the agent (unverified)" }).count()).toBe(1);
       expect(await page.getByText("Policy metadata").count()).toBe(0);
 

@@ -9,6 +9,7 @@ import { ROOT } from "../../scripts/local-worker.mjs";
 export const CLI = join(ROOT, "sdk", "dist", "cli", "main.js");
 export const EXAMPLE_AGENT = [process.execPath, join(ROOT, "node_modules/acp-sdk-v1/dist/examples/agent.js")];
 export const STRING_ID_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/string-id-agent.mjs")];
+export const V2_PERMISSION_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/v2-permission-agent.mjs")];
 export const ABORT_AWARE_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/abort-aware-agent.mjs")];
 export const ELICIT_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/elicit-agent.mjs")];
 

@@ -1,22 +1,18 @@
 /** `tapgate claude-hook` as Claude Code runs it: a child process, hook JSON on stdin, against `wrangler dev`. */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
-import type { Approval } from "../../sdk/src/approval";
 import { diffs, sanitizeSessionId, summarize, title, toolKind } from "../../sdk/src/claude/hook";
-import { denyReason, parseTimeout } from "../../sdk/src/cli/claude-hook";
+import { parseTimeout } from "../../sdk/src/hooks/command";
+import { denyReason } from "../../sdk/src/hooks/decision";
 import { Person, unique } from "./helpers";
+import { answerOf, runHook as runAgentHook, waitForResolved } from "./hook-helpers";
 
 let worker: Awaited<ReturnType<typeof startLocalWorker>>;
 let person: Person;
 let key: string;
-/** An empty home, so a developer's own `tapgate login` never leaks into a test. */
-const home = mkdtempSync(join(tmpdir(), "tapgate-hook-home-"));
-
 beforeAll(async () => {
   worker = await startLocalWorker();
   person = await Person.signUp(worker.url);
@@ -24,41 +20,9 @@ beforeAll(async () => {
 });
 afterAll(() => worker?.stop());
 
-interface HookRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runHook(input: unknown, opts: { args?: string[]; env?: Record<string, string> } = {}): Promise<HookRun> {
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: home, ...opts.env };
-  delete env.TAPGATE_HOOK_TIMEOUT;
-  if (!opts.env?.TAPGATE_API_KEY) delete env.TAPGATE_API_KEY;
-  const child = spawn(process.execPath, ["sdk/dist/cli/main.js", "claude-hook", ...(opts.args ?? [])], {
-    cwd: ROOT,
-    env,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => {
-    stdout += d;
-  });
-  child.stderr.on("data", (d) => {
-    stderr += d;
-  });
-  child.stdin.end(typeof input === "string" ? input : JSON.stringify(input));
-  return once(child, "close").then(([code]) => ({ code: code as number | null, stdout, stderr }));
-}
+const runHook = (input: unknown, opts?: Parameters<typeof runAgentHook>[2]) => runAgentHook("claude-hook", input, opts);
 
 const signedIn = () => ({ TAPGATE_URL: worker.url, TAPGATE_API_KEY: key });
-
-/** Exactly one JSON line on stdout: Claude parses the whole of it. */
-function answerOf(run: HookRun): unknown {
-  expect(run.code, run.stderr).toBe(0);
-  expect(run.stdout.trim().split("\n")).toHaveLength(1);
-  return JSON.parse(run.stdout);
-}
 
 function preToolUse(sessionId: string, tool: string, toolInput: Record<string, unknown>) {
   return {
@@ -71,20 +35,6 @@ function preToolUse(sessionId: string, tool: string, toolInput: Record<string, u
     tool_input: toolInput,
     tool_use_id: unique("toolu"),
   };
-}
-
-/** The index is written just after each resolution: wait for it rather than guessing how long. */
-function waitForResolved(sessionId: string): Promise<Approval> {
-  return vi.waitFor(
-    async () => {
-      const res = await person.fetch("/v1/approvals?state=resolved&scope=mine&limit=200");
-      const { approvals } = (await res.json()) as { approvals: Approval[] };
-      const found = approvals.find((a) => a.sessionId === sessionId);
-      if (!found) throw new Error("not resolved yet");
-      return found;
-    },
-    { timeout: 10_000, interval: 20 },
-  );
 }
 
 describe("tapgate claude-hook against wrangler dev", () => {
@@ -203,7 +153,7 @@ describe("tapgate claude-hook against wrangler dev", () => {
         permissionDecisionReason: "Tapgate: expired — no decision within 1 s",
       },
     });
-    const approval = await waitForResolved(sessionId);
+    const approval = await waitForResolved(person, sessionId);
     expect(approval).toMatchObject({ state: "expired", reason: "expired" });
     expect(approval.expiresAt - approval.createdAt).toBe(1_000);
   });
@@ -386,13 +336,14 @@ describe("the Claude tool mapping", () => {
     expect(sanitizeSessionId("x".repeat(300))).toHaveLength(128);
   });
 
-  it("reads the timeout from --timeout, then TAPGATE_HOOK_TIMEOUT, else 540 s", () => {
-    expect(parseTimeout([], undefined)).toBe(540);
-    expect(parseTimeout([], "30")).toBe(30);
-    expect(parseTimeout(["--timeout", "5"], "30")).toBe(5);
-    expect(parseTimeout(["--timeout=7"], undefined)).toBe(7);
-    expect(parseTimeout(["--timeout", "0"], undefined)).toMatch(/invalid timeout/);
-    expect(parseTimeout(["--bogus"], undefined)).toMatch(/unknown argument/);
+  it("reads the timeout from --timeout, then TAPGATE_HOOK_TIMEOUT, else the hook's default", () => {
+    const parse = (args: string[], env: string | undefined) => parseTimeout(args, env, 540, "claude-hook");
+    expect(parse([], undefined)).toBe(540);
+    expect(parse([], "30")).toBe(30);
+    expect(parse(["--timeout", "5"], "30")).toBe(5);
+    expect(parse(["--timeout=7"], undefined)).toBe(7);
+    expect(parse(["--timeout", "0"], undefined)).toMatch(/invalid timeout/);
+    expect(parse(["--bogus"], undefined)).toMatch(/tapgate claude-hook \[--timeout SECONDS\]/);
   });
 });
 

@@ -18,7 +18,9 @@ import type {
   AgentAsk,
   CreateElicitationResponse,
   ElicitationAction,
+  HelloParams,
   Progress,
+  RequestPermissionParams,
   RequestPermissionResponse,
 } from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
@@ -164,8 +166,11 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
   /** The team's policy changed: requests opened from now on use it. False if it was not newer. */
   applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean>;
 
-  /** Holds a request for an agent that polls instead of holding a socket. */
-  openOverHttp(join: GateJoin, params: AgentAsk): Promise<HttpOpenResult>;
+  /**
+   * Holds a request for an agent that polls instead of holding a socket; `info` is what a
+   * socket's `_tapgate/hello` would tell (the HTTP hook endpoint sends it).
+   */
+  openOverHttp(join: GateJoin, params: AgentAsk, info?: HelloParams): Promise<HttpOpenResult>;
   /** Answers once the approval is resolved or `waitMs` has passed; every poll renews the lease. */
   poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult>;
   /** The agent gives a request up: `cancelled` while pending, else its final answer again. */

@@ -11,6 +11,7 @@ import type {
   AgentAnswer,
   AgentAsk,
   CreateElicitationResponse,
+  HelloParams,
   Progress,
   RequestPermissionResponse,
 } from "../../sdk/src/protocol";
@@ -28,6 +29,8 @@ export interface HttpHost {
   join(join: GateJoin): ServedSession | null;
   /** Where a pending request stands (escalation.ts), for the `202` body. */
   progress(approvalId: string): Progress | null;
+  /** What the session is, as a socket's hello would say. */
+  hello(info: HelloParams): void;
 }
 
 export class HttpAgents {
@@ -35,9 +38,10 @@ export class HttpAgents {
 
   constructor(private readonly gate: HttpHost) {}
 
-  async open(join: GateJoin, params: AgentAsk): Promise<HttpOpenResult> {
+  async open(join: GateJoin, params: AgentAsk, info?: HelloParams): Promise<HttpOpenResult> {
     const meta = this.gate.join(join);
     if (!meta) return { ok: false, error: "key_revoked", message: "this API key was revoked" };
+    if (info) this.gate.hello(info);
     const now = Date.now();
     // No socket and no JSON-RPC id: the lease alone keeps it open.
     const holder = { socketId: "", rpcKey: "null", keyId: join.keyId, leaseUntil: now + LEASE_MS };

@@ -86,6 +86,7 @@ export function newApproval(a: {
     toolCall: { ...a.knownToolCall, ...withoutNullish(toolCall), toolCallId: toolCall.toolCallId },
     session: a.meta.info,
     ...(a.params._meta ? { meta: a.params._meta } : {}),
+    ...v2Fields(a.params),
   };
   const risk = riskOf(a.meta.policy, snapshot);
   const quorum = openingQuorum(a.meta.policy, risk);
@@ -158,6 +159,13 @@ export function agentAnswer(
       tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }), ...message },
     },
   };
+}
+
+/** An ACP v2 request's own prompt and subject, stored as sent beside the card's derived tool call. */
+function v2Fields(params: RequestPermissionParams): { permission?: { title: string; [k: string]: unknown } } {
+  const { title, description, subject } = params as { title?: unknown; description?: unknown; subject?: unknown };
+  if (typeof title !== "string") return {};
+  return { permission: { title, ...(description != null && { description }), ...(subject != null && { subject }) } };
 }
 
 /** Why a pending request ends at `now` without a human, or null while it still waits. */

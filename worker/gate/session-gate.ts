@@ -14,7 +14,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../../sdk/src/approval";
-import { type AgentAsk, HEARTBEAT_INTERVAL_MS, METHODS } from "../../sdk/src/protocol";
+import { type AgentAsk, HEARTBEAT_INTERVAL_MS, type HelloParams, METHODS } from "../../sdk/src/protocol";
 import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";
@@ -111,6 +111,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       admission,
       join: (join) => this.presence.join(join),
       progress: (approvalId) => this.escalation.progress(approvalId),
+      hello: (info) => this.presence.hello(info),
     });
     this.change(() => this.agents.resolveOrphans(Date.now()));
   }
@@ -183,8 +184,8 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   // ── RPC: agents over HTTP ────────────────────────────────────────────────
 
-  async openOverHttp(join: GateJoin, params: AgentAsk): Promise<HttpOpenResult> {
-    return this.changeAsync(() => this.http.open(join, params));
+  async openOverHttp(join: GateJoin, params: AgentAsk, info?: HelloParams): Promise<HttpOpenResult> {
+    return this.changeAsync(() => this.http.open(join, params, info));
   }
 
   async poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult> {

@@ -2,6 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { CLAIM_MS } from "../../../sdk/src/human/approvals";
 import { describeMatch } from "../../../sdk/src/rules";
+import { traceIdOf } from "../../../sdk/src/trace";
 import { type ApiError, type ApprovalView, api, canDecide, type Delivery, type RuleMatch } from "../api";
 import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
@@ -192,6 +193,7 @@ function Card({
         <Fact label="Agent" value={d.agent} />
         <Fact label="Host" value={session.host} />
         <Fact label="Directory" value={session.cwd} />
+        <Fact label="Trace" value={traceIdOf(approval.snapshot.meta)} />
       </dl>
 
       {approval.snapshot.elicitation && (
@@ -228,7 +230,7 @@ function Card({
           <SafeText text={prettyJson(rawInput)} block testId="card-raw-input" />
         </Section>
       )}
-      <AgentMeta request={approval.snapshot.meta} toolCall={tc._meta} />
+      <AgentMeta request={approval.snapshot.meta} toolCall={tc._meta} subject={unknownSubject(approval)} />
       {approval.delivery && approval.delivery.length > 0 && <DeliveryList delivery={approval.delivery} />}
       <EscalationTimeline approval={approval} />
 
@@ -294,10 +296,11 @@ function Outcome({ approval }: { approval: ApprovalView }) {
  * The agent's own `_meta` (on the request and on its tool call): whatever the agent chose to
  * say, in its words. It is not Tapgate's policy and nothing checked it, so the heading says so.
  */
-function AgentMeta({ request, toolCall }: { request: unknown; toolCall: unknown }) {
+function AgentMeta({ request, toolCall, subject }: { request: unknown; toolCall: unknown; subject: unknown }) {
   const blocks = [
     ["request", request],
     ["tool call", toolCall],
+    ["subject", subject],
   ].filter(([, meta]) => Object.keys(asRecord(meta)).length > 0);
   if (blocks.length === 0) return null;
   return (
@@ -311,6 +314,12 @@ function AgentMeta({ request, toolCall }: { request: unknown; toolCall: unknown 
       ))}
     </Section>
   );
+}
+
+/** An ACP v2 subject of a type Tapgate does not render (tool calls and commands are the card itself). */
+function unknownSubject(approval: ApprovalView): unknown {
+  const subject = asRecord(approval.snapshot.permission?.subject);
+  return subject.type === "tool_call" || subject.type === "command" ? undefined : subject;
 }
 
 function Fact({ label, value }: { label: string; value: string | null }) {

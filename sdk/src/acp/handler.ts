@@ -1,4 +1,4 @@
-import type { ClientRequestHandlersByMethod } from "@agentclientprotocol/sdk";
+import { type ClientRequestHandlersByMethod, RequestError } from "@agentclientprotocol/sdk";
 import type { LogLevel, SessionMeta, Tapgate } from "../client.js";
 import {
   type CreateElicitationParams,
@@ -6,7 +6,9 @@ import {
   failClosedAnswer,
   type Progress,
   type RequestPermissionParams,
+  tapgateAnswerMeta,
 } from "../protocol.js";
+import { EXPIRED_MESSAGE, REQUEST_CANCELLED } from "./expiry.js";
 import { sessionsOf } from "./sessions.js";
 
 /** The `session/request_permission` handler of an `@agentclientprotocol/sdk` 2.x `client()` app. */
@@ -29,7 +31,8 @@ export interface AcpPermissionHandlerOptions {
  * Routes each permission request to the Tapgate session named by its `sessionId` (one per ACP
  * session, shared by every handler of this gate) and honours the request's cancellation signal
  * (the agent's `$/cancel_request`, or the connection closing), which withdraws the card.
- * Never throws: without an answer from a human it resolves to the fail-closed answer.
+ * Without an answer from a human it resolves to the fail-closed answer; an expired request is
+ * the one exception: it throws ACP's `-32800` Request Cancelled error (see `expiry.ts`).
  *
  * @example
  * acp.client().onRequest("session/request_permission", acpPermissionHandler(gate)).connect(stream)
@@ -46,6 +49,8 @@ export function acpPermissionHandler(gate: Tapgate, options: AcpPermissionHandle
       log,
       onProgress: options.onProgress,
     });
+    const meta = answer && tapgateAnswerMeta(answer);
+    if (meta?.reason === "expired") throw new RequestError(REQUEST_CANCELLED, EXPIRED_MESSAGE, { tapgate: meta });
     return answer ?? failClosedAnswer(asked.options);
   };
 }

@@ -27,6 +27,7 @@ import {
   RPC_ERROR,
   requestPermissionResponseSchema,
 } from "../protocol.js";
+import { expiredError } from "./expiry.js";
 import { classifyLine, type Message, writeLine, writeMessage } from "./ndjson.js";
 import { type GateSessions, sessionsOf } from "./sessions.js";
 
@@ -244,7 +245,7 @@ export class AcpProxy {
     ask.done = true;
     this.#asks.delete(rpcIdKey(ask.id));
     const write = () => {
-      if (!this.#agentGone) writeMessage(this.#toAgent, rpcResult(ask.id, answer));
+      if (!this.#agentGone) writeMessage(this.#toAgent, expiredError(ask.id, answer) ?? rpcResult(ask.id, answer));
     };
     if (!opts.later) write();
     if (ask.editorId) {

@@ -8,6 +8,14 @@
  * only, `tool_use_id`. Claude reads the JSON answer from stdout when the command exits 0.
  */
 import { z } from "zod";
+import { HOOK_OPTIONS, type HookDecision } from "../hooks/decision.js";
+import {
+  type SummaryStyle,
+  sanitizeSessionId as sanitize,
+  stringOf as str,
+  summarizeAs,
+  titleOf,
+} from "../hooks/request.js";
 import type { RequestPermissionParams, ToolCallUpdate } from "../protocol.js";
 
 export const HOOK_EVENTS = ["PreToolUse", "PermissionRequest"] as const;
@@ -28,11 +36,6 @@ export type HookInput = z.infer<typeof hookInputSchema>;
 type ToolKind = NonNullable<ToolCallUpdate["kind"]>;
 type Content = NonNullable<ToolCallUpdate["content"]>[number];
 type Location = NonNullable<ToolCallUpdate["locations"]>[number];
-
-export const OPTIONS = [
-  { optionId: "allow", name: "Allow once", kind: "allow_once" },
-  { optionId: "deny", name: "Deny", kind: "reject_once" },
-] as const satisfies RequestPermissionParams["options"];
 
 const KIND_BY_TOOL: Record<string, ToolKind> = {
   Bash: "execute",
@@ -63,44 +66,19 @@ const SUMMARY_FIELD: Record<string, string> = {
   Agent: "description",
 };
 
-const SUMMARY_CHARS = 80;
-
 export const toolKind = (toolName: string): ToolKind => KIND_BY_TOOL[toolName] ?? "other";
 
-const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
+const STYLE_BY_TOOL: Record<string, SummaryStyle> = { Bash: "command", WebFetch: "url" };
 
-/**
- * Whitespace collapsed and cut at 80 code points. The title may reach a lock screen, so it never
- * carries what tends to hold secrets: a command keeps only its program, a URL only its host
- * (the card shows the full input).
- */
+/** The argument a human recognises, on one line, without what tends to hold secrets (`summarizeAs`). */
 export function summarize(toolName: string, input: Record<string, unknown>): string {
   const field = SUMMARY_FIELD[toolName];
   const raw = (field ? str(input[field]) : undefined) ?? Object.values(input).find((v) => typeof v === "string");
-  const text = withoutArguments(toolName, (str(raw) ?? "").replace(/\s+/g, " ").trim());
-  const chars = Array.from(text);
-  return chars.length > SUMMARY_CHARS ? `${chars.slice(0, SUMMARY_CHARS - 1).join("")}…` : text;
+  return summarizeAs(STYLE_BY_TOOL[toolName] ?? "text", str(raw) ?? "");
 }
 
-function withoutArguments(toolName: string, text: string): string {
-  if (toolName === "Bash") {
-    const [program = "", ...rest] = text.split(" ");
-    return rest.length > 0 ? `${program} …` : program;
-  }
-  if (toolName === "WebFetch") {
-    try {
-      return new URL(text).host;
-    } catch {
-      return "";
-    }
-  }
-  return text;
-}
-
-export function title(toolName: string, input: Record<string, unknown>): string {
-  const summary = summarize(toolName, input);
-  return summary ? `${toolName}: ${summary}` : toolName;
-}
+export const title = (toolName: string, input: Record<string, unknown>): string =>
+  titleOf(toolName, summarize(toolName, input));
 
 /** The path the tool touches, for ACP `locations`. */
 function toolPath(toolName: string, input: Record<string, unknown>): string | undefined {
@@ -161,10 +139,10 @@ export function diffs(toolName: string, input: Record<string, unknown>, readExis
 }
 
 /** Session ids are 1-128 of [A-Za-z0-9._:-] (Claude's UUIDs already fit); anything else is mapped into that. */
-export function sanitizeSessionId(id: string): string {
-  const cleaned = id.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128);
-  return cleaned || "claude-code";
-}
+export const sanitizeSessionId = (id: string): string => sanitize(id, "claude-code");
+
+/** Claude's `tool_use_id` (PreToolUse), else a generated `claude-<uuid>`. */
+export const toolCallIdOf = (input: HookInput): string => input.tool_use_id ?? `claude-${crypto.randomUUID()}`;
 
 export function toPermissionRequest(
   input: HookInput,
@@ -186,14 +164,8 @@ export function toPermissionRequest(
       ...(where.length ? { locations: where } : {}),
       rawInput: args,
     },
-    options: [...OPTIONS],
+    options: [...HOOK_OPTIONS],
   };
-}
-
-export interface HookDecision {
-  allow: boolean;
-  /** Shown to Claude on a deny, to the user on an allow. */
-  reason: string;
 }
 
 /** The JSON Claude Code reads from stdout, in the shape each event expects. */
@@ -209,4 +181,16 @@ export function hookOutput(event: HookEvent, decision: HookDecision): Record<str
       permissionDecisionReason: decision.reason,
     },
   };
+}
+
+/** The hook event a payload names, if it is one Tapgate answers. */
+export function eventOf(input: unknown): HookEvent | undefined {
+  const name = input && typeof input === "object" ? (input as Record<string, unknown>).hook_event_name : undefined;
+  return HOOK_EVENTS.find((e) => e === name);
+}
+
+/** The answer for whatever the hook received: in its event's shape, or undefined when the event is unknown. */
+export function answerFor(input: unknown, decision: HookDecision): Record<string, unknown> | undefined {
+  const event = eventOf(input);
+  return event ? hookOutput(event, decision) : undefined;
 }

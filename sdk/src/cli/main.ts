@@ -13,6 +13,8 @@ const COMMANDS: Record<string, { summary: string; run: (args: string[]) => Promi
   acp: { summary: "ACP stdio proxy: tapgate acp [--decide phone|race] -- <agent command…>", run: lazy("./acp.js") },
   run: { summary: "headless ACP client: tapgate run [--prompt TEXT] -- <agent command…>", run: lazy("./run.js") },
   "claude-hook": { summary: "Claude Code PreToolUse / PermissionRequest hook", run: lazy("./claude-hook.js") },
+  "codex-hook": { summary: "OpenAI Codex PermissionRequest hook", run: lazy("./codex-hook.js") },
+  "gemini-hook": { summary: "Gemini CLI BeforeTool hook", run: lazy("./gemini-hook.js") },
 };
 
 /** Each subcommand module exports `main(args): Promise<number>` (the exit code). */

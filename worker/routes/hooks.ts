@@ -1,0 +1,158 @@
+/**
+ * Claude Code's HTTP hooks (`type: "http"`), for machines without the `tapgate` binary:
+ * `POST /v1/hooks/claude-code?timeout=SECONDS` takes a `PreToolUse` or `PermissionRequest` hook
+ * input, opens it on the session's gate (HTTP-held, like the long poll), holds the HTTP request
+ * until a human decides or just before the hook's timeout, and answers exactly the JSON
+ * `tapgate claude-hook` prints.
+ *
+ * Claude Code treats a non-2xx answer, a connection failure and a timeout as a non-blocking
+ * error and carries on (for `PreToolUse`, into its own permission flow, which may allow). So this
+ * route answers 200 with a deny for every failure it sees — a missing or bad key, bad input, a
+ * refusal, expiry — and never an empty 2xx ("no decision").
+ *
+ * Owns: the endpoint, its timeout and its answers. Does not own: the payload → request mapping
+ * (`sdk/src/claude/hook.ts`, shared with the command hook), what an answer means
+ * (`sdk/src/hooks/decision.ts`), or holding the request (the gate's HTTP side).
+ */
+import { type Context, Hono } from "hono";
+import { z } from "zod";
+import {
+  eventOf,
+  type HookInput,
+  hookInputSchema,
+  hookOutput,
+  sanitizeSessionId,
+  toolCallIdOf,
+  toPermissionRequest,
+} from "../../sdk/src/claude/hook";
+import { duplicateKeyMessage, findDuplicateKey } from "../../sdk/src/duplicate-keys";
+import { decisionFrom, deny, type HookDecision } from "../../sdk/src/hooks/decision";
+import { depthExceeds } from "../../sdk/src/jsonrpc";
+import { LIMITS, parseJson } from "../../sdk/src/protocol";
+import { agentOf } from "../auth";
+import { DomainError } from "../errors";
+import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate/api";
+import { joinSession } from "../team/agent-sessions";
+import type { AppEnv } from "../types";
+
+export const CLAUDE_HOOK_PATH = "/v1/hooks/claude-code";
+
+/** When the settings block names no `?timeout=`: hold no longer than the shortest hook default Claude has (30 s). */
+const DEFAULT_TIMEOUT_S = 30;
+const MAX_TIMEOUT_S = 24 * 60 * 60;
+/** Answer this long before Claude's own timeout, so the answer lands before Claude gives up (at most 5 s, a quarter of short ones). */
+const MAX_MARGIN_MS = 5_000;
+
+const timeoutQuery = z.coerce.number().int().min(1).max(MAX_TIMEOUT_S);
+
+/**
+ * How long to hold the request: answered `answerByMs` after it arrived, the hook's timeout less a
+ * margin; the card expires a little sooner (`lifetimeMs`, at least the gate's 1 s), so that the
+ * gate's own expiry, not a withdrawal, normally ends it.
+ */
+export function holdFor(timeoutS: number): { lifetimeMs: number; answerByMs: number } {
+  const timeoutMs = timeoutS * 1000;
+  const margin = Math.min(MAX_MARGIN_MS, timeoutMs / 4);
+  const answerByMs = Math.max(1_000, timeoutMs - margin);
+  return { lifetimeMs: Math.max(1_000, answerByMs - Math.min(1_000, margin / 2)), answerByMs };
+}
+
+/** Claude can read only a hook answer with a decision: every failure is a deny, in the event's shape when known. */
+function answer(c: Context, input: unknown, decision: HookDecision) {
+  const event = eventOf(input);
+  // No event Tapgate answers: the top-level `decision: "block"` every blocking event honours.
+  return c.json(event ? hookOutput(event, decision) : { decision: "block", reason: decision.reason }, 200);
+}
+
+export const hookRoutes = new Hono<AppEnv>().post(CLAUDE_HOOK_PATH, async (c) => {
+  const text = await c.req.text();
+  const input = parseJson(text);
+  try {
+    return answer(c, input, await decide(c, text, input));
+  } catch (err) {
+    // A refusal from the session join (another user's session, a just-revoked key) or anything unexpected.
+    const message = err instanceof DomainError ? err.message : "something went wrong; nothing was decided";
+    if (!(err instanceof DomainError)) console.error("claude http hook failed", err instanceof Error ? err.name : "");
+    return answer(c, input, deny(`Tapgate: ${message}`));
+  }
+});
+
+async function decide(c: Context<AppEnv>, text: string, input: unknown): Promise<HookDecision> {
+  if (new TextEncoder().encode(text).length > LIMITS.frameBytes) {
+    return deny(`Tapgate: the hook input is larger than ${LIMITS.frameBytes} bytes`);
+  }
+  if (input === undefined) return deny("Tapgate: the hook input is not JSON");
+  const duplicate = findDuplicateKey(text);
+  if (duplicate) return deny(`Tapgate: ${duplicateKeyMessage(duplicate)}`);
+  if (depthExceeds(input, LIMITS.jsonDepth)) return deny(`Tapgate: JSON nested deeper than ${LIMITS.jsonDepth}`);
+  const timeout = c.req.query("timeout");
+  const timeoutS = timeout === undefined ? DEFAULT_TIMEOUT_S : timeoutQuery.safeParse(timeout).data;
+  if (timeoutS === undefined) {
+    return deny(`Tapgate: invalid ?timeout=${JSON.stringify(timeout)}: use whole seconds from 1 to ${MAX_TIMEOUT_S}`);
+  }
+  const parsed = hookInputSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
+    return deny(`Tapgate: invalid hook input (${where}${issue?.message})`);
+  }
+  const agent = await agentOrProblem(c);
+  if (typeof agent === "string") return deny(`Tapgate: ${agent}`);
+  return hold(c, agent, parsed.data, holdFor(timeoutS));
+}
+
+/** The key's identity, or why there is none, worded for the person reading Claude's transcript. */
+async function agentOrProblem(c: Context<AppEnv>) {
+  const header = c.req.header("Authorization") ?? "";
+  if (/^\s*(Bearer\s*)?$/i.test(header)) {
+    // Claude Code sends an empty string for a variable that `allowedEnvVars` does not list, or that is unset.
+    return 'no API key: set TAPGATE_API_KEY and list it in the hook\'s "allowedEnvVars"';
+  }
+  try {
+    return await agentOf(c);
+  } catch (err) {
+    if (err instanceof DomainError) return `${err.message} — create a new one (tapgate login, or POST /v1/keys)`;
+    throw err;
+  }
+}
+
+type Agent = Awaited<ReturnType<typeof agentOf>>;
+
+async function hold(
+  c: Context<AppEnv>,
+  agent: Agent,
+  input: HookInput,
+  { lifetimeMs, answerByMs }: ReturnType<typeof holdFor>,
+): Promise<HookDecision> {
+  const asked = Date.now();
+  const deadline = asked + answerByMs;
+  const sessionId = sanitizeSessionId(input.session_id);
+  const session = await joinSession(c.env, agent, sessionId, (work) => c.executionCtx.waitUntil(work));
+  const request = toPermissionRequest(input, sessionId, toolCallIdOf(input), () => ({
+    withheld: "the HTTP hook cannot read the agent's files",
+  }));
+  const params = { ...request, _meta: { tapgate: { timeoutMs: lifetimeMs } } };
+  const info = { title: "Claude Code", agent: { name: "claude-code" }, ...(input.cwd && { cwd: input.cwd }) };
+  const opened = (await session.gate.openOverHttp(session.join, params, info)) as unknown as HttpOpenResult;
+  if (!opened.ok) return deny(`Tapgate: ${opened.message}`);
+  const caller = { teamId: agent.teamId, userId: agent.userId, keyId: agent.keyId };
+  for (;;) {
+    const left = deadline - Date.now();
+    // Past the hold, the request is withdrawn; a human's decision that won the race still counts.
+    const result = (
+      left > 0
+        ? await session.gate.poll(caller, opened.approvalId, Math.min(left, MAX_WAIT_SECONDS * 1000))
+        : await session.gate.cancelOverHttp(caller, opened.approvalId)
+    ) as HttpPollResult;
+    if (!result.ok) return deny("Tapgate: the request is gone");
+    const body = result.body;
+    if (body.state === "pending") continue;
+    if (body.reason === "agent_cancelled") {
+      return deny(`Tapgate: no decision within ${Math.round(lifetimeMs / 1000)} s`);
+    }
+    // A permission request was asked, so the answer has an outcome; anything else is no allow.
+    if (!("outcome" in body)) return deny("Tapgate: the service answered something other than a decision");
+    const waited = { waitedMs: Date.now() - asked, timeoutMs: lifetimeMs };
+    return decisionFrom({ outcome: body.outcome, _meta: body._meta }, waited);
+  }
+}
