@@ -66,7 +66,7 @@ const codexDeny = (message: string) => ({
 describe("tapgate codex-hook against wrangler dev", () => {
   it("Bash: the card shows the command, the cwd and Codex; a human's allow is an allow", async () => {
     const sessionId = unique("codex");
-    const input = codexInput(sessionId, "Bash", "git push --force origin main");
+    const input = codexInput(sessionId, "Bash", "git push origin main");
     const run = runHook("codex-hook", input, { env: signedIn() });
     const approval = await person.waitForOne(sessionId);
     expect(approval.snapshot.toolCall).toMatchObject({
@@ -135,7 +135,7 @@ describe("tapgate codex-hook against wrangler dev", () => {
 describe("tapgate gemini-hook against wrangler dev", () => {
   it("run_shell_command: the card shows the command, the cwd and Gemini CLI; allow is an allow", async () => {
     const sessionId = unique("gemini");
-    const toolInput = { command: "rm -rf build", description: "clean", directory: "." };
+    const toolInput = { command: "rm -r build", description: "clean", directory: "." };
     const run = runHook("gemini-hook", geminiInput(sessionId, "run_shell_command", toolInput), { env: signedIn() });
     const approval = await person.waitForOne(sessionId);
     expect(approval.snapshot.toolCall).toMatchObject({

@@ -8,7 +8,7 @@ import type { Approval } from "../../sdk/src/approval";
 import { holdFor } from "../../worker/routes/hooks";
 import { createKey, decide, json, ORIGIN, pendingApprovals, signUp, unique } from "./helpers";
 
-function preToolUse(sessionId: string, toolInput: Record<string, unknown> = { command: "git push --force" }) {
+function preToolUse(sessionId: string, toolInput: Record<string, unknown> = { command: "git push origin main" }) {
   return {
     session_id: sessionId,
     transcript_path: "/home/ada/.claude/projects/demo/transcript.jsonl",
