@@ -46,7 +46,9 @@ async function written(teamId: string, sessionId: string, approvalId: string) {
   const row = await env.DB.prepare("SELECT state, option_id, message FROM approvals WHERE id = ?")
     .bind(approvalId)
     .first();
-  return { actions: audit.results.map((r) => r.action), details: audit.results.map((r) => JSON.parse(r.detail)), row };
+  // The escalation ladder's steps are audited too; this file is about decisions.
+  const decisions = audit.results.filter((r) => r.action !== "approval.escalated");
+  return { actions: decisions.map((r) => r.action), details: decisions.map((r) => JSON.parse(r.detail)), row };
 }
 
 /** One agent socket holding `count` requests (ids 1…count), and their approvals in that order. */

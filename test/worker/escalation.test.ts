@@ -192,6 +192,21 @@ describe("the escalation ladder", () => {
     expect((await detail(owner, approval.id)).escalations).toHaveLength(1);
   });
 
+  it("tells the agent who is looking when a teammate claims the request", async () => {
+    const owner = await signUp("Ada");
+    await fake.addPhone(owner);
+    const { agent, approval } = await ask(owner);
+    await fake.untilPushes(1);
+    const claimed = await api(`/v1/approvals/${approval.id}/claim`, {
+      method: "POST",
+      cookie: owner.cookie,
+      body: "{}",
+    });
+    expect(claimed.status).toBe(200);
+    const progress = await agent.nextProgress((p) => p.claimedBy !== undefined);
+    expect(progress).toMatchObject({ approvalId: approval.id, claimedBy: { name: "Ada", at: expect.any(Number) } });
+  });
+
   it("when no device can be reached, says so at once and runs the first step that can reach someone", async () => {
     const owner = await signUp();
     const bea = await addMember(owner, "approver", "Bea");

@@ -145,6 +145,8 @@ export interface DeliveryReceipts {
   deliveredTo: Array<{ userId: string; name: string; device: string; at: number; shownAt?: number }>;
   /** People who may decide and saw it: a device showed or opened it, or a visible page showed it. */
   seenBy: Array<{ userId: string; name: string; at: number }>;
+  /** Who said they are looking at it ("Ada is looking", a claim), and since when; absent when nobody is. */
+  claimedBy?: { name: string; at: number };
 }
 
 /** The SessionGate's RPC surface: what routes and the team's hub may call. */

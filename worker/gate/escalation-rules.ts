@@ -109,6 +109,7 @@ export function progressOf(requestId: RpcId, approvalId: string, l: Ladder, rece
   };
   const escalated = l.fired.filter((f) => f.step > 0 && f.phase === "step" && f.acked && f.reached > 0).at(-1);
   const step = escalated && l.steps[escalated.step];
+  if (receipts.claimedBy) progress.claimedBy = receipts.claimedBy;
   if (escalated && step) progress.escalatedTo = { names: escalated.to, via: step.via, at: escalated.at };
   // No device and no open page got it (mail is no device): said at once, not at expiry.
   const pushed = l.fired.some((f) => f.reached > 0 && l.steps[f.step]?.via === "push");

@@ -11,6 +11,7 @@
  * who is visible (`live-feed.ts`), or who is in the team (`directory.ts`).
  */
 import type { EscalationEvent } from "../../sdk/src/approval";
+import { CLAIM_MS, type Claim } from "../../sdk/src/human/approvals";
 import { listMembers } from "../db";
 import { type DeliveryReceipts, gateFor } from "../gate/api";
 import { sendMail } from "../mail";
@@ -28,6 +29,8 @@ export const LIVE_DEVICE = "app";
 export interface EscalationHooks {
   /** Runs work after the answer (the hub's waitUntil). */
   background(work: Promise<unknown>): void;
+  /** The claim running on a request now (claims.ts), for the agent's progress. */
+  claimOf(approvalId: string): Claim | null;
 }
 
 export class Escalations {
@@ -204,7 +207,9 @@ export class Escalations {
       saw(userId, c.seen_at as number | null);
     }
     const seenBy = [...seen].map(([userId, at]) => ({ userId, name: this.directory.nameOf(userId), at }));
-    return { deliveredTo, seenBy: seenBy.sort((a, b) => a.at - b.at) };
+    const claim = this.hooks.claimOf(approvalId);
+    const claimedBy = claim && { name: claim.by.name, at: claim.until - CLAIM_MS };
+    return { deliveredTo, seenBy: seenBy.sort((a, b) => a.at - b.at), ...(claimedBy && { claimedBy }) };
   }
 
   /** Tells the request's gate where it stands, in the background, while it is pending. */

@@ -100,6 +100,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     );
     this.escalations = new Escalations(this.host, this.directory, this.feed, this.push, {
       background: (work) => ctx.waitUntil(work),
+      claimOf: (approvalId) => this.claims.of(approvalId, Date.now()),
     });
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.audit = new AuditWriter(this.host);
@@ -320,7 +321,10 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   async claim(teamId: string, approval: Approval, by: Owner): Promise<ClaimResult> {
     this.adopt(teamId);
     const result = this.claims.claim(approval, by, Date.now());
-    if (result.ok) this.feed.send({ type: "claimed", ...result.claim });
+    if (!result.ok) return result;
+    this.feed.send({ type: "claimed", ...result.claim });
+    // The agent's progress says who is looking (`claimedBy`).
+    this.escalations.report(approval.id);
     return result;
   }
 
