@@ -54,6 +54,19 @@ export function applyMigrations(persistTo, stdio = "pipe") {
 export async function startLocalWorker(options = {}) {
   const persistTo = options.persistTo ?? (await mkdtemp(join(tmpdir(), "tapgate-")));
   await applyMigrations(persistTo);
+  // A port found free can be taken by another process before wrangler binds it (test files
+  // start Workers in parallel): with ports of our choosing, try again on fresh ones.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(persistTo, options);
+    } catch (error) {
+      const taken = String(error.message).includes("Address already in use");
+      if (!taken || options.port !== undefined || attempt === 3) throw error;
+    }
+  }
+}
+
+async function startOnce(persistTo, options) {
   const port = options.port ?? (await freePort());
   const vars = Object.entries({ ...localVars(), ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(

@@ -13,6 +13,7 @@ import { RULE_DEFAULT_MS } from "../../../sdk/src/human/rules";
 import { cardRule, describeMatch } from "../../../sdk/src/rules";
 import { type ApprovalView, api, type RuleMatch } from "../api";
 import { useMe } from "../viewer";
+import { SafeText } from "./SafeText";
 
 /** The team's high-risk patterns, read once per page load (null until known: no offer before). */
 let highRisk: Promise<HighRiskPattern[]> | null = null;
@@ -57,7 +58,8 @@ export function RuleOffer({
     >
       <span data-testid="option-label">Allow for 1 h</span>
       <span class="option-note" data-testid="rule-preview">
-        {describeMatch(offer.match)}
+        {/* The match quotes the agent's own text: shown as safe text, like the request itself. */}
+        <SafeText text={describeMatch(offer.match)} />
       </span>
     </button>
   );

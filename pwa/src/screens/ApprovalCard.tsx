@@ -242,7 +242,7 @@ function Card({
         <RiskBanner approval={approval} myUserId={me?.user.id} />
         {notice && (
           <Banner tone={notice.tone} testId="decision-notice">
-            {notice.text}
+            <SafeText text={notice.text} />
           </Banner>
         )}
         {approval.state === "pending" && !canDecide(me?.role) ? (
