@@ -24,7 +24,6 @@ import {
   type Progress,
   parseJson,
   progressParamsSchema,
-  type RequestPermissionParams,
   type RequestPermissionRequest,
   type RequestPermissionResponse,
   requestPermissionParamsSchema,

@@ -5,7 +5,7 @@
  * (`protocol.ts`) or the framing (`jsonrpc.ts`).
  */
 import { isRecord } from "./jsonrpc.js";
-import { type RequestPermissionRequest, tapgateMetaSchema } from "./protocol.js";
+import { tapgateMetaSchema } from "./protocol.js";
 
 export type OptionRef = { optionId: string; kind: string };
 

@@ -1,6 +1,5 @@
 /** D1 access: people, teams, sign-in links (web sessions: `web-sessions.ts`). */
 
-import type { Role } from "../../sdk/src/human/roles";
 import { type AuditEntry, type AuditEvent, chainEvents, GENESIS_HASH } from "../audit-chain";
 import { newId } from "../crypto";
 import { parsePolicy, type TeamPolicy, type VersionedPolicy } from "../policy";

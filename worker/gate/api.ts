@@ -20,7 +20,6 @@ import type {
   ElicitationAction,
   HelloParams,
   Progress,
-  RequestPermissionParams,
   RequestPermissionResponse,
 } from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";

@@ -4,7 +4,6 @@
  */
 import { type Context, Hono } from "hono";
 import {
-  type DeviceCodeAnswer,
   type DeviceCodeInfo,
   deviceCodeBodySchema,
   deviceTokenBodySchema,

@@ -32,7 +32,6 @@ export function EscalationFields({
     <div data-testid="policy-escalation">
       <ol class="plain ladder">
         {steps.map((s, i) => (
-          // biome-ignore lint/suspicious/noArrayIndexKey: steps have no identity but their place
           <li key={i} class="inline-input" data-testid={`escalation-step-${i}`}>
             after{" "}
             <input
