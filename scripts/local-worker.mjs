@@ -46,8 +46,9 @@ export function applyMigrations(persistTo, stdio = "pipe") {
 }
 
 /**
- * @param {{ persistTo?: string, port?: number, vars?: Record<string, string>, assets?: string, log?: (line: string) => void }} [options]
+ * @param {{ persistTo?: string, port?: number, vars?: Record<string, string> | ((port: number) => Record<string, string>), assets?: string, log?: (line: string) => void }} [options]
  *   `assets` serves that directory instead of `pwa/dist` (the rest of wrangler.toml's `[assets]` still applies).
+ *   `vars` may be a function of the port, for values that name the Worker's own origin.
  * @returns {Promise<{ url: string, persistTo: string, pid: number, stop: (signal?: NodeJS.Signals) => Promise<void> }>}
  *   `pid` is the wrangler process, the parent of the workerd processes that serve the Worker.
  */
@@ -68,7 +69,8 @@ export async function startLocalWorker(options = {}) {
 
 async function startOnce(persistTo, options) {
   const port = options.port ?? (await freePort());
-  const vars = Object.entries({ ...localVars(), ...options.vars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const ownVars = typeof options.vars === "function" ? options.vars(port) : options.vars;
+  const vars = Object.entries({ ...localVars(), ...ownVars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
     WRANGLER,
     [

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
 import { expect, vi } from "vitest";
-import { freePort, ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
+import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { Approval, Delivery } from "../../sdk/src/approval";
 
 export const CHROMIUM = process.env.TAPGATE_CHROMIUM ?? "/usr/bin/chromium";
@@ -66,12 +66,14 @@ export interface LocalApp {
  * `wrangler dev` reloads when its assets change, which would drop every socket mid-test.
  */
 export async function startApp(): Promise<LocalApp> {
-  const port = await freePort();
-  const origin = `http://localhost:${port}`;
   const assets = await snapshotPwa();
-  const worker = await startLocalWorker({ port, assets, vars: { APP_ORIGIN: origin, RP_ID: "localhost" } });
+  // The origin names the port, so it is derived from whichever port the Worker finally binds.
+  const worker = await startLocalWorker({
+    assets,
+    vars: (port) => ({ APP_ORIGIN: `http://localhost:${port}`, RP_ID: "localhost" }),
+  });
   return {
-    origin,
+    origin: worker.url.replace("127.0.0.1", "localhost"),
     direct: worker.url,
     stop: async () => {
       await worker.stop();
