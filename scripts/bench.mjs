@@ -6,18 +6,22 @@
  * Worker's bundle size. Each time is also given as a ratio to the floor measured in the same run.
  * Figures only, no thresholds.
  *
- *   node scripts/bench.mjs [--n 200] [--sessions 1000] [--pings 500] [--live 100] [--inflight 16] [--json]
+ *   node scripts/bench.mjs [--n 200] [--sessions 1000] [--pings 500] [--live 100] [--inflight 16] [--via-proxy] [--json]
+ *
+ * It talks to the Worker's runtime directly; `--via-proxy` goes through wrangler dev's proxy
+ * instead, as a browser pointed at `npm start` does (see runtime-url.mjs for the difference).
  *
  * BENCH_TRACE=1 also prints each storm probe as it returns and the Worker's own log (`console.warn`).
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { get as httpGet } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import WebSocket from "ws";
 import { ROOT, startLocalWorker } from "./local-worker.mjs";
+import { runtimeUrl, workerdUnder } from "./runtime-url.mjs";
 
 const { values: argv } = parseArgs({
   options: {
@@ -27,6 +31,7 @@ const { values: argv } = parseArgs({
     live: { type: "string", default: "100" },
     inflight: { type: "string", default: "16" },
     json: { type: "boolean", default: false },
+    "via-proxy": { type: "boolean", default: false },
   },
 });
 const [N, M, PINGS, LIVE_N, IN_FLIGHT] = [argv.n, argv.sessions, argv.pings, argv.live, argv.inflight].map(Number);
@@ -76,31 +81,11 @@ const pct = (xs, p) => {
 const stats = (xs) => ({ n: xs.length, p50: pct(xs, 50), p99: pct(xs, 99) });
 const mb = (bytes) => Math.round(bytes / 1024 / 1024);
 
-/** RSS of the workerd processes under the wrangler process; /proc gives the tree without depending on ps flags. */
+/** RSS of the workerd processes under the wrangler process. */
 function workerdRss(rootPid) {
-  const children = new Map();
-  const comm = new Map();
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const close = stat.lastIndexOf(")"); // comm may itself contain spaces or parentheses
-      const ppid = Number(stat.slice(close + 2).split(" ")[1]);
-      comm.set(Number(name), stat.slice(stat.indexOf("(") + 1, close));
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-    } catch {} // processes come and go while we walk
-  }
-  let procs = 0;
-  let rss = 0;
-  for (const queue = [rootPid]; queue.length; ) {
-    const pid = queue.pop();
-    queue.push(...(children.get(pid) ?? []));
-    if (comm.get(pid) !== "workerd") continue;
-    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-    procs++;
-    rss += Number(kb ?? 0) * 1024;
-  }
-  return { procs, rssMB: mb(rss) };
+  const pids = workerdUnder(rootPid);
+  const kb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  return { procs: pids.length, rssMB: mb(pids.reduce((sum, pid) => sum + kb(pid) * 1024, 0)) };
 }
 
 /** The human side, as test/sdk/helpers.ts does it: sign up through the dev outbox, then cookie requests. */
@@ -223,17 +208,19 @@ async function openSessions(gate, prefix, count) {
 const worker = await startLocalWorker({
   log: process.env.BENCH_TRACE ? (line) => process.stderr.write(line) : undefined,
 });
-const report = { n: N, sessions: M, inFlight: IN_FLIGHT, bundle };
+const report = { n: N, sessions: M, inFlight: IN_FLIGHT, via: argv["via-proxy"] ? "proxy" : "runtime", bundle };
 let failures = 0;
 const failed = () => {
   failures++;
   return null;
 };
 try {
-  const { human, key, cookie } = await signUp(worker.url);
-  const gate = new Tapgate({ url: worker.url, apiKey: key, onLog });
+  // The Worker's runtime itself, or (--via-proxy) through wrangler dev's proxy in front of it (runtime-url.mjs).
+  const target = argv["via-proxy"] ? worker.url : await runtimeUrl(worker.pid, worker.url);
+  const { human, key, cookie } = await signUp(target);
+  const gate = new Tapgate({ url: target, apiKey: key, onLog });
   const run = Date.now().toString(36);
-  const live = await openLiveFeed(worker.url, cookie);
+  const live = await openLiveFeed(target, cookie);
 
   /** From just before the decision POST to the SDK's promise resolving; null if it was not a clean decision. */
   async function decide(a, visible) {
@@ -320,7 +307,7 @@ try {
   }
   for (let i = -20; i < PINGS; i++) {
     const t0 = performance.now();
-    await (await fetch(`${worker.url}/v1/health`)).arrayBuffer();
+    await (await fetch(`${target}/v1/health`)).arrayBuffer();
     if (i >= 0) http.push(performance.now() - t0);
   }
   report.wsPing = stats(pings);
@@ -393,8 +380,8 @@ try {
         const t = performance.now();
         const status = await new Promise((resolve) => {
           const req = httpGet(
-            `${worker.url}/v1/approvals?state=pending&limit=1`,
-            { agent: false, headers: { Cookie: cookie, Origin: worker.url }, timeout: 300_000 },
+            `${target}/v1/approvals?state=pending&limit=1`,
+            { agent: false, headers: { Cookie: cookie, Origin: target }, timeout: 300_000 },
             (res) => res.resume().on("end", () => resolve(res.statusCode)),
           );
           req.on("error", () => resolve(0));
@@ -443,6 +430,11 @@ if (argv.json) {
   const c = report.capacity;
   const st = report.storm;
   const x = (ratio) => `${ratio.toFixed(2)}x floor`;
+  console.log(
+    report.via === "proxy"
+      ? "through wrangler dev's proxy (--via-proxy)"
+      : "to the Worker's runtime, not through wrangler dev's proxy",
+  );
   console.log(`${"latency (ms)".padEnd(32)}${"n".padStart(6)}${"p50".padStart(8)}${"p99".padStart(8)}`);
   row("request -> dashboard live feed", report.liveFeed);
   row("decision -> agent, sequential", report.sequential);

@@ -14,3 +14,12 @@ export const locales = undefined;
 export const fromJSONSchema = undefined;
 /** Not in the Worker's bundle: `z.core` (schemas reach zod's core directly; its namespace held the locales too). */
 export const core = undefined;
+/**
+ * Not in the Worker's bundle: `z.compile` and its kin (zod's ahead-of-time parsers, about 60 KB
+ * of source); every schema here parses with the runtime parser.
+ */
+export const compile = undefined;
+export const withParser = undefined;
+export const INVALID = undefined;
+export const ZodCompileAsyncError = undefined;
+export const ZodCompileUnsupportedError = undefined;
