@@ -1,9 +1,9 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { CLAIM_MS } from "../../../sdk/src/human/approvals";
 import { describeMatch } from "../../../sdk/src/rules";
 import { traceIdOf } from "../../../sdk/src/trace";
 import { type ApiError, type ApprovalView, api, canDecide, type Delivery, type RuleMatch } from "../api";
+import { useClaimWhileOpen } from "../claim";
 import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
@@ -59,17 +59,8 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       }));
   });
 
-  // Teammates see "<name> is looking" while a decider has the card open: claimed on open and
-  // renewed before each claim's 2 minutes run out, until it is decided or closed. Not a lock.
   const me = useMe();
-  const looking = approval?.state === "pending" && canDecide(me?.role);
-  useEffect(() => {
-    if (!looking) return;
-    const claim = () => void api.claim(id).catch(() => {});
-    claim();
-    const renew = setInterval(claim, CLAIM_MS - 30_000);
-    return () => clearInterval(renew);
-  }, [looking]);
+  useClaimWhileOpen(id, approval?.state === "pending" && canDecide(me?.role));
 
   /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). `reason`: words for the agent. */
   const choose = (option: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) =>
