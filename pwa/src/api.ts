@@ -11,6 +11,7 @@ import type {
   RegistrationResponseJSON,
 } from "@simplewebauthn/browser";
 import { config, type z } from "zod";
+import type { ElicitationAction, ElicitationContent } from "../../sdk/src/elicitation-protocol";
 import {
   type Approval,
   type ApprovalDetail,
@@ -70,7 +71,6 @@ import {
   teamPolicySchema,
   webSessionListSchema,
 } from "../../sdk/src/human/index";
-import type { ElicitationAction, ElicitationContent } from "../../sdk/src/protocol";
 
 export type {
   AgentSession,

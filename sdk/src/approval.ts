@@ -4,7 +4,7 @@
  * answers with them, the SDK reads them. Environment-neutral: no Node and no Workers APIs here.
  */
 import { z } from "zod";
-import { elicitationActionSchema, elicitationSchemaSchema } from "./protocol.js";
+import { elicitationActionSchema, elicitationSchemaSchema } from "./elicitation-protocol.js";
 
 export const APPROVAL_STATES = ["pending", "allowed", "denied", "cancelled", "expired"] as const;
 export const approvalStateSchema = z.enum(APPROVAL_STATES);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { checkContent, formFields } from "./elicitation-form.js";
-import { createElicitationParamsSchema, elicitationSchemaSchema } from "./protocol.js";
+import { createElicitationParamsSchema, elicitationSchemaSchema } from "./elicitation-protocol.js";
 
 const schema = elicitationSchemaSchema.parse({
   type: "object",

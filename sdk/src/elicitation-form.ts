@@ -14,7 +14,7 @@ import type {
   ElicitationSchema,
   elicitationNumberSchema,
   elicitationStringSchema,
-} from "./protocol.js";
+} from "./elicitation-protocol.js";
 
 /** Loose objects (unknown keys pass through) do not narrow on `type`, so the variants are named. */
 type StringProperty = z.infer<typeof elicitationStringSchema>;

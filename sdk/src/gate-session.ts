@@ -8,17 +8,19 @@
  * class when it opened, dropped or closed for good.
  */
 import { type ConnectionConfig, GateConnection, type SessionState } from "./connection.js";
-import { describeRpcError, encodeFrame, isRecord, rpcNotification, rpcRequest } from "./jsonrpc.js";
-import { agentOptionsOf, describeIssues, type OptionRef, withTimeoutMeta } from "./params.js";
 import {
   type AgentAnswer,
-  CANCELLED_ANSWER,
   type CreateElicitationParams,
   type CreateElicitationResponse,
   completeElicitationParamsSchema,
   createElicitationParamsSchema,
   createElicitationResponseSchema,
   ELICITATION_CANCELLED,
+} from "./elicitation-protocol.js";
+import { describeRpcError, encodeFrame, isRecord, rpcNotification, rpcRequest } from "./jsonrpc.js";
+import { agentOptionsOf, describeIssues, type OptionRef, withTimeoutMeta } from "./params.js";
+import {
+  CANCELLED_ANSWER,
   failClosedAnswer,
   METHODS,
   type Progress,

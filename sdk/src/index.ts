@@ -16,7 +16,6 @@ export {
   type TapgateErrorCode,
   type TapgateOptions,
 } from "./client.js";
-export { progressLine } from "./progress-line.js";
 export {
   type CreateElicitationParams,
   type CreateElicitationResponse,
@@ -24,6 +23,9 @@ export {
   createElicitationResponseSchema,
   ELICITATION_CANCELLED,
   ELICITATION_CAPABILITIES,
+} from "./elicitation-protocol.js";
+export { progressLine } from "./progress-line.js";
+export {
   failClosedAnswer,
   HEARTBEAT_INTERVAL_MS,
   type HelloParams,

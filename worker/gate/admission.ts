@@ -11,7 +11,7 @@
  * hold (state-machine.ts), the counting (the hub's `quotas.ts`), or the replies (the transports).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type { AgentAsk } from "../../sdk/src/protocol";
+import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import type { StandingRule } from "../../sdk/src/rules";
 import { limitsOf } from "../policy";
 import type { GateHub, QuotaVerdict } from "./hub";

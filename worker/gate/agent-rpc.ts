@@ -7,12 +7,14 @@
  */
 
 import type { Approval } from "../../sdk/src/approval";
-import { type RpcMessage, rpcError, rpcIdKey, rpcResult } from "../../sdk/src/jsonrpc";
 import {
   type AgentAsk,
-  cancelRequestParamsSchema,
   completeElicitationParamsSchema,
   createElicitationParamsSchema,
+} from "../../sdk/src/elicitation-protocol";
+import { type RpcMessage, rpcError, rpcIdKey, rpcResult } from "../../sdk/src/jsonrpc";
+import {
+  cancelRequestParamsSchema,
   helloParamsSchema,
   METHODS,
   RPC_ERROR,

@@ -9,19 +9,13 @@
  * without an import cycle.
  */
 import type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/approval";
+import type { AgentAsk, CreateElicitationResponse, ElicitationAction } from "../../sdk/src/elicitation-protocol";
 import type { ErrorCode } from "../../sdk/src/errors";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
 import type { RuleMatch } from "../../sdk/src/human/rules";
 import type { BoundStepUpAssertion } from "../../sdk/src/human/step-up";
-import type {
-  AgentAsk,
-  CreateElicitationResponse,
-  ElicitationAction,
-  HelloParams,
-  Progress,
-  RequestPermissionResponse,
-} from "../../sdk/src/protocol";
+import type { HelloParams, Progress, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
 
 /** The longest an HTTP agent's poll may wait: under the 60 s idle timeout of common proxies. */

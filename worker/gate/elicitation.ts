@@ -18,7 +18,7 @@ import {
   ELICITATION_CANCELLED,
   type ElicitationAction,
   type ElicitationContent,
-} from "../../sdk/src/protocol";
+} from "../../sdk/src/elicitation-protocol";
 import { canonicalJson, sha256Hex } from "../crypto";
 import { limitsOf } from "../policy";
 import type { DecisionInput } from "./api";

@@ -7,14 +7,8 @@
  * machine, after admission.ts), joining (presence.ts) or the post-change step (the shell).
  */
 import type { Approval } from "../../sdk/src/approval";
-import type {
-  AgentAnswer,
-  AgentAsk,
-  CreateElicitationResponse,
-  HelloParams,
-  Progress,
-  RequestPermissionResponse,
-} from "../../sdk/src/protocol";
+import type { AgentAnswer, AgentAsk, CreateElicitationResponse } from "../../sdk/src/elicitation-protocol";
+import type { HelloParams, Progress, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { Admission } from "./admission";
 import type { AgentCaller, GateJoin, HttpOpenResult, HttpPollResult } from "./api";
 import { LEASE_MS } from "./rules";

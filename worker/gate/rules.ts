@@ -16,9 +16,8 @@ import type {
   ResolutionReason,
   SessionInfo,
 } from "../../sdk/src/approval";
+import type { ElicitationAction, ElicitationContent } from "../../sdk/src/elicitation-protocol";
 import {
-  type ElicitationAction,
-  type ElicitationContent,
   failClosedAnswer,
   type PermissionOption,
   type RequestPermissionParams,

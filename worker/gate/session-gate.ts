@@ -14,7 +14,8 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../../sdk/src/approval";
-import { type AgentAsk, HEARTBEAT_INTERVAL_MS, type HelloParams, METHODS } from "../../sdk/src/protocol";
+import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
+import { HEARTBEAT_INTERVAL_MS, type HelloParams, METHODS } from "../../sdk/src/protocol";
 import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";

@@ -9,8 +9,9 @@
  * post-change step (the shell).
  */
 
+import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import { parseFrame, type RpcMessage, rpcError, rpcIdKey } from "../../sdk/src/jsonrpc";
-import { type AgentAsk, HEARTBEAT_INTERVAL_MS, RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
+import { HEARTBEAT_INTERVAL_MS, RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
 import { randomBase62 } from "../crypto";
 import type { Admission } from "./admission";
 import { dispatch, type RpcHost } from "./agent-rpc";

@@ -8,15 +8,9 @@
  * transports (socket-agents.ts, http-agents.ts) or when to flush and wake (the shell).
  */
 import type { Approval } from "../../sdk/src/approval";
+import { type AgentAnswer, type AgentAsk, isElicitation } from "../../sdk/src/elicitation-protocol";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
-import {
-  type AgentAnswer,
-  type AgentAsk,
-  isElicitation,
-  LIMITS,
-  type PermissionOption,
-  tapgateMetaSchema,
-} from "../../sdk/src/protocol";
+import { LIMITS, type PermissionOption, tapgateMetaSchema } from "../../sdk/src/protocol";
 import type { StandingRule } from "../../sdk/src/rules";
 import { randomBase62 } from "../crypto";
 import type { DecisionInput, DecisionResult } from "./api";

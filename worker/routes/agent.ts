@@ -4,14 +4,9 @@
  */
 import { type Context, Hono } from "hono";
 import { z } from "zod";
+import { type AgentAsk, createElicitationParamsSchema } from "../../sdk/src/elicitation-protocol";
 import { depthExceeds } from "../../sdk/src/jsonrpc";
-import {
-  type AgentAsk,
-  createElicitationParamsSchema,
-  LIMITS,
-  requestPermissionParamsSchema,
-  sessionIdSchema,
-} from "../../sdk/src/protocol";
+import { LIMITS, requestPermissionParamsSchema, sessionIdSchema } from "../../sdk/src/protocol";
 import { requireAgentKey } from "../auth";
 import { getAgentProfile } from "../db";
 import { DomainError } from "../errors";

@@ -9,7 +9,7 @@
  */
 import { useMemo, useState } from "preact/hooks";
 import { checkContent, type FormField, formFields, valueProblem } from "../../../sdk/src/elicitation-form";
-import type { ElicitationAction, ElicitationContent } from "../../../sdk/src/protocol";
+import type { ElicitationAction, ElicitationContent } from "../../../sdk/src/elicitation-protocol";
 import type { ApprovalView } from "../api";
 import { Banner } from "./Banner";
 import { SafeText } from "./SafeText";

@@ -6,8 +6,10 @@
  * `data.tapgate` says which approval and why), never a result: no outcome, so nothing to
  * mistake for an approval. Every other end keeps its result (see docs/agent-protocol.md).
  */
+
+import type { AgentAnswer } from "../elicitation-protocol.js";
 import { rpcError } from "../jsonrpc.js";
-import { type AgentAnswer, tapgateAnswerMeta } from "../protocol.js";
+import { tapgateAnswerMeta } from "../protocol.js";
 
 /** JSON-RPC "Request Cancelled" (ACP `ErrorCode`). */
 export const REQUEST_CANCELLED = -32800;

@@ -1,13 +1,7 @@
 import { type ClientRequestHandlersByMethod, RequestError } from "@agentclientprotocol/sdk";
 import type { LogLevel, SessionMeta, Tapgate } from "../client.js";
-import {
-  type CreateElicitationParams,
-  ELICITATION_CANCELLED,
-  failClosedAnswer,
-  type Progress,
-  type RequestPermissionParams,
-  tapgateAnswerMeta,
-} from "../protocol.js";
+import { type CreateElicitationParams, ELICITATION_CANCELLED } from "../elicitation-protocol.js";
+import { failClosedAnswer, type Progress, type RequestPermissionParams, tapgateAnswerMeta } from "../protocol.js";
 import { EXPIRED_MESSAGE, REQUEST_CANCELLED } from "./expiry.js";
 import { sessionsOf } from "./sessions.js";
 

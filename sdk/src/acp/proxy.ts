@@ -9,17 +9,19 @@ import { randomBytes } from "node:crypto";
 import { basename } from "node:path";
 import type { Writable } from "node:stream";
 import type { SessionMeta, Tapgate } from "../client.js";
-import { isRecord, rpcError, rpcIdKey, rpcNotification, rpcRequest, rpcResult } from "../jsonrpc.js";
-import { agentOptionsOf } from "../params.js";
-import { progressLine } from "../progress-line.js";
 import {
   type AgentAnswer,
   type AgentAsk,
-  CANCELLED_ANSWER,
   type CreateElicitationParams,
   createElicitationResponseSchema,
   ELICITATION_CANCELLED,
   ELICITATION_CAPABILITIES,
+} from "../elicitation-protocol.js";
+import { isRecord, rpcError, rpcIdKey, rpcNotification, rpcRequest, rpcResult } from "../jsonrpc.js";
+import { agentOptionsOf } from "../params.js";
+import { progressLine } from "../progress-line.js";
+import {
+  CANCELLED_ANSWER,
   failClosedAnswer,
   METHODS,
   type Progress,

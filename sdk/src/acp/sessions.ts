@@ -3,15 +3,9 @@
  * `acpPermissionHandler`: opened on first use, and concurrent first uses share one open.
  */
 import type { GateSession, LogLevel, SessionMeta, Tapgate } from "../client.js";
+import type { CreateElicitationParams, CreateElicitationResponse } from "../elicitation-protocol.js";
 import { isRecord } from "../jsonrpc.js";
-import type {
-  CreateElicitationParams,
-  CreateElicitationResponse,
-  Progress,
-  RequestPermissionParams,
-  RequestPermissionResponse,
-  SessionUpdateParams,
-} from "../protocol.js";
+import type { Progress, RequestPermissionParams, RequestPermissionResponse, SessionUpdateParams } from "../protocol.js";
 import { TapgateError } from "../tapgate-error.js";
 
 export interface AskOptions {

@@ -10,7 +10,7 @@
  * `{hookSpecificOutput: {hookEventName: "Elicitation", action, content?}}`.
  */
 import { z } from "zod";
-import type { CreateElicitationParams, CreateElicitationResponse } from "../protocol.js";
+import type { CreateElicitationParams, CreateElicitationResponse } from "../elicitation-protocol.js";
 
 export const elicitationHookInputSchema = z.looseObject({
   session_id: z.string().min(1),

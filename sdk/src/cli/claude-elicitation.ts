@@ -7,8 +7,8 @@
 import { elicitationHookInputSchema, elicitationHookOutput, toElicitationParams } from "../claude/elicitation.js";
 import { sanitizeSessionId } from "../claude/hook.js";
 import { type LogLevel, Tapgate } from "../client.js";
+import { createElicitationParamsSchema, ELICITATION_CANCELLED } from "../elicitation-protocol.js";
 import { describeIssues } from "../params.js";
-import { createElicitationParamsSchema, ELICITATION_CANCELLED } from "../protocol.js";
 
 export interface ElicitationAsk {
   url: string;

@@ -8,8 +8,8 @@ import { cliGate, logToStderr } from "../acp/cli-gate.js";
 import { acpElicitationHandler, acpPermissionHandler } from "../acp/handler.js";
 import { CANCEL_ANSWER_GRACE_MS } from "../acp/proxy.js";
 import { sessionsOf } from "../acp/sessions.js";
+import { ELICITATION_CAPABILITIES } from "../elicitation-protocol.js";
 import { progressLine } from "../progress-line.js";
-import { ELICITATION_CAPABILITIES } from "../protocol.js";
 
 const STOP_CODES: Record<acp.StopReason, number> = {
   end_turn: 0,

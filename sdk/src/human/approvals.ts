@@ -1,8 +1,8 @@
 /** `/v1/approvals`: the team's requests (list, read, decide) and the service worker's "seen". */
 import { z } from "zod";
 import { approvalDetailSchema, approvalSchema, ownedApprovalSchema, ownerSchema } from "../approval.js";
+import { elicitationActionSchema } from "../elicitation-protocol.js";
 import { errorBodySchema } from "../errors.js";
-import { elicitationActionSchema } from "../protocol.js";
 import { authenticationResponseSchema } from "./auth.js";
 import { cursorQuerySchema, pageOf } from "./common.js";
 import { decisionRuleSchema, ruleSchema } from "./rules.js";
