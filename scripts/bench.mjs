@@ -6,7 +6,10 @@
  * Worker's bundle size. Each time is also given as a ratio to the floor measured in the same run.
  * Figures only, no thresholds.
  *
- *   node scripts/bench.mjs [--n 200] [--sessions 1000] [--pings 500] [--live 100] [--inflight 16] [--via-proxy] [--json]
+ *   node scripts/bench.mjs [--n 200] [--sessions 1000] [--pings 500] [--live 100] [--inflight 16] [--via-proxy] [--profile] [--json]
+ *
+ * `--profile` serves the Worker unminified and prints a CPU profile (self time by function) of the
+ * throughput and storm phases (cpu-profile.mjs).
  *
  * It talks to the Worker's runtime directly; `--via-proxy` goes through wrangler dev's proxy
  * instead, as a browser pointed at `npm start` does (see runtime-url.mjs for the difference).
@@ -20,6 +23,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import WebSocket from "ws";
+import { startCpuProfile } from "./cpu-profile.mjs";
 import { ROOT, startLocalWorker } from "./local-worker.mjs";
 import { runtimeUrl, workerdUnder } from "./runtime-url.mjs";
 
@@ -32,6 +36,7 @@ const { values: argv } = parseArgs({
     inflight: { type: "string", default: "16" },
     json: { type: "boolean", default: false },
     "via-proxy": { type: "boolean", default: false },
+    profile: { type: "boolean", default: false },
   },
 });
 const [N, M, PINGS, LIVE_N, IN_FLIGHT] = [argv.n, argv.sessions, argv.pings, argv.live, argv.inflight].map(Number);
@@ -142,16 +147,29 @@ function openLiveFeed(url, cookie) {
   });
 }
 
+/** Every pending request of mine. Outside any measured interval, so a connection reset is retried (and counted). */
 async function listPending(human) {
   const all = [];
   let cursor = null;
   do {
     const q = `state=pending&scope=mine&limit=200${cursor ? `&cursor=${cursor}` : ""}`;
-    const page = await (await human(`/v1/approvals?${q}`)).json();
+    const page = await retried(async () => (await human(`/v1/approvals?${q}`)).json());
     all.push(...page.approvals);
     cursor = page.cursor;
   } while (cursor);
   return all;
+}
+
+let resets = 0;
+async function retried(get) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await get();
+    } catch (error) {
+      if (attempt === 3 || error?.cause?.code !== "ECONNRESET") throw error;
+      resets++;
+    }
+  }
 }
 
 const keyOf = (sessionId, toolCallId) => `${sessionId}|${toolCallId}`;
@@ -206,6 +224,7 @@ async function openSessions(gate, prefix, count) {
 }
 
 const worker = await startLocalWorker({
+  minify: !argv.profile,
   log: process.env.BENCH_TRACE ? (line) => process.stderr.write(line) : undefined,
 });
 const report = { n: N, sessions: M, inFlight: IN_FLIGHT, via: argv["via-proxy"] ? "proxy" : "runtime", bundle };
@@ -284,6 +303,7 @@ try {
   const concVisible = await waitVisible(human, concAsks);
   const concMs = [];
   const queue = [...concAsks];
+  const throughputProfile = argv.profile ? await startCpuProfile(worker.inspector) : null;
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
@@ -296,6 +316,7 @@ try {
   const seconds = (performance.now() - t0) / 1000;
   report.concurrent = stats(concMs);
   report.throughput = { decisions: concMs.length, seconds, perSecond: concMs.length / seconds };
+  if (throughputProfile) report.profiles = { throughput: await throughputProfile.stop() };
   for (const s of conc) s.close();
 
   progress("floors", `${PINGS} WebSocket pings and HTTP health checks`);
@@ -334,7 +355,9 @@ try {
   };
 
   progress("storm", `${cap.length} agent sockets dropped at once, probing the service meanwhile`);
+  const stormProfile = argv.profile ? await startCpuProfile(worker.inspector) : null;
   report.storm = await storm(cap, capAsks, visible);
+  if (stormProfile) report.profiles.storm = await stormProfile.stop();
   report.storm.ratioResolved = report.storm.resolvedMs / floor;
   report.storm.ratioSlowestProbe = report.storm.slowestProbeMs / floor;
 
@@ -393,10 +416,17 @@ try {
       }
     })();
     for (const s of sessions) s.close();
-    const answered = await Promise.all(asks.map((a) => a.answered));
+    // Closing a session answers its requests at once; one that does not within 10 s is counted, not waited for.
+    const unanswered = { answer: { outcome: { outcome: "unanswered" } } };
+    const answered = await Promise.all(
+      asks.map((a) => Promise.race([a.answered, new Promise((r) => setTimeout(() => r(unanswered), 10_000))])),
+    );
     const deniedLocally = answered.filter(
-      ({ answer }) => answer.outcome.outcome !== "selected" || answer.outcome.optionId !== "allow",
+      ({ answer }) =>
+        answer.outcome.outcome !== "unanswered" &&
+        (answer.outcome.outcome !== "selected" || answer.outcome.optionId !== "allow"),
     ).length;
+    const notAnswered = answered.filter((a) => a === unanswered).length;
     await Promise.race([allResolved, new Promise((r) => setTimeout(r, 300_000))]);
     probing = false;
     await Promise.all([probe, fresh]);
@@ -406,6 +436,7 @@ try {
       resolved: expected - waiting.size,
       resolvedMs: resolvedAt === null ? Number.NaN : resolvedAt - started,
       agentsDenied: deniedLocally,
+      agentsUnanswered: notAnswered,
       probes: probes.length,
       slowestProbeMs: Math.max(...probes.map((p) => p.ms)),
       slowestProbe: probes.reduce((a, b) => (b.ms > a.ms ? b : a), probes[0]).path,
@@ -414,6 +445,7 @@ try {
   }
 
   report.failures = failures;
+  report.resets = resets;
   progress("close", "closing the sessions and stopping the Worker");
   live.close();
   gate.close();
@@ -492,10 +524,21 @@ if (argv.json) {
   for (const r of table)
     console.log(`${r[0].padEnd(widths[0])}  ${r[1].padEnd(widths[1])}  ${r[2].padEnd(widths[2])}  goal ${r[3]}`);
   console.log("");
-  console.log(`storm: every agent answered fail-closed (${st.agentsDenied}/${st.dropped} denied locally)`);
+  console.log(
+    st.agentsDenied === st.dropped
+      ? `storm: every agent answered fail-closed (${st.agentsDenied}/${st.dropped} denied locally)`
+      : `storm: ${st.agentsDenied}/${st.dropped} agents answered fail-closed, ${st.agentsUnanswered} not answered within 10 s`,
+  );
   console.log(
     `memory (RSS MB): workerd x${c.workerdProcs} ${c.workerdRssMB.before} -> ${c.workerdRssMB.after}, node client ${c.nodeRssMB.before} -> ${c.nodeRssMB.after}`,
   );
   console.log(`failed decisions: ${report.failures}`);
+  for (const [phase, profile] of Object.entries(report.profiles ?? {})) {
+    console.log(`\nCPU profile of the Worker's isolate, ${phase}: ${profile.totalMs.toFixed(0)} ms sampled, self time`);
+    for (const r of profile.rows)
+      console.log(`${r.ms.toFixed(1).padStart(9)} ms ${(r.share * 100).toFixed(1).padStart(5)}%  ${r.fn}`);
+  }
+  if (report.resets)
+    console.log(`connection resets retried while listing (outside any measured interval): ${report.resets}`);
   for (const [what, n] of Object.entries(sdkWarnings)) console.log(`SDK warning x${n} during ${what}`);
 }

@@ -46,11 +46,13 @@ export function applyMigrations(persistTo, stdio = "pipe") {
 }
 
 /**
- * @param {{ persistTo?: string, port?: number, vars?: Record<string, string> | ((port: number) => Record<string, string>), assets?: string, log?: (line: string) => void }} [options]
+ * @param {{ persistTo?: string, port?: number, vars?: Record<string, string> | ((port: number) => Record<string, string>), assets?: string, minify?: boolean, log?: (line: string) => void }} [options]
  *   `assets` serves that directory instead of `pwa/dist` (the rest of wrangler.toml's `[assets]` still applies).
  *   `vars` may be a function of the port, for values that name the Worker's own origin.
- * @returns {Promise<{ url: string, persistTo: string, pid: number, stop: (signal?: NodeJS.Signals) => Promise<void> }>}
- *   `pid` is the wrangler process, the parent of the workerd processes that serve the Worker.
+ *   `minify: false` serves the Worker unminified (readable names in a CPU profile).
+ * @returns {Promise<{ url: string, persistTo: string, pid: number, inspector: string, stop: (signal?: NodeJS.Signals) => Promise<void> }>}
+ *   `pid` is the wrangler process, the parent of the workerd processes that serve the Worker;
+ *   `inspector` is the DevTools protocol endpoint of the Worker's isolate (its Durable Objects run in it too).
  */
 export async function startLocalWorker(options = {}) {
   const persistTo = options.persistTo ?? (await mkdtemp(join(tmpdir(), "tapgate-")));
@@ -69,6 +71,7 @@ export async function startLocalWorker(options = {}) {
 
 async function startOnce(persistTo, options) {
   const port = options.port ?? (await freePort());
+  const inspectorPort = await freePort();
   const ownVars = typeof options.vars === "function" ? options.vars(port) : options.vars;
   const vars = Object.entries({ ...localVars(), ...ownVars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
@@ -80,13 +83,14 @@ async function startOnce(persistTo, options) {
       "--port",
       String(port),
       "--inspector-port",
-      String(await freePort()),
+      String(inspectorPort),
       "--persist-to",
       persistTo,
       "--show-interactive-dev-session=false",
       "--log-level",
       "warn",
       ...(options.assets ? ["--assets", options.assets] : []),
+      ...(options.minify === false ? ["--no-minify"] : []),
       ...vars,
     ],
     { cwd: ROOT, env: QUIET_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },
@@ -112,7 +116,7 @@ async function startOnce(persistTo, options) {
     await stop();
     throw new Error(`${error.message}\n${output}`);
   }
-  return { url, persistTo, pid: child.pid, stop };
+  return { url, persistTo, pid: child.pid, inspector: `ws://127.0.0.1:${inspectorPort}/core:user:tapgate`, stop };
 }
 
 async function waitForHealth(url, exited) {

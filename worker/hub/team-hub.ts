@@ -56,6 +56,8 @@ const PRUNE_EVERY_MS = 60_000;
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private auditDrainedAt = 0;
   private prunedAt = 0;
+  /** The team as stored (`adopt`); undefined until read. */
+  private team: string | null | undefined;
   private readonly host: HubHost;
   private readonly directory: Directory;
   private readonly feed: LiveFeed;
@@ -408,14 +410,19 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     }
   }
 
-  /** The hub's team: every caller names it (hubs are named by team id); kept for alarms. */
+  /**
+   * The hub's team: every caller names it (hubs are named by team id); kept for alarms. Written
+   * once per instance, not once per call: a write would make every RPC a storage commit.
+   */
   private adopt(teamId: string): void {
-    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO meta (k, v) VALUES ('team', ?)", teamId);
+    if (this.teamId() !== null) return;
+    this.ctx.storage.sql.exec("INSERT INTO meta (k, v) VALUES ('team', ?)", teamId);
+    this.team = teamId;
   }
 
   private teamId(): string | null {
-    return (
-      (this.ctx.storage.sql.exec("SELECT v FROM meta WHERE k = 'team'").toArray()[0]?.v as string | undefined) ?? null
-    );
+    this.team ??=
+      (this.ctx.storage.sql.exec("SELECT v FROM meta WHERE k = 'team'").toArray()[0]?.v as string | undefined) ?? null;
+    return this.team;
   }
 }
