@@ -8,7 +8,7 @@
  *
  *   node scripts/bench.mjs [--n 200] [--sessions 1000] [--pings 500] [--live 100] [--inflight 16] [--via-proxy] [--profile] [--json]
  *
- * `--profile` serves the Worker unminified and prints a CPU profile (self time by function) of the
+ * `--profile` serves the Worker unminified and prints a CPU profile (self and total time by function) of the
  * throughput and storm phases (cpu-profile.mjs).
  *
  * It talks to the Worker's runtime directly; `--via-proxy` goes through wrangler dev's proxy
@@ -534,9 +534,13 @@ if (argv.json) {
   );
   console.log(`failed decisions: ${report.failures}`);
   for (const [phase, profile] of Object.entries(report.profiles ?? {})) {
-    console.log(`\nCPU profile of the Worker's isolate, ${phase}: ${profile.totalMs.toFixed(0)} ms sampled, self time`);
-    for (const r of profile.rows)
-      console.log(`${r.ms.toFixed(1).padStart(9)} ms ${(r.share * 100).toFixed(1).padStart(5)}%  ${r.fn}`);
+    for (const kind of ["self", "total"]) {
+      console.log(
+        `\nCPU profile of the Worker's isolate, ${phase}: ${profile.totalMs.toFixed(0)} ms sampled, ${kind} time`,
+      );
+      for (const r of profile[kind])
+        console.log(`${r.ms.toFixed(1).padStart(9)} ms ${(r.share * 100).toFixed(1).padStart(5)}%  ${r.fn}`);
+    }
   }
   if (report.resets)
     console.log(`connection resets retried while listing (outside any measured interval): ${report.resets}`);

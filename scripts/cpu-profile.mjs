@@ -6,7 +6,7 @@
  */
 import WebSocket from "ws";
 
-/** Starts sampling; `stop()` resolves to the heaviest functions by self time. */
+/** Starts sampling; `stop()` resolves to the heaviest functions, by self and by total time. */
 export async function startCpuProfile(inspectorUrl) {
   const ws = new WebSocket(inspectorUrl);
   await new Promise((resolve, reject) => {
@@ -38,21 +38,40 @@ export async function startCpuProfile(inspectorUrl) {
   };
 }
 
-/** Self time per function (name, file:line), heaviest first, with the share of all samples. */
+/**
+ * Per function (name, file:line), heaviest first, with the share of all samples: self time, and
+ * total time (the samples with the function anywhere on the stack, counted once each).
+ */
 function summarize(profile, top) {
-  const selfUs = new Map();
-  const dt = profile.timeDeltas;
   const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
-  let total = 0;
-  profile.samples.forEach((nodeId, i) => {
-    const n = byNode.get(nodeId);
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const nameOf = (n) => {
     const f = n.callFrame;
     const file = f.url ? f.url.replace(/^.*\//, "") : "";
-    const key = `${f.functionName || "(anonymous)"} ${file}${file ? `:${f.lineNumber + 1}` : ""}`;
-    const us = dt[i] ?? 0;
-    selfUs.set(key, (selfUs.get(key) ?? 0) + us);
+    return `${f.functionName || "(anonymous)"} ${file}${file ? `:${f.lineNumber + 1}` : ""}`.trim();
+  };
+  const selfUs = new Map();
+  const totalUs = new Map();
+  let total = 0;
+  profile.samples.forEach((nodeId, i) => {
+    const us = profile.timeDeltas[i] ?? 0;
     total += us;
+    const leaf = nameOf(byNode.get(nodeId));
+    selfUs.set(leaf, (selfUs.get(leaf) ?? 0) + us);
+    const seen = new Set();
+    for (let id = nodeId; id !== undefined; id = parent.get(id)) {
+      const name = nameOf(byNode.get(id));
+      if (seen.has(name)) continue;
+      seen.add(name);
+      totalUs.set(name, (totalUs.get(name) ?? 0) + us);
+    }
   });
-  const rows = [...selfUs].sort((a, b) => b[1] - a[1]).slice(0, top);
-  return { totalMs: total / 1000, rows: rows.map(([fn, us]) => ({ fn, ms: us / 1000, share: us / total })) };
+  const rows = (m) =>
+    [...m]
+      .filter(([fn]) => fn !== "(root)")
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([fn, us]) => ({ fn, ms: us / 1000, share: us / total }));
+  return { totalMs: total / 1000, self: rows(selfUs), total: rows(totalUs) };
 }

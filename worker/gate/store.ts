@@ -61,13 +61,23 @@ const RESOLVED_STATES = ["allowed", "denied", "cancelled", "expired"] as const;
 const KEPT_TOOL_CALLS = 256;
 
 export class GateStore {
+  /**
+   * The session as stored, read once per instance: every change reads it several times, and
+   * parsing it each time was a measurable share of a decision. Frozen, so nobody can change
+   * the copy without `saveMeta`.
+   */
+  private cachedMeta: Readonly<ServedSession> | null | undefined;
+
   constructor(private readonly sql: SqlStorage) {}
 
   // ── meta ─────────────────────────────────────────────────────────────────
 
   meta(): ServedSession | null {
-    const row = this.sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];
-    return row ? (JSON.parse(row.v as string) as ServedSession) : null;
+    if (this.cachedMeta === undefined) {
+      const row = this.sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];
+      this.cachedMeta = row ? deepFreeze(JSON.parse(row.v as string) as ServedSession) : null;
+    }
+    return this.cachedMeta;
   }
 
   /** When the session last reported its connection state (to D1 and the hub); 0 before any. */
@@ -80,7 +90,9 @@ export class GateStore {
   }
 
   saveMeta(meta: ServedSession): void {
-    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)", JSON.stringify(meta));
+    const text = JSON.stringify(meta);
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)", text);
+    this.cachedMeta = deepFreeze(JSON.parse(text) as ServedSession);
   }
 
   // ── revoked keys ─────────────────────────────────────────────────────────
@@ -320,4 +332,12 @@ export class GateStore {
   deadLetterCount(): number {
     return this.sql.exec("SELECT COUNT(*) AS n FROM outbox_dead").one().n as number;
   }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }
