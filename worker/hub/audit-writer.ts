@@ -44,6 +44,8 @@ const AUDIT_ATTEMPTS = 3;
 const EVENT_ID_PAGE = 90;
 /** The most events (and, separately, index rows) one group commit takes; the rest wait for the next. */
 const GROUP_EVENTS = 500;
+/** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
+const OPPORTUNISTIC_DRAIN_MS = 10_000;
 
 /** One caller's share of a group commit. */
 interface Waiting {
@@ -56,6 +58,7 @@ export class AuditWriter {
   private tail: Promise<unknown> = Promise.resolve();
   private readonly waiting: Waiting[] = [];
   private grouping = false;
+  private drainedAt = 0;
 
   constructor(private readonly host: HubHost) {}
 
@@ -126,6 +129,26 @@ export class AuditWriter {
         if (queued.length < EVENT_ID_PAGE) return;
       }
     });
+  }
+
+  /** `drain`, with a failure logged instead of thrown: it is retried on the next drain. */
+  async drainQuietly(teamId: string | null): Promise<void> {
+    if (!teamId) return;
+    try {
+      await this.drain(teamId);
+    } catch (error) {
+      console.error(`audit outbox: drain failed, kept for the next one: ${String(error).slice(0, 200)}`);
+    }
+  }
+
+  /**
+   * Events a route queued while its call to the hub failed ride along with an append, at most
+   * every 10 s (a busy session appends often); the caller's own events are in, whatever happens here.
+   */
+  async drainSometimes(teamId: string | null, now = Date.now()): Promise<void> {
+    if (now - this.drainedAt < OPPORTUNISTIC_DRAIN_MS) return;
+    this.drainedAt = now;
+    await this.drainQuietly(teamId);
   }
 
   /** The anchor (taken from D1 on first use, when the hub never wrote one) and any lost one. */

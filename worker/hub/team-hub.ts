@@ -48,13 +48,10 @@ import { Quotas } from "./quotas";
 import { StandingRules } from "./rules";
 import { Sessions } from "./sessions";
 
-/** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
-const OPPORTUNISTIC_DRAIN_MS = 10_000;
 /** How often a resolution also forgets requests resolved more than KEEP_RESOLVED_MS ago. */
 const PRUNE_EVERY_MS = 60_000;
 
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
-  private auditDrainedAt = 0;
   private prunedAt = 0;
   /** The team as stored (`adopt`); undefined until read. */
   private team: string | null | undefined;
@@ -131,7 +128,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   override async alarm(): Promise<void> {
     this.feed.closeExpired(Date.now());
-    await this.drainAuditQuietly();
+    await this.audit.drainQuietly(this.teamId());
     await this.wake(Date.now());
   }
 
@@ -357,7 +354,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!first) return;
     this.adopt(first);
     await this.audit.append(this.teamId() as string, events);
-    await this.drainAuditSometimes();
+    await this.audit.drainSometimes(this.teamId());
   }
 
   async writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void> {
@@ -365,18 +362,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     const events = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
     const index = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
     await this.audit.append(this.teamId() as string, events, index);
-    await this.drainAuditSometimes();
-  }
-
-  /**
-   * Events a route queued while its call to us failed ride along, at most every 10 s (a busy
-   * session appends often); the caller's own events are in, whatever happens here.
-   */
-  private async drainAuditSometimes(): Promise<void> {
-    const now = Date.now();
-    if (now - this.auditDrainedAt < OPPORTUNISTIC_DRAIN_MS) return;
-    this.auditDrainedAt = now;
-    await this.drainAuditQuietly();
+    await this.audit.drainSometimes(this.teamId());
   }
 
   async drainAudit(teamId: string): Promise<void> {
@@ -386,7 +372,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async auditAnchors(teamId: string): Promise<AuditAnchors> {
     this.adopt(teamId);
-    await this.drainAuditQuietly();
+    await this.audit.drainQuietly(this.teamId());
     return this.audit.anchors(teamId);
   }
 
@@ -397,17 +383,6 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     await this.deviceRemoved(deviceId);
     const teamId = this.teamId();
     if (teamId) await deleteDevice(this.env.DB, teamId, deviceId);
-  }
-
-  /** Drains the routes' audit outbox; a failure is logged and retried on the next drain. */
-  private async drainAuditQuietly(): Promise<void> {
-    const teamId = this.teamId();
-    if (!teamId) return;
-    try {
-      await this.audit.drain(teamId);
-    } catch (error) {
-      console.error(`audit outbox: drain failed, kept for the next one: ${String(error).slice(0, 200)}`);
-    }
   }
 
   /**
