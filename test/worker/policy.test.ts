@@ -1,7 +1,17 @@
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import { DEFAULT_POLICY } from "../../worker/policy";
-import { api, askOnce, json, pendingApprovals, permissionParams, signUp } from "./helpers";
+import {
+  api,
+  askOnce,
+  connectAgent,
+  createKey,
+  json,
+  pendingApprovals,
+  permissionParams,
+  signUp,
+  unique,
+} from "./helpers";
 
 const put = (cookie: string, body: unknown) => api("/v1/policy", { method: "PUT", cookie, body: JSON.stringify(body) });
 
@@ -42,5 +52,19 @@ describe("team policy", () => {
     expect(fresh.expiresAt - fresh.createdAt).toBe(60_000);
     const old = pending.find((a) => a.id === approval.id) as Approval;
     expect(old.options.map((o) => o.optionId)).toEqual(["allow", "deny"]);
+  });
+
+  it("reaches a session that joins right after the change, though joins are handed the hub's copy", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    // A first join makes the hub hold the policy; the change must replace it at once.
+    const first = unique("sess");
+    await (await connectAgent(key, first)).ask(1, permissionParams(first));
+    expect((await put(owner.cookie, { ...DEFAULT_POLICY, onceOnlyOptions: false })).status).toBe(200);
+
+    const second = unique("sess");
+    await (await connectAgent(key, second)).ask(1, permissionParams(second));
+    const [fresh] = await pendingApprovals(owner, second);
+    expect(fresh?.options.map((o) => o.optionId)).toEqual(["allow", "always", "deny"]);
   });
 });

@@ -38,9 +38,13 @@ const DEAD_LETTERED_LISTED = 100;
 const STALE_PER_TIDY = 200;
 /** Reports tidy the table at most this often; the alarm does it at the moment a row falls due. */
 const TIDY_EVERY_MS = 60 * 1000;
+/** How long a join may be handed the hub's copy of the policy without a D1 read. */
+const POLICY_FRESH_MS = 5_000;
 
 export class Sessions {
   private tidiedAt = 0;
+  /** When this instance last read the policy from D1 (0: not yet). */
+  private policyReadAt = 0;
 
   constructor(
     private readonly host: HubHost,
@@ -106,10 +110,23 @@ export class Sessions {
       .toArray() as unknown as DeadLetteredSession[];
   }
 
+  /**
+   * The team's policy for a join: the hub's copy when it read D1 within POLICY_FRESH_MS (every
+   * join of a busy team would otherwise be a D1 read), else D1's now. A change made through the
+   * API reaches the copy at once (`policyChanged` reads D1 before it answers the route); the
+   * window only bounds how long a change whose notice to the hub was lost can go unseen.
+   */
+  async policy(teamId: string, now = Date.now()): Promise<VersionedPolicy> {
+    const known = this.knownPolicy();
+    if (known && now - this.policyReadAt < POLICY_FRESH_MS) return known;
+    return this.readPolicy(teamId, now);
+  }
+
   /** The team's policy as D1 has it now; the hub's copy takes it up when it is newer. */
-  async policy(teamId: string): Promise<VersionedPolicy> {
+  private async readPolicy(teamId: string, now: number): Promise<VersionedPolicy> {
     const current = await getTeamPolicy(this.host.env.DB, teamId);
     this.takeUp(current);
+    this.policyReadAt = now;
     return current;
   }
 
@@ -122,7 +139,7 @@ export class Sessions {
   async policyChanged(now = Date.now()): Promise<void> {
     const teamId = this.host.teamId();
     if (!teamId) return;
-    await this.policy(teamId);
+    await this.readPolicy(teamId, now);
     await this.tidy(now);
     const { sql } = this.host;
     // A newer change replaces the one still fanning out: every live gate gets the newest.

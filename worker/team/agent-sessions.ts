@@ -15,9 +15,23 @@ import type { AgentIdentity, Env } from "../types";
 export const badKey = () => new DomainError("bad_api_key", "the API key is unknown or revoked");
 
 /**
+ * A key's `lastUsedAt` is kept to the minute: a busy key (a fleet of sessions on one key) marks
+ * itself once a minute per isolate, not with a D1 write on every join.
+ */
+const TOUCH_EVERY_MS = 60_000;
+const touchedAt = new Map<string, number>();
+
+function touchSometimes(env: Env, keyId: string, now: number, later: (work: Promise<unknown>) => void): void {
+  if (now - (touchedAt.get(keyId) ?? Number.NEGATIVE_INFINITY) < TOUCH_EVERY_MS) return;
+  if (touchedAt.size > 5000) touchedAt.clear();
+  touchedAt.set(keyId, now);
+  later(touchApiKey(env.DB, keyId, now));
+}
+
+/**
  * Registers the key's use of the session and answers its gate and the join to hand it. Refused
  * with 403 if another user owns the session, 401 if the key was just revoked. `later` runs work
- * the answer need not wait for (marking the key used).
+ * the answer need not wait for (marking the key used, at most once a minute).
  */
 export async function joinSession(
   env: Env,
@@ -34,7 +48,7 @@ export async function joinSession(
     throw new DomainError("forbidden", "this session belongs to another user; use a new session id");
   }
   if (joined === "revoked") throw badKey();
-  later(touchApiKey(env.DB, agent.keyId, now));
+  touchSometimes(env, agent.keyId, now, later);
   return {
     gate: sessionGate(env, agent.teamId, sessionId),
     join: { ...agent, sessionId, ownerUserId: agent.userId, policy: team.policy, policyVersion: team.version },
