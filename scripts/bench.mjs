@@ -392,8 +392,8 @@ try {
           probes.push({ path, ms: performance.now() - t, ok: res.ok });
           if (process.env.BENCH_TRACE)
             progress("storm", `${path} ${res.status} in ${(performance.now() - t).toFixed(0)} ms`);
-        } catch {
-          probes.push({ path, ms: performance.now() - t, ok: false });
+        } catch (error) {
+          probes.push({ path, ms: performance.now() - t, ok: false, error: error?.cause?.code ?? error?.name });
         }
       }
     })();
@@ -407,11 +407,16 @@ try {
             { agent: false, headers: { Cookie: cookie, Origin: target }, timeout: 300_000 },
             (res) => res.resume().on("end", () => resolve(res.statusCode)),
           );
-          req.on("error", () => resolve(0));
+          req.on("error", (error) => resolve(error.code ?? 0));
           req.on("timeout", () => req.destroy());
         });
         const path = "/v1/approvals (new connection)";
-        probes.push({ path, ms: performance.now() - t, ok: status === 200 });
+        probes.push({
+          path,
+          ms: performance.now() - t,
+          ok: status === 200,
+          error: status === 200 ? undefined : status,
+        });
         if (process.env.BENCH_TRACE) progress("storm", `${path} ${status} in ${(performance.now() - t).toFixed(0)} ms`);
       }
     })();
@@ -441,6 +446,7 @@ try {
       slowestProbeMs: Math.max(...probes.map((p) => p.ms)),
       slowestProbe: probes.reduce((a, b) => (b.ms > a.ms ? b : a), probes[0]).path,
       failedProbes: probes.filter((p) => !p.ok).length,
+      probeErrors: probes.filter((p) => !p.ok).map((p) => `${p.path}: ${p.error ?? "not ok"}`),
     };
   }
 
@@ -533,6 +539,7 @@ if (argv.json) {
     `memory (RSS MB): workerd x${c.workerdProcs} ${c.workerdRssMB.before} -> ${c.workerdRssMB.after}, node client ${c.nodeRssMB.before} -> ${c.nodeRssMB.after}`,
   );
   console.log(`failed decisions: ${report.failures}`);
+  for (const e of st.probeErrors) console.log(`storm probe failed: ${e}`);
   for (const [phase, profile] of Object.entries(report.profiles ?? {})) {
     for (const kind of ["self", "total"]) {
       console.log(
