@@ -131,18 +131,28 @@ export class LiveFeed {
     }
   }
 
+  /**
+   * A request the feed has not shown yet, shown before it is stored here: whatever is sent after
+   * a write waits for that write's commit, and the gate already holds the request durably, so
+   * the card need not wait for the hub's copy. False when news of its end overtook it.
+   */
+  showNew(approval: Approval, ownerUserId: string, now: number): boolean {
+    const known = this.host.sql.exec("SELECT state FROM approvals WHERE id = ?", approval.id).toArray()[0];
+    if (known && known.state !== "pending") return false;
+    this.send({ type: "approval", approval: this.live(approval, ownerUserId) });
+    this.remember(approval, ownerUserId, now);
+    return true;
+  }
+
   private liveApproval(approvalId: string): LiveApproval | null {
-    const row = this.host.sql
-      .exec(
-        `SELECT a.owner_user_id, a.record, p.name FROM approvals a LEFT JOIN people p ON p.user_id = a.owner_user_id
-          WHERE a.id = ?`,
-        approvalId,
-      )
-      .toArray()[0];
-    if (!row) return null;
-    const approval = JSON.parse(row.record as string) as Approval;
-    const owner = { userId: row.owner_user_id as string, name: (row.name as string | null) ?? "" };
-    return { ...approval, owner, delivery: this.deliveries(approvalId), escalations: this.timeline(approvalId) };
+    const row = this.host.sql.exec("SELECT owner_user_id, record FROM approvals WHERE id = ?", approvalId).toArray()[0];
+    return row ? this.live(JSON.parse(row.record as string) as Approval, row.owner_user_id as string) : null;
+  }
+
+  private live(approval: Approval, ownerUserId: string): LiveApproval {
+    const name = this.host.sql.exec("SELECT name FROM people WHERE user_id = ?", ownerUserId).toArray()[0]?.name;
+    const owner = { userId: ownerUserId, name: (name as string | undefined) ?? "" };
+    return { ...approval, owner, delivery: this.deliveries(approval.id), escalations: this.timeline(approval.id) };
   }
 
   /** Records the latest state; a resolved approval never goes back to pending. Returns whether it changed. */

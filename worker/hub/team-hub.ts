@@ -137,11 +137,14 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   async approvalCreated(teamId: string, news: ApprovalNews): Promise<void> {
     this.adopt(teamId);
     const now = Date.now();
-    // News can overtake each other: a request already resolved here is not pushed any more.
-    if (!this.feed.remember(news.approval, news.ownerUserId, now)) return;
-    // The directory first: the feed names the request's owner.
-    await this.directory.load();
-    this.feed.broadcast("approval", news.approval.id);
+    // The directory first: the feed names the request's owner. If D1 cannot give it, the request
+    // is still kept for the feed's next snapshot.
+    await this.directory.load().catch((error) => {
+      this.feed.remember(news.approval, news.ownerUserId, now);
+      throw error;
+    });
+    // News can overtake each other: a request already resolved here is not shown or pushed any more.
+    if (!this.feed.showNew(news.approval, news.ownerUserId, now)) return;
     // Under a ladder the gate's `escalate` pushes, step by step.
     if (news.ladder) return;
     this.push.queueNews(news, this.directory.recipients(news), now);
