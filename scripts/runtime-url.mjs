@@ -10,7 +10,7 @@
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** pid -> [child pids], and pid -> command name, of every process now. */
-export function processTable() {
+function processTable() {
   const children = new Map();
   const comm = new Map();
   for (const name of readdirSync("/proc")) {

@@ -72,7 +72,7 @@ export class GateStore {
 
   // ── meta ─────────────────────────────────────────────────────────────────
 
-  meta(): ServedSession | null {
+  meta(): Readonly<ServedSession> | null {
     if (this.cachedMeta === undefined) {
       const row = this.sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];
       this.cachedMeta = row ? deepFreeze(JSON.parse(row.v as string) as ServedSession) : null;

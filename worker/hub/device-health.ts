@@ -27,3 +27,8 @@ export function deviceHealthOf(deliveries: Delivery[], now: number): DeviceHealt
     d.seenAt === null;
   return recent.every(unshown) ? "not_shown" : "ok";
 }
+
+/** The health of each device, from its most recent deliveries (`HEALTH_WINDOW` per device). */
+export function devicesHealth(recentByDevice: Map<string, Delivery[]>, now: number): Record<string, DeviceHealth> {
+  return Object.fromEntries([...recentByDevice].map(([deviceId, recent]) => [deviceId, deviceHealthOf(recent, now)]));
+}

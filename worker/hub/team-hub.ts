@@ -37,7 +37,7 @@ import type {
 } from "./api";
 import { AuditWriter } from "./audit-writer";
 import { Claims } from "./claims";
-import { deviceHealthOf, HEALTH_WINDOW } from "./device-health";
+import { devicesHealth, HEALTH_WINDOW } from "./device-health";
 import { Directory } from "./directory";
 import { Escalations } from "./escalation";
 import type { HubHost } from "./host";
@@ -137,8 +137,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   async approvalCreated(teamId: string, news: ApprovalNews): Promise<void> {
     this.adopt(teamId);
     const now = Date.now();
-    // The directory first: the feed names the request's owner. If D1 cannot give it, the request
-    // is still kept for the feed's next snapshot.
+    // The directory first: the feed names the owner. Without it (D1 down) the request is still kept.
     await this.directory.load().catch((error) => {
       this.feed.remember(news.approval, news.ownerUserId, now);
       throw error;
@@ -246,12 +245,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   async deviceHealth(userId: string): Promise<Record<string, DeviceHealth>> {
-    const now = Date.now();
-    const health: Record<string, DeviceHealth> = {};
-    for (const [deviceId, recent] of this.push.recentByDevice(userId, HEALTH_WINDOW)) {
-      health[deviceId] = deviceHealthOf(recent, now);
-    }
-    return health;
+    return devicesHealth(this.push.recentByDevice(userId, HEALTH_WINDOW), Date.now());
   }
 
   async deliveries(approvalId: string): Promise<Delivery[]> {

@@ -1,13 +1,13 @@
-import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { describeMatch } from "../../../sdk/src/rules";
 import { traceIdOf } from "../../../sdk/src/trace";
-import { type ApiError, type ApprovalView, api, canDecide, type Delivery, type RuleMatch } from "../api";
+import { type ApiError, type ApprovalView, api, canDecide, type RuleMatch } from "../api";
 import { useClaimWhileOpen } from "../claim";
 import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
+import { DeliveryList, EscalationTimeline, Section } from "../components/DeliveryStory";
 import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
@@ -16,7 +16,7 @@ import { RiskBanner, RiskTag } from "../components/RiskNote";
 import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
-import { ago, dateTime, describeApproval, outcomeWithTime } from "../format";
+import { dateTime, describeApproval, outcomeWithTime } from "../format";
 import { useLiveEvents, useShowingCards } from "../live";
 import { Link } from "../router";
 import { containsUnsafeText } from "../safe-text";
@@ -322,82 +322,5 @@ function Fact({ label, value }: { label: string; value: string | null }) {
         <SafeText text={value} />
       </dd>
     </>
-  );
-}
-
-function Section({ title, children }: { title: string; children: ComponentChildren }) {
-  return (
-    <section class="card-section">
-      <h2>{title}</h2>
-      {children}
-    </section>
-  );
-}
-
-function DeliveryList({ delivery }: { delivery: Delivery[] }) {
-  const now = useNow();
-  const step = (label: string, at: number | null | undefined) => (at ? `${label} ${ago(at, now)}` : null);
-  return (
-    <Section title="Notifications">
-      <ul class="plain delivery" data-testid="card-delivery">
-        {delivery.map((x) => (
-          <li key={x.deviceId} data-testid={`delivery-${x.deviceId}`}>
-            <SafeText text={x.deviceName} />:{" "}
-            {x.failedAt
-              ? `failed ${ago(x.failedAt, now)}`
-              : [
-                  step("sent", x.sentAt),
-                  step("delivered", x.deliveredAt),
-                  step("arrived", x.receivedAt),
-                  step("shown", x.displayedAt ?? x.seenAt),
-                  step("opened", x.openedAt),
-                ]
-                  .filter(Boolean)
-                  .join(" · ") || "not sent yet"}
-          </li>
-        ))}
-      </ul>
-    </Section>
-  );
-}
-
-/**
- * The escalation ladder as it ran (who was reached when, by push or mail), and an honest line
- * when nothing reached anyone: the next step then runs at once.
- */
-function EscalationTimeline({ approval }: { approval: ApprovalView }) {
-  const now = useNow();
-  const steps = approval.escalations ?? [];
-  if (steps.length === 0) return null;
-  const reachedDevice = (approval.delivery ?? []).some((d) => d.deliveredAt !== null);
-  const reachedLive = steps.some((e) => e.shownLive.length > 0);
-  const unreached = approval.state === "pending" && !reachedDevice && !reachedLive;
-  return (
-    <Section title="Escalation">
-      {unreached && (
-        <p class="warn" data-testid="card-unreached">
-          No device could be reached. Tapgate moved on to the next step at once.
-        </p>
-      )}
-      <ul class="plain" data-testid="card-escalation">
-        {steps.map((e) => (
-          <li key={`${e.step}-${e.phase}`} data-testid={`escalation-${e.step}-${e.phase}`}>
-            {e.phase === "presence" ? "not seen on the open app: " : ""}
-            {e.via === "email" ? "mailed " : "pushed "}
-            <SafeText text={e.to.join(", ") || "nobody"} /> {ago(e.at, now)}
-            {" · "}
-            {e.shownLive.length > 0 ? (
-              <>
-                shown on the open app of <SafeText text={e.shownLive.join(", ")} />
-              </>
-            ) : e.reached > 0 ? (
-              `reached ${e.reached}`
-            ) : (
-              "reached nobody"
-            )}
-          </li>
-        ))}
-      </ul>
-    </Section>
   );
 }
