@@ -95,9 +95,10 @@ async function startOnce(persistTo, options) {
     ],
     { cwd: ROOT, env: QUIET_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
+  // Only the tail is kept (shown if start-up fails): a long run may log without end.
   let output = "";
   const collect = (d) => {
-    output += d;
+    output = (output + d).slice(-64 * 1024);
     options.log?.(String(d));
   };
   child.stdout.on("data", collect);

@@ -14,7 +14,7 @@ import type { Approval } from "../../sdk/src/approval";
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import type { StandingRule } from "../../sdk/src/rules";
 import { limitsOf } from "../policy";
-import type { GateHub, QuotaVerdict } from "./hub";
+import type { GateHub, GateNews, QuotaVerdict } from "./hub";
 import type { Refusal, StateMachine } from "./state-machine";
 import type { Holder, ServedSession } from "./store";
 
@@ -31,8 +31,8 @@ export interface AdmissionHost {
   isRevoked(keyId: string): boolean;
   /** The team's hub, called and awaited. */
   hub(teamId: string): GateHub;
-  /** News for the hub in the background (the gate's `tellHub`). */
-  tellHub(teamId: string, news: (hub: GateHub) => Promise<unknown>): void;
+  /** News for the hub in the background (the gate's `HubMail`). */
+  tellHub(teamId: string, news: GateNews): void;
 }
 
 type Verdict = QuotaVerdict | { ok: false; unavailable: true };
@@ -115,7 +115,7 @@ export class Admission {
   }
 
   private release(teamId: string, approvalId: string): void {
-    this.host.tellHub(teamId, (hub) => hub.releaseRequest(teamId, approvalId));
+    this.host.tellHub(teamId, { kind: "released", approvalId });
   }
 }
 

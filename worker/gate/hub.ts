@@ -1,19 +1,23 @@
 /**
- * What a SessionGate needs from its team's TeamHub, and the one way it tells it.
+ * What a SessionGate needs from its team's TeamHub, and how it tells it: `HubMail`, which sends
+ * each change's news in one `gateReport` call, with the outbox's rows when the outbox flushes
+ * then.
  *
- * Owns: the narrow `GateHub` interface and `tellHub` (and passes on `PRESENCE_REPORT_MS`, how
- * often a connected session reports). This is the only gate file that imports
- * the hub's module; the rest of the gate sees only `GateHub`. Does not own: what the hub does
- * with the news (live feed, pushes, the audit chain).
+ * Owns: the narrow `GateHub` interface, the mail (news queued during a change, sent at its end)
+ * and passing on `PRESENCE_REPORT_MS`, how often a connected session reports. This is the only
+ * gate file that imports the hub's module; the rest of the gate sees only `GateHub` and
+ * `GateNews`. Does not own: what the hub does with the news (live feed, pushes, the audit chain)
+ * or the outbox's rows and retries (outbox.ts).
  */
-import type { Approval } from "../../sdk/src/approval";
 import {
   type ApprovalNews,
   type AuditEvent,
   type EscalationOrder,
   type EscalationOutcome,
+  type GateNews,
+  type GateReport,
+  type GateReportAnswer,
   hubFor,
-  type OutboxOp,
   PRESENCE_REPORT_MS,
   type QuotaAsk,
   type QuotaVerdict,
@@ -22,42 +26,95 @@ import {
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 
-export type { ApprovalNews, AuditEvent, EscalationOrder, EscalationOutcome, QuotaAsk, QuotaVerdict, SessionNews };
+export type {
+  ApprovalNews,
+  AuditEvent,
+  EscalationOrder,
+  EscalationOutcome,
+  GateNews,
+  GateReportAnswer,
+  QuotaAsk,
+  QuotaVerdict,
+  SessionNews,
+};
 export { PRESENCE_REPORT_MS };
 
 /** The part of a TeamHub a SessionGate calls. */
 export interface GateHub {
-  /** A request was opened: shown live, pushed to phones. */
-  approvalCreated(teamId: string, news: ApprovalNews): Promise<void>;
-  /** A request left `pending`. */
-  approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
-  /** A pending request changed (a quorum's first allow): shown live. */
-  approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void>;
-  /** Connection state or metadata changed; answers a newer team policy when the hub knows one. */
-  sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null>;
   /** Counts a new request against the team's quotas before it is held (admission.ts). */
   admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict>;
-  /** An admitted request was not held after all. */
-  releaseRequest(teamId: string, approvalId: string): Promise<void>;
   /** Runs one escalation step of a request (escalation.ts); once per step and phase. */
   escalate(teamId: string, order: EscalationOrder): Promise<EscalationOutcome>;
-  /** The outbox's rows (D1 index and audit chain), group-committed per team; resolves once D1 has every one. */
-  writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void>;
+  /** A change's news and (when the outbox flushes) its rows; resolves once D1 has every row. */
+  gateReport(teamId: string, report: GateReport): Promise<GateReportAnswer>;
 }
 
 export function gateHub(env: Env, teamId: string): GateHub {
   return hubFor(env, teamId);
 }
 
+export interface HubMailHost {
+  hub(teamId: string): GateHub;
+  /** Keeps the object alive for a call nobody awaits. */
+  background(work: Promise<unknown>): void;
+  /** Starts the outbox's flush when one is due now (not empty, not backing off): it takes the mail along (`take`). */
+  flushOutbox(): void;
+  /** The hub knows a newer team policy than the session's. */
+  newerPolicy(teamId: string, policy: VersionedPolicy): void;
+}
+
 /**
- * News for the team's hub, in the background. Never awaited on the agent's path: a slow or
- * failing push must not delay or fail a request.
+ * News for the team's hub, never awaited on the agent's path: a slow or failing push must not
+ * delay or fail a request. News posted during a change waits only for the change's end (a
+ * microtask), so what one change tells travels in one call.
  */
-export function tellHub(
-  ctx: DurableObjectState,
-  env: Env,
-  teamId: string,
-  news: (hub: GateHub) => Promise<unknown>,
-): void {
-  ctx.waitUntil(news(gateHub(env, teamId)).catch(() => undefined));
+export class HubMail {
+  private readonly queued = new Map<string, GateNews[]>();
+  private scheduled = false;
+
+  constructor(private readonly host: HubMailHost) {}
+
+  post(teamId: string, news: GateNews): void {
+    const list = this.queued.get(teamId);
+    if (list) list.push(news);
+    else this.queued.set(teamId, [news]);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // News posted outside a change, or before an async change's end, is not kept waiting.
+    queueMicrotask(() => {
+      if (this.scheduled) this.send();
+    });
+  }
+
+  /**
+   * At a change's end: the outbox flushes when it is due, carrying the queued news; news it did
+   * not carry (no rows to write, backing off, or a flush already on its way) goes alone.
+   */
+  send(): void {
+    this.scheduled = false;
+    this.host.flushOutbox();
+    for (const [teamId, news] of this.queued) {
+      this.host.background(
+        this.host
+          .hub(teamId)
+          .gateReport(teamId, { news })
+          .then(
+            (answer) => this.answered(teamId, answer),
+            () => undefined,
+          ),
+      );
+    }
+    this.queued.clear();
+  }
+
+  /** Takes the team's queued news, for the outbox's flush to carry. */
+  take(teamId: string): GateNews[] {
+    const news = this.queued.get(teamId) ?? [];
+    this.queued.delete(teamId);
+    return news;
+  }
+
+  answered(teamId: string, answer: GateReportAnswer): void {
+    if (answer.policy) this.host.newerPolicy(teamId, answer.policy);
+  }
 }

@@ -2,8 +2,10 @@
  * The outbox to D1: what a SessionGate must tell D1 (index rows) and its team's audit chain,
  * written after the agent has its answer. Both go to the team's hub in one call, which writes
  * them with the rest of the team's burst in one D1 batch (`hub/audit-writer.ts`, group commit):
- * a storm of resolutions costs the team a few D1 statements, not several per request. Rows
- * leave in order, once acknowledged; a retry replays them, and every row is idempotent.
+ * a storm of resolutions costs the team a few D1 statements, not several per request. The same
+ * call carries the news the change queued for the hub (hub.ts `HubMail`), so a decision or a
+ * dropped socket costs the hub one call. Rows leave in order, once acknowledged; a retry
+ * replays them (never the news), and every row is idempotent.
  *
  * A failed flush backs off (5 s doubling to 5 min). A row that failed DEAD_AFTER flushes in a
  * row is a dead letter: it moves to `outbox_dead` (kept for inspection and a manual replay)
@@ -14,7 +16,7 @@
  * not own: the alarm itself (the shell) or the SQL (store.ts).
  */
 import type { OutboxOp } from "../db";
-import type { GateHub } from "./hub";
+import type { GateHub, GateNews, GateReportAnswer } from "./hub";
 import { DEAD_AFTER, retryDelayMs } from "./rules";
 import type { GateStore } from "./store";
 
@@ -25,6 +27,10 @@ const BATCH = 50;
 /** Where the outbox writes: the team's hub, which writes D1's index and the audit chain. */
 export interface OutboxSinks {
   hub(teamId: string): GateHub;
+  /** The news queued for the team's hub (taken: the flush carries it). */
+  news(teamId: string): GateNews[];
+  /** The hub's answer to the news carried. */
+  answered(teamId: string, answer: GateReportAnswer): void;
   /** Rows were dead-lettered: the session reports its count, so the dashboard shows it. */
   deadLettered(): void;
 }
@@ -86,10 +92,12 @@ export class Outbox {
     return this.flushing;
   }
 
-  /** Hands ops (all of one team: the session's) to the team's hub; resolves once D1 has them. */
+  /** Hands ops (all of one team: the session's) and the queued news to the team's hub; resolves once D1 has the ops. */
   async deliver(ops: OutboxOp[]): Promise<void> {
     const teamId = ops[0]?.teamId;
-    if (teamId) await this.sinks.hub(teamId).writeOutbox(teamId, ops);
+    if (!teamId) return;
+    const answer = await this.sinks.hub(teamId).gateReport(teamId, { news: this.sinks.news(teamId), ops });
+    this.sinks.answered(teamId, answer);
   }
 
   /** Counts the failure against the rows tried; those that failed DEAD_AFTER times move aside. */

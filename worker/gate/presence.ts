@@ -10,7 +10,7 @@ import type { SessionInfo } from "../../sdk/src/approval";
 import { toolCallUpdateSchema } from "../../sdk/src/protocol";
 import type { VersionedPolicy } from "../policy";
 import type { GateJoin } from "./api";
-import { type GateHub, PRESENCE_REPORT_MS } from "./hub";
+import { type GateNews, PRESENCE_REPORT_MS } from "./hub";
 import type { Outbox } from "./outbox";
 import { helloInfo, joinedMeta, withoutNullish, withPolicy } from "./rules";
 import type { GateStore, ServedSession } from "./store";
@@ -18,7 +18,8 @@ import type { GateStore, ServedSession } from "./store";
 export interface PresenceHost {
   store: GateStore;
   outbox: Outbox;
-  tellHub(teamId: string, news: (hub: GateHub) => Promise<unknown>): void;
+  /** News for the team's hub, which answers a newer policy to the shell (the gate's `HubMail`). */
+  tellHub(teamId: string, news: GateNews): void;
   /** Whether the session has an open socket. */
   connected(): boolean;
 }
@@ -97,8 +98,9 @@ export class Presence {
   }
 
   private reportToHub(meta: ServedSession, connected: boolean, now: number): void {
-    this.host.tellHub(meta.teamId, async (hub) => {
-      const newer = await hub.sessionChanged(meta.teamId, {
+    this.host.tellHub(meta.teamId, {
+      kind: "session",
+      news: {
         sessionId: meta.sessionId,
         ownerUserId: meta.ownerUserId,
         info: meta.info,
@@ -107,8 +109,7 @@ export class Presence {
         at: now,
         policyVersion: meta.policyVersion ?? 0,
         deadLetters: this.host.store.deadLetterCount(),
-      });
-      if (newer) this.applyPolicy(meta.teamId, newer);
+      },
     });
   }
 

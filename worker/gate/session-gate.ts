@@ -31,7 +31,7 @@ import type {
 } from "./api";
 import { Escalation } from "./escalation";
 import { HttpAgents } from "./http-agents";
-import { type GateHub, gateHub, tellHub } from "./hub";
+import { type GateNews, gateHub, HubMail } from "./hub";
 import { LadderStore } from "./ladder-store";
 import { migrate } from "./migrations";
 import { Outbox } from "./outbox";
@@ -52,6 +52,8 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly escalation: Escalation;
   /** The outbox to D1 and the audit chain (a field, not exposed over RPC). */
   readonly outbox: Outbox;
+  /** News for the team's hub, sent at each change's end (with the outbox's rows when they flush). */
+  private readonly mail: HubMail;
   /** Agents that poll over HTTP instead of holding a socket (a field, not exposed over RPC). */
   readonly http: HttpAgents;
   /** The alarm this instance set; unknown (null) after a restart, so the first schedule sets one. */
@@ -62,11 +64,21 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     migrate(ctx.storage);
     const store = new GateStore(ctx.storage.sql);
-    const hub = (teamId: string, news: (hub: GateHub) => Promise<unknown>) => tellHub(ctx, env, teamId, news);
+    this.mail = new HubMail({
+      hub: (teamId) => gateHub(env, teamId),
+      background: (work) => ctx.waitUntil(work),
+      flushOutbox: () => {
+        if (this.outbox.flushDue()) void this.outbox.flush().catch(() => undefined);
+      },
+      newerPolicy: (teamId, policy) => this.presence.applyPolicy(teamId, policy),
+    });
+    const hub = (teamId: string, news: GateNews) => this.mail.post(teamId, news);
     this.store = store;
     this.sockets = new Sockets(ctx);
     this.outbox = new Outbox(store, {
       hub: (teamId) => gateHub(env, teamId),
+      news: (teamId) => this.mail.take(teamId),
+      answered: (teamId, answer) => this.mail.answered(teamId, answer),
       deadLettered: () => this.presence.noteDeadLetters(Date.now()),
     });
     this.machine = new StateMachine({
@@ -254,10 +266,10 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     }
   }
 
-  /** After any change: schedule the next alarm and hand the outbox to D1 in the background. */
+  /** After any change: schedule the next alarm; the outbox and the news go to the hub in the background. */
   private afterChange(): void {
     this.scheduleAlarm();
-    if (this.outbox.flushDue()) void this.outbox.flush().catch(() => undefined);
+    this.mail.send();
   }
 
   /**

@@ -73,15 +73,11 @@ function machine(policy = DEFAULT_POLICY) {
   const ops: OutboxOp[] = [];
   const news: string[] = [];
   const delivered: Array<{ id: string; answer: RequestPermissionResponse }> = [];
-  const hub = {
-    approvalCreated: async () => void news.push("created"),
-    approvalResolved: async () => void news.push("resolved"),
-  };
   const m = new StateMachine({
     store,
     outbox: { enqueue: (op: OutboxOp) => ops.push(op) } as unknown as Outbox,
     objectId: "a".repeat(64),
-    tellHub: (_teamId, tell) => void tell(hub as never),
+    tellHub: (_teamId, n) => void news.push(n.kind),
     deliver: (row: PendingRow, answer) => delivered.push({ id: row.id, answer: answer as RequestPermissionResponse }),
   });
   const open = (holder: Partial<Holder> = {}, now = 1_000, options = OPTIONS) => {
@@ -236,16 +232,13 @@ describe("admission: what changed while the hub was asked", () => {
   function admission(t: ReturnType<typeof machine>, session = () => t.meta) {
     let verdict: (v: QuotaVerdict) => void = () => undefined;
     const released: string[] = [];
-    const hub = {
-      admitRequest: () => new Promise<QuotaVerdict>((resolve) => (verdict = resolve)),
-      releaseRequest: async (_teamId: string, id: string) => void released.push(id),
-    };
+    const hub = { admitRequest: () => new Promise<QuotaVerdict>((resolve) => (verdict = resolve)) };
     const a = new Admission({
       machine: t.m,
       session,
       isRevoked: (keyId) => t.revoked.has(keyId),
       hub: () => hub as never,
-      tellHub: (_teamId, tell) => void tell(hub as never),
+      tellHub: (_teamId, n) => void (n.kind === "released" && released.push(n.approvalId)),
     });
     return { open: () => a.open(t.meta, HOLDER, PARAMS, 1_000), admit: () => verdict({ ok: true }), released };
   }

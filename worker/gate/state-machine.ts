@@ -21,7 +21,7 @@ import {
   isRepeatElicitation,
   newElicitationApproval,
 } from "./elicitation";
-import type { GateHub } from "./hub";
+import type { GateNews } from "./hub";
 import type { Outbox } from "./outbox";
 import { cardRuleMatch, ruleResolution } from "./rule-allow";
 import {
@@ -57,7 +57,8 @@ export interface MachineHost {
   outbox: Outbox;
   /** The object's id: approval ids carry it, so a decision is routed without a lookup. */
   objectId: string;
-  tellHub(teamId: string, news: (hub: GateHub) => Promise<unknown>): void;
+  /** News for the team's hub, in the background (the gate's `HubMail`). */
+  tellHub(teamId: string, news: GateNews): void;
   /** Hands a resolved request's answer to whoever waits for it: its socket, its long polls. */
   deliver(row: PendingRow, answer: AgentAnswer): void;
   /** A request is now pending (its escalation ladder starts). */
@@ -129,15 +130,16 @@ export class StateMachine {
     this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
     const byRule = ruleResolution(meta, approval, rules, now);
     if (byRule) return this.resolve(this.store.pendingById(approval.id) as PendingRow, byRule, now) ?? approval;
-    this.host.tellHub(meta.teamId, (hub) =>
-      hub.approvalCreated(meta.teamId, {
+    this.host.tellHub(meta.teamId, {
+      kind: "created",
+      news: {
         approval,
         ownerUserId: meta.ownerUserId,
         recipients: meta.policy.notify,
         lockScreen: meta.policy.lockScreen,
         ladder: this.host.opened !== undefined,
-      }),
-    );
+      },
+    });
     if (approval.type !== "elicitation" && approval.options.length === 0) {
       // Team policy hid every option the agent offered: nobody could ever decide it.
       this.resolve(this.store.pendingById(approval.id) as PendingRow, { state: "denied", reason: "invalid" }, now);
@@ -167,7 +169,7 @@ export class StateMachine {
         ...(stepUps.length > 0 && { stepUps }),
       });
       this.host.outbox.enqueue(auditOp(meta, approval, actor, `approval.${r.state}`, now));
-      this.host.tellHub(meta.teamId, (hub) => hub.approvalResolved(meta.teamId, approval, meta.ownerUserId));
+      this.host.tellHub(meta.teamId, { kind: "resolved", approval, ownerUserId: meta.ownerUserId });
     }
     return approval;
   }
@@ -251,7 +253,7 @@ export class StateMachine {
     const stepUps = this.store.stepUps(current.id);
     this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval, stepUps });
     this.host.outbox.enqueue(auditOp(meta, approval, `user:${d.userId}`, "approval.allow_recorded", now));
-    this.host.tellHub(meta.teamId, (hub) => hub.approvalUpdated(meta.teamId, approval, meta.ownerUserId));
+    this.host.tellHub(meta.teamId, { kind: "updated", approval, ownerUserId: meta.ownerUserId });
     return approval;
   }
 

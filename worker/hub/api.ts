@@ -92,6 +92,29 @@ export interface SessionNews {
   deadLetters?: number;
 }
 
+/**
+ * One piece of news a SessionGate tells its hub, as part of a `gateReport`: each does what the
+ * hub method of the same name does (`approvalCreated`, `approvalResolved`, `approvalUpdated`,
+ * `sessionChanged`, `releaseRequest`).
+ */
+export type GateNews =
+  | { kind: "created"; news: ApprovalNews }
+  | { kind: "resolved"; approval: Approval; ownerUserId: string }
+  | { kind: "updated"; approval: Approval; ownerUserId: string }
+  | { kind: "session"; news: SessionNews }
+  | { kind: "released"; approvalId: string };
+
+/** What a gate's change tells its hub in one call: its news and, when the outbox flushes, the outbox's rows. */
+export interface GateReport {
+  news: GateNews[];
+  ops?: OutboxOp[];
+}
+
+/** The team's policy when the hub knows a newer one than a `session` item's (a change that raced the gate's join). */
+export interface GateReportAnswer {
+  policy: VersionedPolicy | null;
+}
+
 /** A SessionGate asks the team's quotas before it holds a request. */
 export interface QuotaAsk {
   approvalId: string;
@@ -205,6 +228,13 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * commit); resolves once D1 has every one.
    */
   writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void>;
+  /**
+   * A SessionGate's change in one call (gate-report.ts): its news, taken up before the rows are
+   * written, so a slow or failing D1 delays no news; then its outbox rows as `writeOutbox` does.
+   * Resolves once D1 has every row; rejects when the write failed (the gate retries the rows,
+   * not the news).
+   */
+  gateReport(teamId: string, report: GateReport): Promise<GateReportAnswer>;
   /** Chains the events the routes queued in D1 (`audit_outbox`); rejects when D1 or the chain failed. */
   drainAudit(teamId: string): Promise<void>;
   /** After draining: the head the hub last wrote (its anchor), and the first anchor found broken. */

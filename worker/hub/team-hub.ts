@@ -27,6 +27,8 @@ import type {
   DeviceHealth,
   EscalationOrder,
   EscalationOutcome,
+  GateReport,
+  GateReportAnswer,
   HubDevice,
   OutboxOp,
   QuotaAsk,
@@ -40,6 +42,7 @@ import { Claims } from "./claims";
 import { devicesHealth, HEALTH_WINDOW } from "./device-health";
 import { Directory } from "./directory";
 import { Escalations } from "./escalation";
+import { readGateReport } from "./gate-report";
 import type { HubHost } from "./host";
 import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
@@ -352,6 +355,10 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.adopt(first);
     await this.audit.append(this.teamId() as string, events);
     await this.audit.drainSometimes(this.teamId());
+  }
+
+  async gateReport(teamId: string, report: GateReport): Promise<GateReportAnswer> {
+    return readGateReport(this, teamId, report, (work) => this.ctx.waitUntil(work));
   }
 
   async writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void> {
