@@ -10,8 +10,6 @@
  * or the outbox's rows and retries (outbox.ts).
  */
 import {
-  type ApprovalNews,
-  type AuditEvent,
   type EscalationOrder,
   type EscalationOutcome,
   type GateNews,
@@ -21,22 +19,11 @@ import {
   PRESENCE_REPORT_MS,
   type QuotaAsk,
   type QuotaVerdict,
-  type SessionNews,
 } from "../hub/api";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 
-export type {
-  ApprovalNews,
-  AuditEvent,
-  EscalationOrder,
-  EscalationOutcome,
-  GateNews,
-  GateReportAnswer,
-  QuotaAsk,
-  QuotaVerdict,
-  SessionNews,
-};
+export type { EscalationOrder, EscalationOutcome, GateNews, GateReportAnswer, QuotaVerdict };
 export { PRESENCE_REPORT_MS };
 
 /** The part of a TeamHub a SessionGate calls. */
@@ -98,10 +85,8 @@ export class HubMail {
         this.host
           .hub(teamId)
           .gateReport(teamId, { news })
-          .then(
-            (answer) => this.answered(teamId, answer),
-            () => undefined,
-          ),
+          .then((answer) => this.answered(teamId, answer))
+          .catch(() => undefined),
       );
     }
     this.queued.clear();

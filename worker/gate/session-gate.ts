@@ -64,8 +64,9 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     migrate(ctx.storage);
     const store = new GateStore(ctx.storage.sql);
+    const hubOf = (teamId: string) => gateHub(env, teamId);
     this.mail = new HubMail({
-      hub: (teamId) => gateHub(env, teamId),
+      hub: hubOf,
       background: (work) => ctx.waitUntil(work),
       flushOutbox: () => {
         if (this.outbox.flushDue()) void this.outbox.flush().catch(() => undefined);
@@ -76,7 +77,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.store = store;
     this.sockets = new Sockets(ctx);
     this.outbox = new Outbox(store, {
-      hub: (teamId) => gateHub(env, teamId),
+      hub: hubOf,
       news: (teamId) => this.mail.take(teamId),
       answered: (teamId, answer) => this.mail.answered(teamId, answer),
       deadLettered: () => this.presence.noteDeadLetters(Date.now()),
@@ -100,14 +101,14 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       store,
       ladders: new LadderStore(ctx.storage.sql),
       outbox: this.outbox,
-      escalate: (teamId, order) => gateHub(env, teamId).escalate(teamId, order),
+      escalate: (teamId, order) => hubOf(teamId).escalate(teamId, order),
       notify: (row, progress) => this.sockets.notify(row.socket_id, METHODS.progress, progress),
     });
     const admission = new Admission({
       machine: this.machine,
       session: () => store.meta(),
       isRevoked: (keyId) => store.isRevoked(keyId),
-      hub: (teamId) => gateHub(env, teamId),
+      hub: hubOf,
       tellHub: hub,
     });
     this.presence = new Presence({ store, outbox: this.outbox, tellHub: hub, connected: () => this.sockets.anyOpen() });

@@ -53,7 +53,7 @@ describe("readGateReport", () => {
     });
     expect(r.started).toEqual(["created", "resolved", "session", "released", "write 2"]);
     expect(r.background).toHaveLength(3);
-    await Promise.resolve();
+    await new Promise<void>((resolve) => setImmediate(resolve)); // every queued microtask has run
     expect(answered).toBe(false);
     r.finishWrite();
     expect(await reading).toEqual({ policy: { version: 3 } });

@@ -7,10 +7,10 @@
  * policy change reaches them. Its one alarm serves push retries, session upkeep and the rest of
  * a policy fan-out.
  *
- * Owns: the platform entry points, each mapped to one subsystem (partyserver style), the hub's
- * team (`meta('team')`), and the order of steps when news touches several subsystems. Does not
- * own: any table or rule (the subsystems: `directory.ts`, `live-feed.ts`, `push-queue.ts`,
- * `escalation.ts`, `sessions.ts`, `audit-writer.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
+ * Owns: the platform entry points, each mapped to one subsystem (partyserver style), and the
+ * order of steps when news touches several subsystems. Does not own: any table or rule (the
+ * subsystems: `hub-team.ts`, `directory.ts`, `live-feed.ts`, `push-queue.ts`, `escalation.ts`,
+ * `sessions.ts`, `audit-writer.ts`, `gate-report.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval, Delivery, EscalationEvent, Owner } from "../../sdk/src/approval";
@@ -44,6 +44,7 @@ import { Directory } from "./directory";
 import { Escalations } from "./escalation";
 import { readGateReport } from "./gate-report";
 import type { HubHost } from "./host";
+import { HubTeam } from "./hub-team";
 import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
 import { PushQueue } from "./push-queue";
@@ -56,8 +57,7 @@ const PRUNE_EVERY_MS = 60_000;
 
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private prunedAt = 0;
-  /** The team as stored (`adopt`); undefined until read. */
-  private team: string | null | undefined;
+  private readonly team: HubTeam;
   private readonly host: HubHost;
   private readonly directory: Directory;
   private readonly feed: LiveFeed;
@@ -72,11 +72,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     migrate(ctx.storage);
+    this.team = new HubTeam(ctx.storage.sql);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     this.host = {
       sql: ctx.storage.sql,
       env,
-      teamId: () => this.teamId(),
+      teamId: () => this.team.id(),
       sockets: (tag) => ctx.getWebSockets(tag),
       accept: (ws, tags) => ctx.acceptWebSocket(ws, tags),
       // Only ever earlier: the alarm is shared. (While the alarm runs, getAlarm answers null.)
@@ -113,7 +114,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   // ── platform entry points ────────────────────────────────────────────────
 
   override async fetch(request: Request): Promise<Response> {
-    return this.feed.join(request, (teamId) => this.adopt(teamId));
+    return this.feed.join(request, (teamId) => this.team.adopt(teamId));
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
@@ -131,14 +132,14 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   override async alarm(): Promise<void> {
     this.feed.closeExpired(Date.now());
-    await this.audit.drainQuietly(this.teamId());
+    await this.audit.drainQuietly(this.team.id());
     await this.wake(Date.now());
   }
 
   // ── news from SessionGates ───────────────────────────────────────────────
 
   async approvalCreated(teamId: string, news: ApprovalNews): Promise<void> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     const now = Date.now();
     // The directory first: the feed names the owner. Without it (D1 down) the request is still kept.
     await this.directory.load().catch((error) => {
@@ -154,7 +155,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   async approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     const now = Date.now();
     this.quotas.release(approval.id);
     this.claims.end(approval.id, now);
@@ -174,21 +175,21 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   async approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     if (!this.feed.remember(approval, ownerUserId, Date.now())) return;
     await this.directory.load();
     this.feed.broadcast("approval", approval.id);
   }
 
   async sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     return this.sessions.changed(news);
   }
 
   // ── quotas ───────────────────────────────────────────────────────────────
 
   async admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     const now = Date.now();
     const verdict = this.quotas.admit(ask, now);
     // Shown after the answer: the agent's refusal never waits on the directory.
@@ -204,12 +205,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   // ── standing rules ───────────────────────────────────────────────────────
 
   async rulesChanged(teamId: string): Promise<void> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     await this.rules.reload(teamId);
   }
 
   async releaseRequest(teamId: string, approvalId: string): Promise<void> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     this.quotas.release(approvalId);
   }
 
@@ -239,7 +240,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   // ── escalation ───────────────────────────────────────────────────────────
 
   async escalate(teamId: string, order: EscalationOrder, now = Date.now()): Promise<EscalationOutcome> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     return this.escalations.run(order, now);
   }
 
@@ -273,7 +274,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   async deviceSaved(teamId: string, device: HubDevice): Promise<void> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     await this.directory.load();
     this.directory.saveDevice(device);
   }
@@ -284,7 +285,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   async sendTest(teamId: string, deviceId: string, userId: string): Promise<boolean> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     await this.directory.load();
     if (!this.directory.isDeviceOf(deviceId, userId)) return false;
     this.push.queueTest(deviceId, Date.now());
@@ -296,7 +297,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.directory.forget();
     // A member removed or demoted holds no rules any more: none are handed out until re-read.
     this.rules.forget();
-    const teamId = this.teamId();
+    const teamId = this.team.id();
     if (teamId) this.ctx.waitUntil(this.rules.loadSoon(teamId));
   }
 
@@ -318,7 +319,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   // ── claims ("Ada is looking") ────────────────────────────────────────────
 
   async claim(teamId: string, approval: Approval, by: Owner): Promise<ClaimResult> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     const result = this.claims.claim(approval, by, Date.now());
     if (!result.ok) return result;
     this.feed.send({ type: "claimed", ...result.claim });
@@ -334,12 +335,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   // ── sessions and policy ──────────────────────────────────────────────────
 
   async deadLettered(teamId: string): Promise<DeadLetteredSession[]> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     return this.sessions.deadLettered();
   }
 
   async policy(teamId: string): Promise<VersionedPolicy> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     return this.sessions.policy(teamId);
   }
 
@@ -351,10 +352,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async appendAudit(events: AuditEvent[]): Promise<void> {
     const first = events[0]?.teamId;
-    if (!first) return;
-    this.adopt(first);
-    await this.audit.append(this.teamId() as string, events);
-    await this.audit.drainSometimes(this.teamId());
+    if (first) await this.chain(first, events, []);
   }
 
   async gateReport(teamId: string, report: GateReport): Promise<GateReportAnswer> {
@@ -362,46 +360,38 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   async writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void> {
-    this.adopt(teamId);
     const events = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
-    const index = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
-    await this.audit.append(this.teamId() as string, events, index);
-    await this.audit.drainSometimes(this.teamId());
+    await this.chain(
+      teamId,
+      events,
+      ops.filter((o): o is D1OutboxOp => o.op !== "audit"),
+    );
+  }
+
+  /** Appends to the chain of the hub's team (with the gates' index rows), then drains what the routes queued, now and then. */
+  private async chain(teamId: string, events: AuditEvent[], index: D1OutboxOp[]): Promise<void> {
+    this.team.adopt(teamId);
+    await this.audit.append(this.team.id() as string, events, index);
+    await this.audit.drainSometimes(this.team.id());
   }
 
   async drainAudit(teamId: string): Promise<void> {
-    this.adopt(teamId);
+    this.team.adopt(teamId);
     await this.audit.drain(teamId);
   }
 
   async auditAnchors(teamId: string): Promise<AuditAnchors> {
-    this.adopt(teamId);
-    await this.audit.drainQuietly(this.teamId());
+    this.team.adopt(teamId);
+    await this.audit.drainQuietly(this.team.id());
     return this.audit.anchors(teamId);
   }
 
-  // ── the hub's team ───────────────────────────────────────────────────────
+  // ── devices the push service dropped ─────────────────────────────────────
 
   /** The push service says the subscription is gone (404/410): forget the device everywhere. */
   private async dropDevice(deviceId: string): Promise<void> {
     await this.deviceRemoved(deviceId);
-    const teamId = this.teamId();
+    const teamId = this.team.id();
     if (teamId) await deleteDevice(this.env.DB, teamId, deviceId);
-  }
-
-  /**
-   * The hub's team: every caller names it (hubs are named by team id); kept for alarms. Written
-   * once per instance, not once per call: a write would make every RPC a storage commit.
-   */
-  private adopt(teamId: string): void {
-    if (this.teamId() !== null) return;
-    this.ctx.storage.sql.exec("INSERT INTO meta (k, v) VALUES ('team', ?)", teamId);
-    this.team = teamId;
-  }
-
-  private teamId(): string | null {
-    this.team ??=
-      (this.ctx.storage.sql.exec("SELECT v FROM meta WHERE k = 'team'").toArray()[0]?.v as string | undefined) ?? null;
-    return this.team;
   }
 }
