@@ -225,6 +225,7 @@ async function openSessions(gate, prefix, count) {
 
 const worker = await startLocalWorker({
   minify: !argv.profile,
+  inspect: argv.profile,
   log: process.env.BENCH_TRACE ? (line) => process.stderr.write(line) : undefined,
 });
 const report = { n: N, sessions: M, inFlight: IN_FLIGHT, via: argv["via-proxy"] ? "proxy" : "runtime", bundle };

@@ -1,6 +1,6 @@
 /**
- * Starts the Tapgate Worker under `wrangler dev` (workerd, local D1 and Durable Objects),
- * for `npm start`, the SDK tests and the benchmark.
+ * Starts the Tapgate Worker on wrangler's local runtime (workerd, local D1 and Durable Objects;
+ * `dev-server.mjs`), for the SDK and browser tests and the benchmark.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
@@ -12,6 +12,7 @@ import { localVars } from "./local-vars.mjs";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
+const DEV_SERVER = join(ROOT, "scripts", "dev-server.mjs");
 const QUIET_ENV = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
 
 /** A free loopback port. */
@@ -46,13 +47,14 @@ export function applyMigrations(persistTo, stdio = "pipe") {
 }
 
 /**
- * @param {{ persistTo?: string, port?: number, vars?: Record<string, string> | ((port: number) => Record<string, string>), assets?: string, minify?: boolean, log?: (line: string) => void }} [options]
+ * @param {{ persistTo?: string, port?: number, vars?: Record<string, string> | ((port: number) => Record<string, string>), assets?: string, minify?: boolean, inspect?: boolean, log?: (line: string) => void }} [options]
  *   `assets` serves that directory instead of `pwa/dist` (the rest of wrangler.toml's `[assets]` still applies).
  *   `vars` may be a function of the port, for values that name the Worker's own origin.
  *   `minify: false` serves the Worker unminified (readable names in a CPU profile).
- * @returns {Promise<{ url: string, persistTo: string, pid: number, inspector: string, stop: (signal?: NodeJS.Signals) => Promise<void> }>}
- *   `pid` is the wrangler process, the parent of the workerd processes that serve the Worker;
- *   `inspector` is the DevTools protocol endpoint of the Worker's isolate (its Durable Objects run in it too).
+ *   `inspect: true` attaches wrangler's DevTools inspector (off otherwise: it costs the runtime, see dev-server.mjs).
+ * @returns {Promise<{ url: string, persistTo: string, pid: number, inspector?: string, stop: (signal?: NodeJS.Signals) => Promise<void> }>}
+ *   `pid` is the dev server's process, the parent of the workerd processes that serve the Worker;
+ *   `inspector` (with `inspect`) is the DevTools protocol endpoint of the Worker's isolate (its Durable Objects run in it too).
  */
 export async function startLocalWorker(options = {}) {
   const persistTo = options.persistTo ?? (await mkdtemp(join(tmpdir(), "tapgate-")));
@@ -71,24 +73,18 @@ export async function startLocalWorker(options = {}) {
 
 async function startOnce(persistTo, options) {
   const port = options.port ?? (await freePort());
-  const inspectorPort = await freePort();
+  const inspectorPort = options.inspect ? await freePort() : undefined;
   const ownVars = typeof options.vars === "function" ? options.vars(port) : options.vars;
   const vars = Object.entries({ ...localVars(), ...ownVars }).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
-    WRANGLER,
+    process.execPath,
     [
-      "dev",
-      "--ip",
-      "127.0.0.1",
+      DEV_SERVER,
       "--port",
       String(port),
-      "--inspector-port",
-      String(inspectorPort),
       "--persist-to",
       persistTo,
-      "--show-interactive-dev-session=false",
-      "--log-level",
-      "warn",
+      ...(inspectorPort ? ["--inspector-port", String(inspectorPort)] : []),
       ...(options.assets ? ["--assets", options.assets] : []),
       ...(options.minify === false ? ["--no-minify"] : []),
       ...vars,
@@ -117,7 +113,8 @@ async function startOnce(persistTo, options) {
     await stop();
     throw new Error(`${error.message}\n${output}`);
   }
-  return { url, persistTo, pid: child.pid, inspector: `ws://127.0.0.1:${inspectorPort}/core:user:tapgate`, stop };
+  const inspector = inspectorPort ? `ws://127.0.0.1:${inspectorPort}/core:user:tapgate` : undefined;
+  return { url, persistTo, pid: child.pid, inspector, stop };
 }
 
 async function waitForHealth(url, exited) {
@@ -125,7 +122,7 @@ async function waitForHealth(url, exited) {
   exited.then(() => (dead = true));
   const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
-    if (dead) throw new Error("wrangler dev exited before it was ready");
+    if (dead) throw new Error("the dev server exited before it was ready");
     const ok = await fetch(`${url}/v1/health`).then(
       (r) => r.ok,
       () => false,
@@ -133,5 +130,5 @@ async function waitForHealth(url, exited) {
     if (ok) return;
     await new Promise((r) => setTimeout(r, 200)); // polling a server that is starting, not a test sync
   }
-  throw new Error("wrangler dev did not become ready within 90 s");
+  throw new Error("the dev server did not become ready within 90 s");
 }

@@ -1,8 +1,10 @@
 /**
  * `npm start`: Tapgate on this machine, with no Cloudflare account and no other service.
  * Creates `.dev.vars` (local mode) if missing, builds the PWA, applies the D1 migrations to the
- * local database in `.wrangler/state`, and runs the Worker under `wrangler dev` at
- * http://localhost:8787.
+ * local database in `.wrangler/state`, and runs the Worker on wrangler's local runtime at
+ * http://localhost:8787 (`dev-server.mjs`: as `wrangler dev` does, rebuilt when a source file
+ * changes, but with no DevTools inspector unless `-- --inspector-port 9229` asks for one).
+ * Other arguments go to dev-server.mjs (`-- --ip 0.0.0.0` for a phone on the same network).
  */
 import { execFileSync, spawn } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -37,14 +39,24 @@ if (!existsSync(devVars)) {
 execFileSync("npm", ["run", "--silent", "build:pwa"], { cwd: ROOT, stdio: "inherit" });
 await applyMigrations(undefined, "inherit");
 const port = process.env.PORT ?? "8787";
-const wrangler = spawn(
-  join(ROOT, "node_modules", ".bin", "wrangler"),
-  ["dev", "--port", port, ...process.argv.slice(2)],
+const server = spawn(
+  process.execPath,
+  [
+    join(ROOT, "scripts", "dev-server.mjs"),
+    "--ip",
+    "localhost",
+    "--port",
+    port,
+    "--watch",
+    "--log-level",
+    "log",
+    ...process.argv.slice(2),
+  ],
   {
     cwd: ROOT,
     stdio: "inherit",
     env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
   },
 );
-wrangler.on("exit", (code) => process.exit(code ?? 0));
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => wrangler.kill(signal));
+server.on("exit", (code) => process.exit(code ?? 0));
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal));
