@@ -7,6 +7,7 @@ import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test
 import { describe, expect, it, vi } from "vitest";
 import type { OutboxOp } from "../../worker/db";
 import { DEAD_AFTER } from "../../worker/gate/outbox";
+import { OUTBOX_RETRY_MS } from "../../worker/gate/rules";
 import { api, askOnce, decide, flush, gateStub, json, pendingApprovals, permissionParams, signUp } from "./helpers";
 import { openLive } from "./team-helpers";
 
@@ -138,5 +139,31 @@ describe("the gate's outbox when D1 fails", () => {
     expect(await outboxRows(stub)).toEqual([]);
     expect(await d1State(approval.id)).toBe("denied");
     expect(await deadLetters(stub)).toEqual([]);
+  });
+
+  it("moves no alarm for a flush that lands; a failed one brings the alarm to the backoff's first retry", async () => {
+    const { owner, agent, sessionId, approval } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const alarmOf = () => runInDurableObject(stub, (_, state) => state.storage.getAlarm());
+    // The held request's heartbeat check, set by the ask.
+    const held = await alarmOf();
+    expect(held).toBeGreaterThan(Date.now() + OUTBOX_RETRY_MS);
+
+    // The decision flushes at once: its alarm stays where it was (no storage write, no wake for nothing).
+    expect((await decide(owner, approval, "allow")).status).toBe(200);
+    await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
+    expect(await alarmOf()).toBe(held);
+
+    // A decision whose flush fails is retried by the alarm OUTBOX_RETRY_MS after the failure, not at the heartbeat's.
+    await agent.ask(2, permissionParams(sessionId));
+    const [second] = await pendingApprovals(owner, sessionId);
+    if (!second) throw new Error("the second request is not pending");
+    const heartbeat = await alarmOf();
+    await breakOutbox(stub);
+    expect((await decide(owner, second, "deny")).status).toBe(200);
+    await vi.waitFor(async () => expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]));
+    const retry = await alarmOf();
+    expect(retry).toBeLessThanOrEqual(Date.now() + OUTBOX_RETRY_MS);
+    expect(retry).toBeLessThan(heartbeat ?? 0);
   });
 });

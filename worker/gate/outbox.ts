@@ -7,7 +7,7 @@
  * dropped socket costs the hub one call. Rows leave in order, once acknowledged; a retry
  * replays them (never the news), and every row is idempotent.
  *
- * A failed flush backs off (5 s doubling to 5 min). A row that failed DEAD_AFTER flushes in a
+ * A failed flush backs off (5 s doubling to 5 min; the alarm retries). A row that failed DEAD_AFTER flushes in a
  * row is a dead letter: it moves to `outbox_dead` (kept for inspection and a manual replay)
  * instead of blocking the rows behind it and waking the object forever. The session then reports
  * its dead-letter count to the team's hub (with every connection report), for the dashboard.
@@ -17,7 +17,7 @@
  */
 import type { OutboxOp } from "../db";
 import type { GateHub, GateNews, GateReportAnswer } from "./hub";
-import { DEAD_AFTER, retryDelayMs } from "./rules";
+import { DEAD_AFTER, OUTBOX_SAFETY_NET_MS, retryDelayMs } from "./rules";
 import type { GateStore } from "./store";
 
 export { DEAD_AFTER };
@@ -52,9 +52,14 @@ export class Outbox {
     return this.store.outboxSize();
   }
 
-  /** When the alarm must come back for the outbox, or null when it holds nothing. */
+  /**
+   * When the alarm must come back for the outbox, or null when it holds nothing: after a failed
+   * flush, the backoff's retry; before any, only the safety net (the change flushes at once).
+   */
   dueAt(now: number): number | null {
-    return this.size() > 0 ? now + retryDelayMs(this.store.outboxHeadAttempts()) : null;
+    if (this.size() === 0) return null;
+    const failures = this.store.outboxHeadAttempts();
+    return now + (failures === 0 ? OUTBOX_SAFETY_NET_MS : retryDelayMs(failures - 1));
   }
 
   /**

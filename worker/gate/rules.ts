@@ -40,13 +40,19 @@ export const LEASE_MS = 60_000;
 export const EMPTY_INFO: SessionInfo = { title: null, agent: null, host: null, cwd: null };
 
 export const OUTBOX_RETRY_MS = 5_000;
+/**
+ * The outbox's alarm while no flush has failed: each change flushes at once, so the alarm is
+ * only the safety net for an instance that dies before its flush lands. Far enough out that it
+ * does not move the alarm on every decision (a storage write, and a wake for nothing).
+ */
+export const OUTBOX_SAFETY_NET_MS = 60_000;
 export const OUTBOX_RETRY_MAX_MS = 5 * 60_000;
 /** Consecutive failed flushes after which an outbox row becomes a dead letter. */
 export const DEAD_AFTER = 10;
 
-/** How long the outbox waits before its next try after `failures` failed flushes in a row. */
-export function retryDelayMs(failures: number): number {
-  return Math.min(OUTBOX_RETRY_MS * 2 ** Math.min(failures, 16), OUTBOX_RETRY_MAX_MS);
+/** How long the outbox waits after a failed flush that followed `earlierFailures` failed ones in a row (0: the first). */
+export function retryDelayMs(earlierFailures: number): number {
+  return Math.min(OUTBOX_RETRY_MS * 2 ** Math.min(earlierFailures, 16), OUTBOX_RETRY_MAX_MS);
 }
 
 /** How a request leaves `pending`. */

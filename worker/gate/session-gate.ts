@@ -69,7 +69,8 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       hub: hubOf,
       background: (work) => ctx.waitUntil(work),
       flushOutbox: () => {
-        if (this.outbox.flushDue()) void this.outbox.flush().catch(() => undefined);
+        // A failed flush is retried by the alarm, on the backoff's schedule.
+        if (this.outbox.flushDue()) void this.outbox.flush().catch(() => this.scheduleAlarm());
       },
       newerPolicy: (teamId, policy) => this.presence.applyPolicy(teamId, policy),
     });
