@@ -433,7 +433,10 @@ try {
         (answer.outcome.outcome !== "selected" || answer.outcome.optionId !== "allow"),
     ).length;
     const notAnswered = answered.filter((a) => a === unanswered).length;
-    await Promise.race([allResolved, new Promise((r) => setTimeout(r, 300_000))]);
+    // Given up on after 5 minutes; the timer is cleared, so a finished run does not wait it out.
+    let giveUp;
+    await Promise.race([allResolved, new Promise((r) => (giveUp = setTimeout(r, 300_000)))]);
+    clearTimeout(giveUp);
     probing = false;
     await Promise.all([probe, fresh]);
     return {
