@@ -13,9 +13,27 @@ import { openLive } from "./team-helpers";
 
 type Stub = ReturnType<typeof gateStub>;
 
+/** The rows still to deliver (acknowledged ones wait only for the next change to delete them). */
 const outboxRows = (stub: Stub) =>
+  runInDurableObject(stub, (gate, state) =>
+    state.storage.sql
+      .exec<{ op: string; attempts: number }>(
+        "SELECT op, attempts FROM outbox WHERE seq > ? ORDER BY seq",
+        gate.outbox.deliveredThrough,
+      )
+      .toArray(),
+  );
+
+/** Every row in the outbox's table, acknowledged or not: which approvals they are about. */
+const storedRowSubjects = (stub: Stub) =>
   runInDurableObject(stub, (_, state) =>
-    state.storage.sql.exec<{ op: string; attempts: number }>("SELECT op, attempts FROM outbox ORDER BY seq").toArray(),
+    state.storage.sql
+      .exec<{ op: string }>("SELECT op FROM outbox ORDER BY seq")
+      .toArray()
+      .map((r) => {
+        const op = JSON.parse(r.op) as OutboxOp;
+        return op.op === "audit" ? op.subject : op.op === "approval" ? op.approval.id : op.op;
+      }),
   );
 
 const deadLetters = (stub: Stub) =>
@@ -165,5 +183,35 @@ describe("the gate's outbox when D1 fails", () => {
     const retry = await alarmOf();
     expect(retry).toBeLessThanOrEqual(Date.now() + OUTBOX_RETRY_MS);
     expect(retry).toBeLessThan(heartbeat ?? 0);
+  });
+
+  it("deletes acknowledged rows with the next change; a restarted gate sends its last ones again, nothing twice", async () => {
+    const { owner, agent, sessionId, approval } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    expect((await decide(owner, approval, "allow")).status).toBe(200);
+    // The decision's own flush (in the background) lands...
+    await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
+    // ...acknowledged, and still stored: no commit of their own.
+    expect(await storedRowSubjects(stub)).toContain(approval.id);
+
+    // The next change (the agent's next ask) deletes them in its own commit.
+    await agent.ask(2, permissionParams(sessionId));
+    await vi.waitFor(async () => expect(await storedRowSubjects(stub)).not.toContain(approval.id));
+    const [second] = await pendingApprovals(owner, sessionId);
+    if (!second) throw new Error("the second request is not pending");
+
+    // A restart forgets what was acknowledged: the rows go again, and D1 has each event once.
+    expect((await decide(owner, second, "deny")).status).toBe(200);
+    await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
+    expect(await storedRowSubjects(stub)).toContain(second.id);
+    await abortAllDurableObjects();
+    await flush(owner.teamId, sessionId);
+    expect(await storedRowSubjects(gateStub(owner.teamId, sessionId))).toEqual([]);
+    const events = await env.DB.prepare("SELECT action FROM audit_log WHERE subject = ? ORDER BY seq")
+      .bind(second.id)
+      .all<{ action: string }>();
+    const once = events.results.map((e) => e.action).filter((a) => a !== "approval.escalated");
+    expect(once).toEqual(["approval.requested", "approval.denied"]);
+    expect(await d1State(second.id)).toBe("denied");
   });
 });

@@ -18,9 +18,13 @@ function memoryOutbox() {
   let seq = 0;
   const store = {
     enqueue: (op: OutboxOp) => void rows.push({ seq: ++seq, op: JSON.stringify(op), attempts: 0 }),
-    outboxSize: () => rows.length,
-    outboxBatch: (limit: number) => rows.slice(0, limit).map((r) => ({ ...r, op: JSON.parse(r.op) })),
-    outboxHeadAttempts: () => rows[0]?.attempts ?? 0,
+    outboxSize: (after: number) => rows.filter((r) => r.seq > after).length,
+    outboxBatch: (limit: number, after: number) =>
+      rows
+        .filter((r) => r.seq > after)
+        .slice(0, limit)
+        .map((r) => ({ ...r, op: JSON.parse(r.op) })),
+    outboxHeadAttempts: (after: number) => rows.find((r) => r.seq > after)?.attempts ?? 0,
     outboxDelivered: (last: number) => {
       rows = rows.filter((r) => r.seq > last);
     },

@@ -7,6 +7,11 @@
  * dropped socket costs the hub one call. Rows leave in order, once acknowledged; a retry
  * replays them (never the news), and every row is idempotent.
  *
+ * Rows the hub acknowledged are deleted with the next change's own writes (`settle`, from the
+ * shell's post-change step), not in a storage commit of their own: one commit fewer per change.
+ * The watermark is in memory, so an instance that restarts sends its last acknowledged rows
+ * once more, which idempotent rows allow (and AUTOINCREMENT never reuses a `seq`).
+ *
  * A failed flush backs off (5 s doubling to 5 min; the alarm retries). A row that failed DEAD_AFTER flushes in a
  * row is a dead letter: it moves to `outbox_dead` (kept for inspection and a manual replay)
  * instead of blocking the rows behind it and waking the object forever. The session then reports
@@ -38,6 +43,9 @@ export interface OutboxSinks {
 export class Outbox {
   private flushing: Promise<void> | null = null;
   private flushAgain = false;
+  /** Rows up to this `seq` reached the hub; those up to `deleted` are gone from storage too. */
+  private delivered = 0;
+  private deleted = 0;
 
   constructor(
     private readonly store: GateStore,
@@ -48,8 +56,21 @@ export class Outbox {
     this.store.enqueue(op);
   }
 
+  /** Rows still to deliver. */
   size(): number {
-    return this.store.outboxSize();
+    return this.store.outboxSize(this.delivered);
+  }
+
+  /** The last `seq` the hub acknowledged (rows up to it are only waiting to be deleted). */
+  get deliveredThrough(): number {
+    return this.delivered;
+  }
+
+  /** Deletes the acknowledged rows; the shell calls it in every change, so the delete joins that change's commit. */
+  settle(): void {
+    if (this.delivered <= this.deleted) return;
+    this.store.outboxDelivered(this.delivered);
+    this.deleted = this.delivered;
   }
 
   /**
@@ -58,7 +79,7 @@ export class Outbox {
    */
   dueAt(now: number): number | null {
     if (this.size() === 0) return null;
-    const failures = this.store.outboxHeadAttempts();
+    const failures = this.store.outboxHeadAttempts(this.delivered);
     return now + (failures === 0 ? OUTBOX_SAFETY_NET_MS : retryDelayMs(failures - 1));
   }
 
@@ -67,7 +88,7 @@ export class Outbox {
    * on the backoff's schedule, so a busy session cannot turn a D1 outage into dead letters.
    */
   flushDue(): boolean {
-    return this.size() > 0 && this.store.outboxHeadAttempts() === 0;
+    return this.size() > 0 && this.store.outboxHeadAttempts(this.delivered) === 0;
   }
 
   /** Writes the outbox in order, one flush at a time; rejects when a write failed. */
@@ -79,7 +100,7 @@ export class Outbox {
     this.flushing = (async () => {
       do {
         this.flushAgain = false;
-        const rows = this.store.outboxBatch(BATCH);
+        const rows = this.store.outboxBatch(BATCH, this.delivered);
         const last = rows[rows.length - 1];
         if (!last) break;
         try {
@@ -88,7 +109,7 @@ export class Outbox {
           this.failed(last.seq, error);
           throw error;
         }
-        this.store.outboxDelivered(last.seq);
+        this.delivered = last.seq;
         if (rows.length === BATCH) this.flushAgain = true;
       } while (this.flushAgain);
     })().finally(() => {
@@ -107,6 +128,8 @@ export class Outbox {
 
   /** Counts the failure against the rows tried; those that failed DEAD_AFTER times move aside. */
   private failed(lastSeq: number, error: unknown): void {
+    // Only rows still to deliver count a failure (and may become dead letters).
+    this.settle();
     this.store.outboxFailed(lastSeq);
     const dead = this.store.deadLetter(DEAD_AFTER, Date.now(), String(error).slice(0, 500));
     if (dead === 0) return;

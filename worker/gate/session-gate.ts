@@ -268,8 +268,12 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     }
   }
 
-  /** After any change: schedule the next alarm; the outbox and the news go to the hub in the background. */
+  /**
+   * After any change: delete what the hub acknowledged (in this change's commit), schedule the
+   * next alarm; the outbox and the news go to the hub in the background.
+   */
   private afterChange(): void {
+    this.outbox.settle();
     this.scheduleAlarm();
     this.mail.send();
   }

@@ -285,24 +285,27 @@ export class GateStore {
     this.sql.exec("INSERT INTO outbox (op) VALUES (?)", JSON.stringify(op));
   }
 
-  outboxSize(): number {
-    return this.sql.exec("SELECT COUNT(*) AS n FROM outbox").one().n as number;
+  /** Rows after `after` (the outbox's delivered watermark). */
+  outboxSize(after: number): number {
+    return this.sql.exec("SELECT COUNT(*) AS n FROM outbox WHERE seq > ?", after).one().n as number;
   }
 
-  /** The oldest `limit` rows, in order. */
-  outboxBatch(limit: number): OutboxRow[] {
+  /** The oldest `limit` rows after `after`, in order. */
+  outboxBatch(limit: number, after: number): OutboxRow[] {
     return this.sql
       .exec<{ seq: number; op: string; attempts: number }>(
-        "SELECT seq, op, attempts FROM outbox ORDER BY seq LIMIT ?",
+        "SELECT seq, op, attempts FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+        after,
         limit,
       )
       .toArray()
       .map((r) => ({ seq: r.seq, op: JSON.parse(r.op) as OutboxOp, attempts: r.attempts }));
   }
 
-  /** The failed flushes in a row of the oldest row: what the backoff and the dead letter go by. */
-  outboxHeadAttempts(): number {
-    return (this.sql.exec("SELECT attempts FROM outbox ORDER BY seq LIMIT 1").toArray()[0]?.attempts as number) ?? 0;
+  /** The failed flushes in a row of the oldest row after `after`: what the backoff and the dead letter go by. */
+  outboxHeadAttempts(after: number): number {
+    const head = this.sql.exec("SELECT attempts FROM outbox WHERE seq > ? ORDER BY seq LIMIT 1", after).toArray()[0];
+    return (head?.attempts as number | undefined) ?? 0;
   }
 
   outboxDelivered(lastSeq: number): void {
