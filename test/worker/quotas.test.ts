@@ -4,6 +4,7 @@
  * and on the live feed; only owners change the limits.
  */
 import {
+  abortAllDurableObjects,
   createExecutionContext,
   env,
   runDurableObjectAlarm,
@@ -38,6 +39,20 @@ import {
 import { addMember, openLive, seedApprovals } from "./team-helpers";
 
 const DAY = 24 * 60 * 60 * 1000;
+
+/** The hub's stored rows for a key's bucket, or for one pending slot. */
+const bucketRows = (teamId: string, keyId: string) =>
+  runInDurableObject(
+    hubStub(teamId),
+    (_: TeamHub, state) =>
+      state.storage.sql.exec("SELECT 1 FROM quota_buckets WHERE key_id = ?", keyId).toArray().length,
+  );
+const pendingRows = (teamId: string, approvalId: string) =>
+  runInDurableObject(
+    hubStub(teamId),
+    (_: TeamHub, state) =>
+      state.storage.sql.exec("SELECT 1 FROM quota_pending WHERE approval_id = ?", approvalId).toArray().length,
+  );
 
 const putPolicy = (m: Member, body: unknown) =>
   api("/v1/policy", { method: "PUT", cookie: m.cookie, body: JSON.stringify(body) });
@@ -109,6 +124,7 @@ describe("team quotas", () => {
     expect(refused.headers.get("Retry-After")).toBe(String(Math.ceil(body.retryAfterMs / 1000)));
 
     // Half a minute passes for the bucket (its clock moved back): one token is there again.
+    await vi.waitFor(() => expect(bucketRows(owner.teamId, keyId)).resolves.toBe(1)); // written after the answers
     await runInDurableObject(hubStub(owner.teamId), (_: TeamHub, state) => {
       state.storage.sql.exec(
         "UPDATE quota_buckets SET at = at - 30000, full_at = full_at - 30000 WHERE key_id = ?",
@@ -170,6 +186,7 @@ describe("team quotas", () => {
       60_000,
     );
     // Its expiry passes (time moved for the slot): it no longer counts.
+    await vi.waitFor(() => expect(pendingRows(owner.teamId, "apr_lost")).resolves.toBe(1)); // written after the answer
     await runInDurableObject(hub, (_: TeamHub, state) => {
       state.storage.sql.exec("UPDATE quota_pending SET expires_at = ? WHERE approval_id = 'apr_lost'", Date.now() - 1);
     });
@@ -190,6 +207,36 @@ describe("team quotas", () => {
     });
     expect(late.ok).toBe(false);
     expect(await runInDurableObject(hub, (h: TeamHub) => h.quotaPending())).toBe(0);
+  });
+
+  it("answers admissions before writing them: a burst counts what it admitted, and the slots are stored after", async () => {
+    const owner = await signUp();
+    // A fresh stub each time: the instance is restarted below.
+    const ask = (approvalId: string) =>
+      hubStub(owner.teamId).admitRequest(owner.teamId, {
+        approvalId,
+        keyId: "key_burst",
+        sessionId: "burst",
+        ownerUserId: owner.userId,
+        expiresAt: Date.now() + 60_000,
+        limits: { ...DEFAULT_POLICY.limits, pendingPerTeam: 2 },
+      });
+    const verdicts = await Promise.all(["apr_b1", "apr_b2", "apr_b3"].map(ask));
+    expect(verdicts.map((v) => v.ok)).toEqual([true, true, false]);
+    expect(verdicts[2]).toMatchObject({ limit: "pendingPerTeam" });
+    const stored = () =>
+      runInDurableObject(hubStub(owner.teamId), (_: TeamHub, state) =>
+        state.storage.sql
+          .exec<{ id: string }>("SELECT approval_id AS id FROM quota_pending ORDER BY approval_id")
+          .toArray()
+          .map((r) => r.id),
+      );
+    await vi.waitFor(async () => expect(await stored()).toEqual(["apr_b1", "apr_b2"]));
+    // A new instance counts them from storage.
+    await abortAllDurableObjects();
+    expect(await runInDurableObject(hubStub(owner.teamId), (h: TeamHub) => h.quotaPending())).toBe(2);
+    await hubStub(owner.teamId).releaseRequest(owner.teamId, "apr_b1");
+    expect((await ask("apr_b4")).ok).toBe(true);
   });
 
   it("refuses on the socket with -32001 and data {reason, limit, retryAfterMs}; the dashboard is told", async () => {
