@@ -12,9 +12,9 @@
  * The watermark is in memory, so an instance that restarts sends its last acknowledged rows
  * once more, which idempotent rows allow (and AUTOINCREMENT never reuses a `seq`).
  *
- * A failed flush backs off (5 s doubling to 5 min; the alarm retries). A row that failed DEAD_AFTER flushes in a
- * row is a dead letter: it moves to `outbox_dead` (kept for inspection and a manual replay)
- * instead of blocking the rows behind it and waking the object forever. The session then reports
+ * A failed flush backs off (5 s doubling to 5 min; the alarm retries). A row that failed
+ * DEAD_AFTER flushes in a row is a dead letter: it moves to `outbox_dead` (kept for inspection
+ * and a manual replay) instead of blocking the rows behind it and waking the object forever. The session then reports
  * its dead-letter count to the team's hub (with every connection report), for the dashboard.
  *
  * Owns: enqueueing, flushing, backoff, dead letters and the outbox's share of the alarm. Does

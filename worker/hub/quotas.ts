@@ -77,8 +77,8 @@ export class Quotas {
     this.released.set(approvalId, now + LATE_ADMIT_MS);
   }
 
-  /** Writes what was admitted since the last write, and forgets what expired (tests call it to see the tables). */
-  write(now = Date.now()): void {
+  /** Writes what was admitted since the last write, and forgets what expired. */
+  private write(now = Date.now()): void {
     this.writeQueued = false;
     const { sql } = this.host;
     sql.exec("DELETE FROM quota_pending WHERE expires_at <= ?", now);
