@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: under `wrangler dev`, driven through the built SDK and a dashboard's live
- * feed, from one run: the floors (an HTTP round trip and a WebSocket ping), an agent's request
+ * `npm run bench`: on wrangler's local runtime (dev-server.mjs, as `npm start` runs it), driven
+ * through the built SDK and a dashboard's live feed, from one run: the floors (an HTTP round trip and a WebSocket ping), an agent's request
  * reaching the live feed, decision latency and throughput with 16 decisions in flight, session
  * capacity, a storm of dropped agent sockets (and the slowest trivial request meanwhile), and the
  * Worker's bundle size. Each time is also given as a ratio to the floor measured in the same run.
@@ -11,7 +11,7 @@
  * `--profile` serves the Worker unminified and prints a CPU profile (self and total time by function) of the
  * throughput and storm phases (cpu-profile.mjs).
  *
- * It talks to the Worker's runtime directly; `--via-proxy` goes through wrangler dev's proxy
+ * It talks to the Worker's runtime directly; `--via-proxy` goes through wrangler's dev proxy
  * instead, as a browser pointed at `npm start` does (see runtime-url.mjs for the difference).
  *
  * BENCH_TRACE=1 also prints each storm probe as it returns and the Worker's own log (`console.warn`).
@@ -235,7 +235,7 @@ const failed = () => {
   return null;
 };
 try {
-  // The Worker's runtime itself, or (--via-proxy) through wrangler dev's proxy in front of it (runtime-url.mjs).
+  // The Worker's runtime itself, or (--via-proxy) through wrangler's dev proxy in front of it (runtime-url.mjs).
   const target = argv["via-proxy"] ? worker.url : await runtimeUrl(worker.pid, worker.url);
   const { human, key, cookie } = await signUp(target);
   const gate = new Tapgate({ url: target, apiKey: key, onLog });
@@ -474,8 +474,8 @@ if (argv.json) {
   const x = (ratio) => `${ratio.toFixed(2)}x floor`;
   console.log(
     report.via === "proxy"
-      ? "through wrangler dev's proxy (--via-proxy)"
-      : "to the Worker's runtime, not through wrangler dev's proxy",
+      ? "through wrangler's dev proxy (--via-proxy)"
+      : "to the Worker's runtime, not through wrangler's dev proxy",
   );
   console.log(`${"latency (ms)".padEnd(32)}${"n".padStart(6)}${"p50".padStart(8)}${"p99".padStart(8)}`);
   row("request -> dashboard live feed", report.liveFeed);

@@ -1,7 +1,7 @@
 /**
- * Where the Worker's own runtime listens under `wrangler dev`, for the benchmark.
+ * Where the Worker's own runtime listens under wrangler's local dev server, for the benchmark.
  *
- * `wrangler dev` runs two workerd processes: the Worker's runtime, and in front of it a dev
+ * wrangler runs two workerd processes: the Worker's runtime, and in front of it a dev
  * proxy whose one JavaScript Durable Object (wrangler's ProxyWorker) relays every request and
  * every WebSocket frame of every client. Production has no such relay, and under a storm of
  * sockets it is what saturates first, so the benchmark measures both ways. wrangler does not
