@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: on wrangler's local runtime (dev-server.mjs, as `npm start` runs it), driven
- * through the built SDK and a dashboard's live feed, from one run: the floors (an HTTP round trip and a WebSocket ping), an agent's request
- * reaching the live feed, decision latency and throughput with 16 decisions in flight, session
- * capacity, a storm of dropped agent sockets (and the slowest trivial request meanwhile), and the
- * Worker's bundle size. Each time is also given as a ratio to the floor measured in the same run.
+ * through the built SDK and a dashboard's live feed, from one run: the floors (an HTTP round
+ * trip and a WebSocket ping), an agent's request reaching the live feed, decision latency and
+ * throughput with 16 decisions in flight, session capacity, a storm of dropped agent sockets (and
+ * the slowest trivial request meanwhile), and the Worker's bundle size. Each time is also given
+ * as a ratio to the floor measured in the same run.
  * Figures only, no thresholds.
  *
  *   node scripts/bench.mjs [--n 200] [--sessions 1000] [--pings 500] [--live 100] [--inflight 16] [--via-proxy] [--profile] [--json]

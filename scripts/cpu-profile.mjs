@@ -1,8 +1,9 @@
 /**
  * A CPU profile of the Worker's isolate on the local runtime (started with its inspector), over
- * the DevTools protocol, for `npm run bench -- --profile`. Locally the Worker and both Durable Objects share that one
- * isolate and its one thread, so the profile names every JavaScript cost of a phase: the
- * routes, each SessionGate, the TeamHub, and the local D1's own work is outside it (SQLite in workerd).
+ * the DevTools protocol, for `npm run bench -- --profile`. Locally the Worker and both Durable
+ * Objects share that isolate and its one thread, so the profile names every JavaScript cost of a
+ * phase: the routes, each SessionGate, the TeamHub, and the local D1's own work is outside it
+ * (SQLite in workerd).
  */
 import WebSocket from "ws";
 
