@@ -56,7 +56,7 @@ export class Quotas {
     this.forgetReleasedBefore(now);
     if (this.released.has(ask.approvalId)) return { ok: false, limit: "pendingPerKey", retryAfterMs: 0 };
     // The same ask again (a retried RPC) is the same slot.
-    if (this.unwritten.has(ask.approvalId) || this.stored(ask.approvalId)) return { ok: true };
+    if (this.unwritten.has(ask.approvalId) || this.stored(ask.approvalId, now)) return { ok: true };
     const full = this.pendingOver(ask, now);
     if (full) return full;
     const rate = rateOf(ask.limits);
@@ -112,8 +112,14 @@ export class Quotas {
     setTimeout(() => this.write(), 0);
   }
 
-  private stored(approvalId: string): boolean {
-    return this.host.sql.exec("SELECT 1 FROM quota_pending WHERE approval_id = ?", approvalId).toArray().length > 0;
+  /** Whether the slot is stored and still counts (an expired one is no slot, as the count says). */
+  private stored(approvalId: string, now: number): boolean {
+    const found = this.host.sql.exec(
+      "SELECT 1 FROM quota_pending WHERE approval_id = ? AND expires_at > ?",
+      approvalId,
+      now,
+    );
+    return found.toArray().length > 0;
   }
 
   private forgetReleasedBefore(now: number): void {
