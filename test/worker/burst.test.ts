@@ -10,6 +10,8 @@ import type { Approval } from "../../sdk/src/approval";
 import { type AuditEntry, chainEvents } from "../../worker/audit-chain";
 import { auditEntryStatement, auditTail, type OutboxOp } from "../../worker/db";
 import type { TeamHubApi } from "../../worker/hub/api";
+import { REPORTS_PER_TURN } from "../../worker/hub/report-turns";
+import { DEFAULT_POLICY } from "../../worker/policy";
 import type { Env } from "../../worker/types";
 import {
   api,
@@ -115,6 +117,40 @@ describe("group commit of the sessions' outboxes", () => {
       .bind(owner.teamId)
       .all<{ subject: string }>();
     expect(results.map((r) => r.subject)).toEqual(["s0", "other", "s1"]);
+  });
+});
+
+describe("a storm of gate reports", () => {
+  it("starts a few per turn, in order: an admission asked behind 100 of them is answered before the rest start", async () => {
+    const owner = await signUp();
+    const { startedBeforeAdmission, taken } = await runInDurableObject(
+      hub(owner.teamId),
+      async (instance: TeamHubApi) => {
+        const released = vi.spyOn(instance, "releaseRequest");
+        try {
+          const reports = Array.from({ length: 100 }, (_, i) =>
+            instance.gateReport(owner.teamId, { news: [{ kind: "released", approvalId: `apr_storm_${i}` }] }),
+          );
+          const verdict = await instance.admitRequest(owner.teamId, {
+            approvalId: "apr_behind_the_storm",
+            keyId: "key_storm",
+            sessionId: "storm",
+            ownerUserId: owner.userId,
+            expiresAt: Date.now() + 60_000,
+            limits: DEFAULT_POLICY.limits,
+          });
+          expect(verdict.ok).toBe(true);
+          const startedBeforeAdmission = released.mock.calls.length;
+          await Promise.all(reports);
+          return { startedBeforeAdmission, taken: released.mock.calls.map((call) => call[1]) };
+        } finally {
+          released.mockRestore();
+        }
+      },
+    );
+    // Without the turns all 100 started at once, ahead of the admission.
+    expect(startedBeforeAdmission).toBe(REPORTS_PER_TURN);
+    expect(taken).toEqual(Array.from({ length: 100 }, (_, i) => `apr_storm_${i}`));
   });
 });
 

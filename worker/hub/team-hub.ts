@@ -10,7 +10,7 @@
  * Owns: the platform entry points, each mapped to one subsystem (partyserver style), and the
  * order of steps when news touches several subsystems. Does not own: any table or rule (the
  * subsystems: `hub-team.ts`, `directory.ts`, `live-feed.ts`, `push-queue.ts`, `escalation.ts`,
- * `sessions.ts`, `audit-writer.ts`, `gate-report.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
+ * `sessions.ts`, `audit-writer.ts`, `gate-report.ts`, `report-turns.ts`; the schema: `migrations.ts`). Callers see `api.ts`.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval, Delivery, EscalationEvent, Owner } from "../../sdk/src/approval";
@@ -49,6 +49,7 @@ import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
 import { PushQueue } from "./push-queue";
 import { Quotas } from "./quotas";
+import { ReportTurns } from "./report-turns";
 import { StandingRules } from "./rules";
 import { Sessions } from "./sessions";
 
@@ -68,6 +69,8 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly rules: StandingRules;
   private readonly escalations: Escalations;
   private readonly claims: Claims;
+  /** Gate reports start a few per turn, so a storm of them leaves room for every other call. */
+  private readonly reportTurns = new ReportTurns();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -356,6 +359,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   async gateReport(teamId: string, report: GateReport): Promise<GateReportAnswer> {
+    await this.reportTurns.take();
     return readGateReport(this, teamId, report, (work) => this.ctx.waitUntil(work));
   }
 
