@@ -24,7 +24,7 @@ function memoryOutbox() {
         .filter((r) => r.seq > after)
         .slice(0, limit)
         .map((r) => ({ ...r, op: JSON.parse(r.op) })),
-    outboxHeadAttempts: (after: number) => rows.find((r) => r.seq > after)?.attempts ?? 0,
+    outboxHeadAttempts: (after: number) => rows.find((r) => r.seq > after)?.attempts ?? null,
     outboxDelivered: (last: number) => {
       rows = rows.filter((r) => r.seq > last);
     },

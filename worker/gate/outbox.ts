@@ -78,8 +78,8 @@ export class Outbox {
    * flush, the backoff's retry; before any, only the safety net (the change flushes at once).
    */
   dueAt(now: number): number | null {
-    if (this.size() === 0) return null;
     const failures = this.store.outboxHeadAttempts(this.delivered);
+    if (failures === null) return null;
     return now + (failures === 0 ? OUTBOX_SAFETY_NET_MS : retryDelayMs(failures - 1));
   }
 
@@ -88,7 +88,7 @@ export class Outbox {
    * on the backoff's schedule, so a busy session cannot turn a D1 outage into dead letters.
    */
   flushDue(): boolean {
-    return this.size() > 0 && this.store.outboxHeadAttempts(this.delivered) === 0;
+    return this.store.outboxHeadAttempts(this.delivered) === 0;
   }
 
   /** Writes the outbox in order, one flush at a time; rejects when a write failed. */

@@ -40,16 +40,13 @@ function memoryStore(meta: ServedSession) {
         state: "pending",
       });
     },
-    claim(id: string, state: string) {
+    resolve(id: string, state: string, approval: Approval, answer: unknown) {
       const row = rows.get(id);
-      if (row?.state !== "pending") return false;
+      if (row?.state !== "pending") return null;
       row.state = state;
-      return true;
-    },
-    saveResolved(id: string, approval: Approval, answer: unknown) {
-      const row = rows.get(id) as StoredRow;
       row.record = JSON.stringify(approval);
       row.answer = JSON.stringify(answer);
+      return stepUps.get(id) ?? [];
     },
     row: (id: string) => (rows.has(id) ? { ...(rows.get(id) as StoredRow) } : null),
     pendingById: (id: string) => pending((r) => r.id === id)[0],

@@ -152,15 +152,14 @@ export class StateMachine {
    * can interleave: each request is claimed, and answered, exactly once.
    */
   resolve(row: PendingRow, r: Resolution, now: number): Approval | null {
-    if (!this.store.claim(row.id, r.state)) return null;
     const approval = resolvedApproval(JSON.parse(row.record) as Approval, r, now);
     const answer = this.answerFor(row, r);
-    this.store.saveResolved(row.id, approval, answer);
+    const stepUps = this.store.resolve(row.id, r.state, approval, answer);
+    if (!stepUps) return null;
     this.host.deliver(row, answer);
     const meta = this.store.meta();
     if (meta) {
       const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : r.rule ? `rule:${r.rule.id}` : "system";
-      const stepUps = this.store.stepUps(row.id);
       this.host.outbox.enqueue({
         op: "approval",
         teamId: meta.teamId,

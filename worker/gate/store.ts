@@ -122,22 +122,23 @@ export class GateStore {
     );
   }
 
-  /** Moves a row out of `pending`; false when it already was (someone else claimed it). */
-  claim(id: string, state: string): boolean {
-    return (
-      this.sql
-        .exec("UPDATE approvals SET state = ? WHERE id = ? AND state = 'pending' RETURNING id", state, id)
-        .toArray().length > 0
-    );
-  }
-
-  saveResolved(id: string, approval: Approval, answer: unknown): void {
-    this.sql.exec(
-      "UPDATE approvals SET record = ?, answer = ? WHERE id = ?",
-      JSON.stringify(approval),
-      JSON.stringify(answer),
-      id,
-    );
+  /**
+   * Moves a row out of `pending` with its resolved record and the agent's answer, in one
+   * statement; its verified step-ups, or null when it was no longer pending (someone else
+   * claimed it, and nothing is written).
+   */
+  resolve(id: string, state: string, approval: Approval, answer: unknown): VerifiedStepUp[] | null {
+    const row = this.sql
+      .exec(
+        "UPDATE approvals SET state = ?, record = ?, answer = ? WHERE id = ? AND state = 'pending' RETURNING step_ups",
+        state,
+        JSON.stringify(approval),
+        JSON.stringify(answer),
+        id,
+      )
+      .toArray()[0];
+    if (!row) return null;
+    return row.step_ups ? (JSON.parse(row.step_ups as string) as VerifiedStepUp[]) : [];
   }
 
   /** Adds a verified step-up to a pending row, with the record as it now stands (a quorum's partial allow). */
@@ -302,10 +303,13 @@ export class GateStore {
       .map((r) => ({ seq: r.seq, op: JSON.parse(r.op) as OutboxOp, attempts: r.attempts }));
   }
 
-  /** The failed flushes in a row of the oldest row after `after`: what the backoff and the dead letter go by. */
-  outboxHeadAttempts(after: number): number {
+  /**
+   * The failed flushes in a row of the oldest row after `after` (what the backoff and the dead
+   * letter go by), or null when no row is after it: whether and when to flush, in one read.
+   */
+  outboxHeadAttempts(after: number): number | null {
     const head = this.sql.exec("SELECT attempts FROM outbox WHERE seq > ? ORDER BY seq LIMIT 1", after).toArray()[0];
-    return (head?.attempts as number | undefined) ?? 0;
+    return head ? (head.attempts as number) : null;
   }
 
   outboxDelivered(lastSeq: number): void {
