@@ -365,11 +365,8 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async writeOutbox(teamId: string, ops: OutboxOp[]): Promise<void> {
     const events = ops.flatMap(({ op, ...e }) => (op === "audit" ? [e as AuditEvent] : []));
-    await this.chain(
-      teamId,
-      events,
-      ops.filter((o): o is D1OutboxOp => o.op !== "audit"),
-    );
+    const index = ops.filter((o): o is D1OutboxOp => o.op !== "audit");
+    await this.chain(teamId, events, index);
   }
 
   /** Appends to the chain of the hub's team (with the gates' index rows), then drains what the routes queued, now and then. */
