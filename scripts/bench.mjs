@@ -57,8 +57,11 @@ const onLog = (level, message) => {
   if (level === "warn" || level === "error") sdkWarnings[key] = (sdkWarnings[key] ?? 0) + 1;
 };
 
-// stdout stays clean for --json: the build's own output goes to stderr.
-execFileSync("npm", ["run", "--silent", "build:sdk"], { cwd: ROOT, stdio: ["ignore", 2, 2] });
+// stdout stays clean for --json: the builds' own output goes to stderr. The PWA is built as
+// `npm start` builds it: wrangler serves (and bundles) pwa/dist, so a fresh clone needs it.
+for (const build of ["build:sdk", "build:pwa"]) {
+  execFileSync("npm", ["run", "--silent", build], { cwd: ROOT, stdio: ["ignore", 2, 2] });
+}
 
 /** The Worker's bundle as `wrangler deploy --dry-run` builds it (before the Worker starts, so it skews nothing). */
 function bundleSize() {

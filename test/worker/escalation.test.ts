@@ -6,6 +6,8 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ApprovalDetail } from "../../sdk/src/approval";
+import type { LadderStore } from "../../worker/gate/ladder-store";
+import { SessionGate } from "../../worker/gate/session-gate";
 import type { LiveFeed } from "../../worker/hub/live-feed";
 import type { TeamHub } from "../../worker/hub/team-hub";
 import { fakePushService } from "./fake-push";
@@ -227,6 +229,37 @@ describe("the escalation ladder", () => {
       [1, 0],
       [2, 1],
     ]);
+  });
+
+  it("tells the gate only what changed: steps that reach nobody do not send the same receipts again", async () => {
+    const told: string[] = [];
+    const original = SessionGate.prototype.deliveryChanged;
+    vi.spyOn(SessionGate.prototype, "deliveryChanged").mockImplementation(function (this: SessionGate, ...args) {
+      told.push(JSON.stringify(args[2]));
+      return original.apply(this, args);
+    });
+    const owner = await signUp();
+    const bea = await addMember(owner, "approver", "Bea");
+    await fake.addPhone(bea, "iPhone");
+    const { agent } = await ask(owner); // the owner has no device: steps 0 and 1 reach nobody
+    await agent.nextProgress((p) => p.escalatedTo !== undefined);
+    expect(told.length).toBeGreaterThan(0);
+    const repeats = told.filter((receipts, i) => i > 0 && receipts === told[i - 1]);
+    expect(repeats).toEqual([]);
+  });
+
+  it("a gate told the receipts it already has writes nothing", async () => {
+    const owner = await signUp();
+    const { sessionId, approval } = await ask(owner);
+    const receipts = { deliveredTo: [], seenBy: [{ userId: owner.userId, name: "Ada", at: approval.createdAt + 5 }] };
+    const saves = await runInDurableObject(gateStub(owner.teamId, sessionId), async (gate) => {
+      const ladders = (gate as unknown as { escalation: { host: { ladders: LadderStore } } }).escalation.host.ladders;
+      const save = vi.spyOn(ladders, "save");
+      await gate.deliveryChanged(owner.teamId, approval.id, receipts);
+      await gate.deliveryChanged(owner.teamId, approval.id, receipts);
+      return save.mock.calls.length;
+    });
+    expect(saves).toBe(1);
   });
 
   it("a visible page gets the card instead of a push; unseen after 20 s, the phone is pushed; seen, the ladder stops", async () => {

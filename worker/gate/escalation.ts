@@ -68,14 +68,16 @@ export class Escalation {
     }
   }
 
-  /** The hub's receipts for a pending request changed. */
+  /** The hub's receipts for a pending request changed; a report that changes nothing writes nothing. */
   received(teamId: string, approvalId: string, receipts: DeliveryReceipts, now: number): void {
     const meta = this.host.store.meta();
     const row = this.host.ladders.get(approvalId);
     const pending = this.host.store.pendingById(approvalId);
     if (!meta || meta.teamId !== teamId || !row || !pending) return;
+    const seenAt = row.ladder.seenAt ?? seenAtOf(receipts, meta.policy, meta.ownerUserId);
+    if (seenAt === row.ladder.seenAt && JSON.stringify(receipts) === JSON.stringify(row.receipts)) return;
     row.receipts = receipts;
-    row.ladder.seenAt ??= seenAtOf(receipts, meta.policy, meta.ownerUserId);
+    row.ladder.seenAt = seenAt;
     this.saveAndTell(row, pending, now);
   }
 

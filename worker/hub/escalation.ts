@@ -34,6 +34,12 @@ export interface EscalationHooks {
 }
 
 export class Escalations {
+  /**
+   * The receipts each pending request's gate was last told (JSON), so a report that changes
+   * nothing is not sent. In memory: a restarted hub tells each gate once more.
+   */
+  private readonly told = new Map<string, string>();
+
   constructor(
     private readonly host: HubHost,
     private readonly directory: Directory,
@@ -212,7 +218,11 @@ export class Escalations {
     return { deliveredTo, seenBy: seenBy.sort((a, b) => a.at - b.at), ...(claimedBy && { claimedBy }) };
   }
 
-  /** Tells the request's gate where it stands, in the background, while it is pending. */
+  /**
+   * Tells the request's gate where it stands, in the background, while it is pending; only when
+   * that changed since it was last told. Each step that reached nobody reports the same empty
+   * receipts, and each telling costs the gate a storage commit.
+   */
   report(approvalId: string): void {
     const teamId = this.host.teamId();
     const pending = this.host.sql
@@ -221,7 +231,19 @@ export class Escalations {
     const gate = gateFor(this.host.env, approvalId);
     if (!teamId || !pending || !gate) return;
     const receipts = this.receipts(approvalId);
-    this.hooks.background(gate.deliveryChanged(teamId, approvalId, receipts).catch(() => undefined));
+    const text = JSON.stringify(receipts);
+    if (this.told.get(approvalId) === text) return;
+    this.told.set(approvalId, text);
+    const told = gate.deliveryChanged(teamId, approvalId, receipts).catch(() => {
+      // Not told after all: the next report tries again, even with the same receipts.
+      if (this.told.get(approvalId) === text) this.told.delete(approvalId);
+    });
+    this.hooks.background(told);
+  }
+
+  /** A resolved request's gate is told nothing more. */
+  resolved(approvalId: string): void {
+    this.told.delete(approvalId);
   }
 
   timeline(approvalId: string): EscalationEvent[] {

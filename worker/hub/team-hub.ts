@@ -162,6 +162,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     const now = Date.now();
     this.quotas.release(approval.id);
     this.claims.end(approval.id, now);
+    this.escalations.resolved(approval.id);
     if (!this.feed.remember(approval, ownerUserId, now)) return;
     await this.directory.load();
     this.feed.broadcast("resolved", approval.id);
