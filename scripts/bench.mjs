@@ -164,13 +164,17 @@ async function listPending(human) {
   return all;
 }
 
+/** A pooled keep-alive connection the runtime closed as the request went out: reset, or "other side closed". */
+const RESET_CODES = new Set(["ECONNRESET", "UND_ERR_SOCKET"]);
+
 let resets = 0;
+/** Runs a read (safe to repeat) again when its connection was reset under it. */
 async function retried(get) {
   for (let attempt = 1; ; attempt++) {
     try {
       return await get();
     } catch (error) {
-      if (attempt === 3 || error?.cause?.code !== "ECONNRESET") throw error;
+      if (attempt === 3 || !RESET_CODES.has(error?.cause?.code)) throw error;
       resets++;
     }
   }
