@@ -8,8 +8,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ApprovalDetail } from "../../sdk/src/approval";
 import type { LadderStore } from "../../worker/gate/ladder-store";
 import { SessionGate } from "../../worker/gate/session-gate";
+import type { EscalationOrder } from "../../worker/hub/api";
 import type { LiveFeed } from "../../worker/hub/live-feed";
-import type { TeamHub } from "../../worker/hub/team-hub";
+import { TeamHub } from "../../worker/hub/team-hub";
 import { fakePushService } from "./fake-push";
 import {
   api,
@@ -50,6 +51,17 @@ async function ask(
   const at = (ms: number) =>
     runInDurableObject(gateStub(owner.teamId, sessionId), (gate) => gate.escalateDue(approval.createdAt + ms));
   return { agent, sessionId, approval, at };
+}
+
+/** Records every escalation order a team's hub is given. */
+function spyOnEscalate(): EscalationOrder[] {
+  const orders: EscalationOrder[] = [];
+  const original = TeamHub.prototype.escalate;
+  vi.spyOn(TeamHub.prototype, "escalate").mockImplementation(function (this: TeamHub, ...args) {
+    orders.push(args[1]);
+    return original.apply(this, args);
+  });
+  return orders;
 }
 
 const approvalsTo = (phone: Parameters<typeof fake.to>[0]) => fake.to(phone).filter((p) => p.type === "approval");
@@ -209,7 +221,8 @@ describe("the escalation ladder", () => {
     expect(progress).toMatchObject({ approvalId: approval.id, claimedBy: { name: "Ada", at: expect.any(Number) } });
   });
 
-  it("when no device can be reached, says so at once and runs the first step that can reach someone", async () => {
+  it("when the owner has no device, climbs at once, in one call to the hub, to the first step that reaches someone", async () => {
+    const calls = spyOnEscalate();
     const owner = await signUp();
     const bea = await addMember(owner, "approver", "Bea");
     const beaPhone = await fake.addPhone(bea, "iPhone");
@@ -217,8 +230,6 @@ describe("the escalation ladder", () => {
     // Without moving time: step 0 (owner) and step 1 (owner again) reach nobody, step 2 reaches Bea.
     await fake.untilPushes(1);
     expect(approvalsTo(beaPhone)).toEqual([expect.objectContaining({ approvalId: approval.id })]);
-    const first = await agent.nextProgress(() => true);
-    expect(first).toMatchObject({ requestId: 1, approvalId: approval.id, unreachable: true, deliveredTo: [] });
     const escalated = await agent.nextProgress((p) => p.escalatedTo !== undefined);
     expect(escalated.escalatedTo).toMatchObject({ via: "push" });
     expect((escalated.escalatedTo as { names: string[] }).names.sort()).toEqual(["Ada", "Bea"]);
@@ -229,6 +240,29 @@ describe("the escalation ladder", () => {
       [1, 0],
       [2, 1],
     ]);
+    expect(calls.filter((o) => o.approval.id === approval.id).map((o) => o.step)).toEqual([0]);
+  });
+
+  it("when nobody's device can be reached, says so at once and mails the owner, each step audited", async () => {
+    const owner = await signUp();
+    const { agent, approval, sessionId } = await ask(owner); // nobody in the team has a device
+    const first = await agent.nextProgress(() => true);
+    expect(first).toMatchObject({ requestId: 1, approvalId: approval.id, unreachable: true, deliveredTo: [] });
+    const { escalations } = await detail(owner, approval.id);
+    expect(escalations?.map((e) => [e.step, e.via, e.reached])).toEqual([
+      [0, "push", 0],
+      [1, "push", 0],
+      [2, "push", 0],
+      [3, "email", 1],
+    ]);
+    expect(await mails(owner)).toHaveLength(1);
+    await flush(owner.teamId, sessionId);
+    const { entries } = await json<{ entries: Array<{ action: string; subject: string; detail: { step: number } }> }>(
+      await api("/v1/audit?limit=500", { cookie: owner.cookie }),
+    );
+    const escalated = entries.filter((e) => e.action === "approval.escalated" && e.subject === approval.id);
+    const steps = escalated.map((e) => e.detail.step);
+    expect(steps.sort()).toEqual([0, 1, 2, 3]);
   });
 
   it("tells the gate only what changed: steps that reach nobody do not send the same receipts again", async () => {

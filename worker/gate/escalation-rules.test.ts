@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_ESCALATION, teamPolicySchema } from "../../sdk/src/human/policy";
 import {
   ACK_RETRY_MS,
+  climbAfter,
   effectiveLadder,
   type FiredStep,
   type Ladder,
@@ -132,5 +133,21 @@ describe("seen and progress", () => {
       unreachable: true,
       escalatedTo: { via: "email" },
     });
+  });
+});
+
+describe("climbAfter", () => {
+  const later = DEFAULT_ESCALATION.slice(1).map((s, i) => ({ step: i + 1, to: s.to, via: s.via }));
+
+  it("climbs every later step while nothing fired reached anyone, and no further once something did", () => {
+    expect(climbAfter(ladder(), 0, "step")).toEqual(later);
+    const nobody = ladder({ fired: [fired(0, T0, { reached: 0, to: [] })] });
+    expect(climbAfter(nobody, 1, "step")).toEqual(later.slice(1));
+    expect(climbAfter(ladder({ fired: [fired(0, T0)] }), 1, "step")).toEqual([]);
+  });
+
+  it("never climbs from the last step or from a presence follow-up", () => {
+    expect(climbAfter(ladder(), DEFAULT_ESCALATION.length - 1, "step")).toEqual([]);
+    expect(climbAfter(ladder(), 0, "presence")).toEqual([]);
   });
 });

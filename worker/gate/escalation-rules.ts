@@ -89,6 +89,20 @@ export function nextMove(l: Ladder, now: number): LadderMove {
   return waits.length > 0 ? { kind: "wait", at: Math.min(...waits) } : { kind: "done" };
 }
 
+/**
+ * The steps after `step` that would each be due at once if it and they reach nobody (nothing
+ * fired so far reached anyone): sent with the step as its climb, so the hub runs them in the
+ * same call. Empty once anything reached someone, and for a presence follow-up.
+ */
+export function climbAfter(
+  l: Ladder,
+  step: number,
+  phase: FiredStep["phase"],
+): Array<{ step: number } & Pick<EscalationStep, "to" | "via">> {
+  if (phase !== "step" || reachedAnyone(l)) return [];
+  return l.steps.slice(step + 1).map((s, i) => ({ step: step + 1 + i, to: s.to, via: s.via }));
+}
+
 type Receipts = DeliveryReceipts;
 
 export const NO_RECEIPTS: DeliveryReceipts = { deliveredTo: [], seenBy: [] };

@@ -16,6 +16,7 @@ import type { Approval } from "../../sdk/src/approval";
 import type { Progress, RpcId } from "../../sdk/src/protocol";
 import type { DeliveryReceipts } from "./api";
 import {
+  climbAfter,
   effectiveLadder,
   type FiredStep,
   type Ladder,
@@ -117,6 +118,7 @@ export class Escalation {
       to: step.to,
       via: step.via,
       lockScreen: meta.policy.lockScreen,
+      climb: climbAfter(row.ladder, move.step, move.phase),
     };
     const asked = this.host
       .escalate(meta.teamId, order)
@@ -126,7 +128,10 @@ export class Escalation {
     return [asked];
   }
 
-  /** The hub ran a step: recorded once, audited once, and the agent told. */
+  /**
+   * The hub ran a step (and the steps it climbed to after it): each recorded once, audited once,
+   * and the agent told once, of where they all ended.
+   */
   private acked(approvalId: string, step: number, phase: FiredStep["phase"], outcome: EscalationOutcome, now: number) {
     const meta = this.host.store.meta();
     const row = this.host.ladders.get(approvalId);
@@ -134,27 +139,38 @@ export class Escalation {
     const pending = this.host.store.pendingById(approvalId);
     if (!meta || !row || !f || f.acked) return;
     Object.assign(f, { acked: true, reached: outcome.reached, to: outcome.to, held: outcome.held });
-    const s = row.ladder.steps[step];
+    this.audit(meta, row, f);
+    for (const c of outcome.climbed ?? []) {
+      if (row.ladder.fired.some((x) => x.step === c.step && x.phase === "step")) continue;
+      const climbed: FiredStep = { step: c.step, phase: "step", at: f.at, acked: true, ...c.outcome };
+      row.ladder.fired.push(climbed);
+      this.audit(meta, row, climbed);
+    }
+    if (pending) this.saveAndTell(row, pending, now);
+    else this.host.ladders.save(row, null);
+  }
+
+  /** A step's run, to the audit chain (through the outbox). */
+  private audit(meta: ServedSession, row: LadderRow, f: FiredStep): void {
+    const s = row.ladder.steps[f.step];
     this.host.outbox.enqueue({
       op: "audit",
-      eventId: `${approvalId}:escalated:${step}:${phase}`,
+      eventId: `${row.approvalId}:escalated:${f.step}:${f.phase}`,
       teamId: meta.teamId,
       at: f.at,
       actor: "system",
       action: "approval.escalated",
-      subject: approvalId,
+      subject: row.approvalId,
       detail: {
         sessionId: meta.sessionId,
-        step,
-        phase,
+        step: f.step,
+        phase: f.phase,
         afterMs: s?.afterMs,
         to: s?.to,
         via: s?.via,
-        reached: outcome.reached,
+        reached: f.reached,
       },
     });
-    if (pending) this.saveAndTell(row, pending, now);
-    else this.host.ladders.save(row, null);
   }
 
   /** Saves the row and, when the agent's view changed, sends it. */

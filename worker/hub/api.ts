@@ -64,13 +64,26 @@ export interface EscalationOrder {
   to: EscalationStep["to"];
   via: EscalationStep["via"];
   lockScreen: ApprovalNews["lockScreen"];
+  /**
+   * The ladder's next steps, run in the same call one after another while each reached nobody
+   * and held nothing: what the gate would otherwise fire at once, one call each.
+   */
+  climb?: ClimbStep[];
 }
 
+/** A further step of a climb: its index in the ladder, whom it goes to and how. */
+export type ClimbStep = { step: number } & Pick<EscalationStep, "to" | "via">;
+
 /** What a step did: how many devices, pages or mailboxes it reached, whose names, whether it held pushes for visible pages. */
-export interface EscalationOutcome {
+export interface StepOutcome {
   reached: number;
   to: string[];
   held: boolean;
+}
+
+/** The ordered step's outcome and, for a climb, each further step that ran (in order). */
+export interface EscalationOutcome extends StepOutcome {
+  climbed?: Array<{ step: number; outcome: StepOutcome }>;
 }
 
 /** A service worker receipt (`POST /v1/approvals/:id/receipt`). */

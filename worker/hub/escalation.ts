@@ -15,7 +15,7 @@ import { CLAIM_MS, type Claim } from "../../sdk/src/human/approvals";
 import { listMembers } from "../db";
 import { type DeliveryReceipts, gateFor } from "../gate/api";
 import { sendMail } from "../mail";
-import type { ApprovalNews, EscalationOrder, EscalationOutcome } from "./api";
+import type { ApprovalNews, EscalationOrder, EscalationOutcome, StepOutcome } from "./api";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";
 import type { LiveFeed } from "./live-feed";
@@ -48,8 +48,25 @@ export class Escalations {
     private readonly hooks: EscalationHooks,
   ) {}
 
-  /** Runs one step once; a repeat of the same step and phase answers the first run's outcome. */
+  /**
+   * Runs the ordered step and then each step of its climb while the one before reached nobody
+   * and held nothing (a person with no device costs the gate one call, not one per step). Each
+   * step runs once, so a repeated order replays the same outcomes.
+   */
   async run(order: EscalationOrder, now: number): Promise<EscalationOutcome> {
+    const first = await this.runStep(order, now);
+    const climbed: NonNullable<EscalationOutcome["climbed"]> = [];
+    let last = first;
+    for (const next of order.climb ?? []) {
+      if (last.reached > 0 || last.held) break;
+      last = await this.runStep({ ...order, ...next, phase: "step" }, now);
+      climbed.push({ step: next.step, outcome: last });
+    }
+    return climbed.length > 0 ? { ...first, climbed } : first;
+  }
+
+  /** Runs one step once; a repeat of the same step and phase answers the first run's outcome. */
+  private async runStep(order: EscalationOrder, now: number): Promise<StepOutcome> {
     const { sql } = this.host;
     const { approval } = order;
     const done = sql
@@ -60,7 +77,10 @@ export class Escalations {
         order.phase,
       )
       .toArray()[0];
-    if (done) return JSON.parse(done.outcome as string) as EscalationOutcome;
+    if (done) {
+      const { reached, to, held } = JSON.parse(done.outcome as string) as StepOutcome;
+      return { reached, to, held };
+    }
     // News can overtake each other: a request already resolved here reaches nobody any more.
     if (!this.feed.remember(approval, order.ownerUserId, now)) return { reached: 0, to: [], held: false };
     await this.directory.load();
