@@ -11,6 +11,7 @@ import type { EscalationStep, TeamPolicy } from "../../sdk/src/human/policy";
 import { DEFAULT_ESCALATION } from "../../sdk/src/human/policy";
 import type { Progress, RpcId } from "../../sdk/src/protocol";
 import type { DeliveryReceipts } from "./api";
+import type { ClimbStep } from "./hub";
 
 /** A person whose visible app got the card instead of a push is pushed after this, unless they saw it. */
 export const PRESENCE_GRACE_MS = 20_000;
@@ -94,11 +95,7 @@ export function nextMove(l: Ladder, now: number): LadderMove {
  * fired so far reached anyone): sent with the step as its climb, so the hub runs them in the
  * same call. Empty once anything reached someone, and for a presence follow-up.
  */
-export function climbAfter(
-  l: Ladder,
-  step: number,
-  phase: FiredStep["phase"],
-): Array<{ step: number } & Pick<EscalationStep, "to" | "via">> {
+export function climbAfter(l: Ladder, step: number, phase: FiredStep["phase"]): ClimbStep[] {
   if (phase !== "step" || reachedAnyone(l)) return [];
   return l.steps.slice(step + 1).map((s, i) => ({ step: step + 1 + i, to: s.to, via: s.via }));
 }

@@ -10,6 +10,7 @@
  * or the outbox's rows and retries (outbox.ts).
  */
 import {
+  type ClimbStep,
   type EscalationOrder,
   type EscalationOutcome,
   type GateNews,
@@ -23,7 +24,7 @@ import {
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 
-export type { EscalationOrder, EscalationOutcome, GateNews, GateReportAnswer, QuotaVerdict };
+export type { ClimbStep, EscalationOrder, EscalationOutcome, GateNews, GateReportAnswer, QuotaVerdict };
 export { PRESENCE_REPORT_MS };
 
 /** The part of a TeamHub a SessionGate calls. */
