@@ -5,10 +5,11 @@
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { ApprovalDetail } from "../../sdk/src/approval";
+import type { Approval, ApprovalDetail } from "../../sdk/src/approval";
 import type { LadderStore } from "../../worker/gate/ladder-store";
 import { SessionGate } from "../../worker/gate/session-gate";
 import type { EscalationOrder } from "../../worker/hub/api";
+import type { Escalations } from "../../worker/hub/escalation";
 import type { LiveFeed } from "../../worker/hub/live-feed";
 import { TeamHub } from "../../worker/hub/team-hub";
 import { fakePushService } from "./fake-push";
@@ -336,6 +337,66 @@ describe("the escalation ladder", () => {
     await fake.untilPushes(1);
     expect(approvalsTo(phone)).toHaveLength(1);
     page.ws.close();
+  });
+});
+
+describe("a climb in the team's hub", () => {
+  const hubOf = (m: Member) =>
+    env.TEAM_HUB.get(env.TEAM_HUB.idFromName(m.teamId)) as unknown as DurableObjectStub<TeamHub>;
+  /** Step 1 pushes Bea (no device: nobody reached), its climb mails the owner. */
+  const climbToMail = (owner: Member, bea: Member, approval: Approval): EscalationOrder => ({
+    approval,
+    ownerUserId: owner.userId,
+    step: 1,
+    phase: "step",
+    to: [bea.userId],
+    via: "push",
+    lockScreen: "tool_title",
+    deciders: "any_approver",
+    climb: [{ step: 2, to: "session_owner", via: "email" }],
+  });
+  /** A request whose first step reached the owner's phone: the rest of its ladder waits. */
+  async function waiting() {
+    const owner = await signUp();
+    await fake.addPhone(owner);
+    const bea = await addMember(owner, "approver", "Bea");
+    const asked = await ask(owner);
+    await fake.untilPushes(1);
+    return { owner, bea, ...asked };
+  }
+
+  it("runs nothing for a request it knows resolved, and climbs no further", async () => {
+    const { owner, bea, approval, sessionId } = await waiting();
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
+    await flush(owner.teamId, sessionId);
+    const outcome = await runInDurableObject(hubOf(owner), (hub) =>
+      hub.escalate(owner.teamId, climbToMail(owner, bea, approval)),
+    );
+    expect(outcome).toEqual({ reached: 0, to: [], held: false });
+    expect(await mails(owner)).toEqual([]);
+  });
+
+  it("climbs no further once someone whose seeing counts has seen the request", async () => {
+    const { owner, bea, approval } = await waiting();
+    await runInDurableObject(hubOf(owner), (hub) => {
+      (hub as unknown as { escalations: Escalations }).escalations.seenLive(owner.userId, [approval.id], Date.now());
+    });
+    const outcome = await runInDurableObject(hubOf(owner), (hub) =>
+      hub.escalate(owner.teamId, climbToMail(owner, bea, approval)),
+    );
+    expect(outcome).toEqual({ reached: 0, to: [], held: false });
+    expect(await mails(owner)).toEqual([]);
+  });
+
+  it("climbs while nobody is reached, and runs a step asked for again while it runs once", async () => {
+    const { owner, bea, approval } = await waiting();
+    const order = climbToMail(owner, bea, approval);
+    const [a, b] = await runInDurableObject(hubOf(owner), (hub) =>
+      Promise.all([hub.escalate(owner.teamId, order), hub.escalate(owner.teamId, order)]),
+    );
+    expect(a).toEqual(b);
+    expect(a.climbed).toEqual([{ step: 2, outcome: expect.objectContaining({ reached: 1 }) }]);
+    expect(await mails(owner)).toHaveLength(1);
   });
 });
 

@@ -118,6 +118,7 @@ export class Escalation {
       to: step.to,
       via: step.via,
       lockScreen: meta.policy.lockScreen,
+      deciders: meta.policy.deciders,
       climb: climbAfter(row.ladder, move.step, move.phase),
     };
     const asked = this.host

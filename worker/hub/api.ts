@@ -8,7 +8,7 @@
  */
 import type { Approval, Delivery, EscalationEvent, Owner, SessionInfo } from "../../sdk/src/approval";
 import type { Claim, ReceiptBody } from "../../sdk/src/human/approvals";
-import type { EscalationStep, QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
+import type { EscalationStep, QuotaLimit, TeamLimits, TeamPolicy } from "../../sdk/src/human/policy";
 import type { DeviceHealth } from "../../sdk/src/human/push";
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 import type { StandingRule } from "../../sdk/src/rules";
@@ -64,6 +64,8 @@ export interface EscalationOrder {
   to: EscalationStep["to"];
   via: EscalationStep["via"];
   lockScreen: ApprovalNews["lockScreen"];
+  /** Whose seeing stops the ladder (the policy's `deciders`): a climb stops there too. */
+  deciders: TeamPolicy["deciders"];
   /**
    * The ladder's next steps, run in the same call one after another while each reached nobody
    * and held nothing: what the gate would otherwise fire at once, one call each.

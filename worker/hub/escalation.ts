@@ -14,6 +14,7 @@ import type { EscalationEvent } from "../../sdk/src/approval";
 import { CLAIM_MS, type Claim } from "../../sdk/src/human/approvals";
 import { listMembers } from "../db";
 import { type DeliveryReceipts, gateFor } from "../gate/api";
+import { seenAtOf } from "../gate/escalation-rules";
 import { sendMail } from "../mail";
 import type { ApprovalNews, EscalationOrder, EscalationOutcome, StepOutcome } from "./api";
 import type { Directory } from "./directory";
@@ -22,6 +23,8 @@ import type { LiveFeed } from "./live-feed";
 import type { PushQueue } from "./push-queue";
 
 type Receipts = DeliveryReceipts;
+
+const NOBODY: StepOutcome = { reached: 0, to: [], held: false };
 
 /** The device name a card shown on an open page goes by in `deliveredTo`. */
 export const LIVE_DEVICE = "app";
@@ -39,6 +42,10 @@ export class Escalations {
    * nothing is not sent. In memory: a restarted hub tells each gate once more.
    */
   private readonly told = new Map<string, string>();
+  /** Each request's receipts report on its way to the gate, so reports leave one at a time, in order. */
+  private readonly reporting = new Map<string, Promise<void>>();
+  /** Steps running now, by `approvalId:step:phase`. */
+  private readonly running = new Map<string, Promise<StepOutcome | null>>();
 
   constructor(
     private readonly host: HubHost,
@@ -54,19 +61,41 @@ export class Escalations {
    * step runs once, so a repeated order replays the same outcomes.
    */
   async run(order: EscalationOrder, now: number): Promise<EscalationOutcome> {
-    const first = await this.runStep(order, now);
+    const started = Date.now();
+    const first = (await this.runStep(order, now)) ?? NOBODY;
     const climbed: NonNullable<EscalationOutcome["climbed"]> = [];
     let last = first;
     for (const next of order.climb ?? []) {
-      if (last.reached > 0 || last.held) break;
-      last = await this.runStep({ ...order, ...next, phase: "step" }, now);
+      // As the gate would: no further step once one reached someone or a decider saw it.
+      if (last.reached > 0 || last.held || this.seen(order)) break;
+      const ran = await this.runStep({ ...order, ...next, phase: "step" }, now + Date.now() - started);
+      if (!ran) break; // resolved meanwhile: the rest of the climb never runs
+      last = ran;
       climbed.push({ step: next.step, outcome: last });
     }
     return climbed.length > 0 ? { ...first, climbed } : first;
   }
 
-  /** Runs one step once; a repeat of the same step and phase answers the first run's outcome. */
-  private async runStep(order: EscalationOrder, now: number): Promise<StepOutcome> {
+  /** Whether someone whose seeing counts (the gate's rule, `seenAtOf`) saw the request. */
+  private seen(order: EscalationOrder): boolean {
+    return seenAtOf(this.receipts(order.approval.id), order, order.ownerUserId) !== null;
+  }
+
+  /**
+   * Runs one step once; a repeat of the same step and phase answers the first run's outcome,
+   * and one asked again while it runs (a gate's retry) waits for it. Null when the request is
+   * resolved here: nothing ran.
+   */
+  private runStep(order: EscalationOrder, now: number): Promise<StepOutcome | null> {
+    const key = `${order.approval.id}:${order.step}:${order.phase}`;
+    const running = this.running.get(key);
+    if (running) return running;
+    const run = this.runStepOnce(order, now).finally(() => this.running.delete(key));
+    this.running.set(key, run);
+    return run;
+  }
+
+  private async runStepOnce(order: EscalationOrder, now: number): Promise<StepOutcome | null> {
     const { sql } = this.host;
     const { approval } = order;
     const done = sql
@@ -82,7 +111,7 @@ export class Escalations {
       return { reached, to, held };
     }
     // News can overtake each other: a request already resolved here reaches nobody any more.
-    if (!this.feed.remember(approval, order.ownerUserId, now)) return { reached: 0, to: [], held: false };
+    if (!this.feed.remember(approval, order.ownerUserId, now)) return null;
     await this.directory.load();
     const people = this.directory.peopleFor(order.to, order.ownerUserId);
     const outcome = order.via === "email" ? await this.mail(order, people) : await this.pushTo(order, people, now);
@@ -245,20 +274,38 @@ export class Escalations {
    */
   report(approvalId: string): void {
     const teamId = this.host.teamId();
-    const pending = this.host.sql
-      .exec("SELECT 1 FROM approvals WHERE id = ? AND state = 'pending'", approvalId)
-      .toArray().length;
     const gate = gateFor(this.host.env, approvalId);
-    if (!teamId || !pending || !gate) return;
+    if (!teamId || !gate || !this.isPending(approvalId)) return;
+    // After the report before it, and with the receipts as they are then: two reports never
+    // cross on the way, so the gate ends with the latest.
+    const previous = this.reporting.get(approvalId) ?? Promise.resolve();
+    const next = previous.then(() => this.tell(teamId, approvalId, gate));
+    this.reporting.set(approvalId, next);
+    this.hooks.background(
+      next.finally(() => {
+        if (this.reporting.get(approvalId) === next) this.reporting.delete(approvalId);
+      }),
+    );
+  }
+
+  /** Sends the gate the request's receipts unless it was last told the same; a failure is retried by the next report. */
+  private async tell(teamId: string, approvalId: string, gate: NonNullable<ReturnType<typeof gateFor>>) {
+    if (!this.isPending(approvalId)) return;
     const receipts = this.receipts(approvalId);
     const text = JSON.stringify(receipts);
     if (this.told.get(approvalId) === text) return;
-    this.told.set(approvalId, text);
-    const told = gate.deliveryChanged(teamId, approvalId, receipts).catch(() => {
-      // Not told after all: the next report tries again, even with the same receipts.
-      if (this.told.get(approvalId) === text) this.told.delete(approvalId);
-    });
-    this.hooks.background(told);
+    try {
+      await gate.deliveryChanged(teamId, approvalId, receipts);
+      if (this.isPending(approvalId)) this.told.set(approvalId, text);
+    } catch {
+      this.told.delete(approvalId);
+    }
+  }
+
+  private isPending(approvalId: string): boolean {
+    return (
+      this.host.sql.exec("SELECT 1 FROM approvals WHERE id = ? AND state = 'pending'", approvalId).toArray().length > 0
+    );
   }
 
   /** A resolved request's gate is told nothing more. */
