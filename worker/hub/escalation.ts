@@ -42,8 +42,9 @@ export class Escalations {
    * nothing is not sent. In memory: a restarted hub tells each gate once more.
    */
   private readonly told = new Map<string, string>();
-  /** Each request's receipts report on its way to the gate, so reports leave one at a time, in order. */
-  private readonly reporting = new Map<string, Promise<void>>();
+  /** Requests whose receipts report is on its way to the gate, and those to report again after it. */
+  private readonly reporting = new Set<string>();
+  private readonly reportAgain = new Set<string>();
   /** Steps running now, by `approvalId:step:phase`. */
   private readonly running = new Map<string, Promise<StepOutcome | null>>();
 
@@ -276,16 +277,21 @@ export class Escalations {
     const teamId = this.host.teamId();
     const gate = gateFor(this.host.env, approvalId);
     if (!teamId || !gate || !this.isPending(approvalId)) return;
-    // After the report before it, and with the receipts as they are then: two reports never
-    // cross on the way, so the gate ends with the latest.
-    const previous = this.reporting.get(approvalId) ?? Promise.resolve();
-    const next = previous.then(() => this.tell(teamId, approvalId, gate));
-    this.reporting.set(approvalId, next);
-    this.hooks.background(
-      next.finally(() => {
-        if (this.reporting.get(approvalId) === next) this.reporting.delete(approvalId);
-      }),
-    );
+    // One report at a time per request, each with the receipts as they are when it leaves: two
+    // never cross on the way, so the gate ends with the latest. A report asked for meanwhile is
+    // sent by the one on its way (in its own request, whose stub it uses), after it.
+    if (this.reporting.has(approvalId)) {
+      this.reportAgain.add(approvalId);
+      return;
+    }
+    this.reporting.add(approvalId);
+    const work = (async () => {
+      do {
+        this.reportAgain.delete(approvalId);
+        await this.tell(teamId, approvalId, gate);
+      } while (this.reportAgain.has(approvalId));
+    })().finally(() => this.reporting.delete(approvalId));
+    this.hooks.background(work);
   }
 
   /** Sends the gate the request's receipts unless it was last told the same; a failure is retried by the next report. */
