@@ -3,7 +3,7 @@
  * and the dev outbox as the fake mail provider. Time moves forward by running the gate's
  * escalation at a chosen moment (`escalateDue(now)`, the alarm's share), never by sleeping.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Approval, ApprovalDetail } from "../../sdk/src/approval";
 import type { LadderStore } from "../../worker/gate/ladder-store";
@@ -20,6 +20,7 @@ import {
   decide,
   flush,
   gateStub,
+  hubStub,
   json,
   type Member,
   outbox,
@@ -69,7 +70,7 @@ const approvalsTo = (phone: Parameters<typeof fake.to>[0]) => fake.to(phone).fil
 
 /** Waits until the team's hub has taken in the page's visibility message (no barrier on a live socket). */
 function untilVisible(member: Member, visible: boolean) {
-  const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(member.teamId)) as unknown as DurableObjectStub<TeamHub>;
+  const hub = hubStub(member.teamId);
   return vi.waitFor(async () => {
     const now = await runInDurableObject(hub, (h) =>
       (h as unknown as { feed: LiveFeed }).feed.isVisible(member.userId),
@@ -341,8 +342,6 @@ describe("the escalation ladder", () => {
 });
 
 describe("a climb in the team's hub", () => {
-  const hubOf = (m: Member) =>
-    env.TEAM_HUB.get(env.TEAM_HUB.idFromName(m.teamId)) as unknown as DurableObjectStub<TeamHub>;
   /** Step 1 pushes Bea (no device: nobody reached), its climb mails the owner. */
   const climbToMail = (owner: Member, bea: Member, approval: Approval): EscalationOrder => ({
     approval,
@@ -365,33 +364,35 @@ describe("a climb in the team's hub", () => {
     return { owner, bea, ...asked };
   }
 
-  it("runs nothing for a request it knows resolved, and climbs no further", async () => {
-    const { owner, bea, approval, sessionId } = await waiting();
-    expect((await decide(owner, approval, "deny")).status).toBe(200);
-    await flush(owner.teamId, sessionId);
-    const outcome = await runInDurableObject(hubOf(owner), (hub) =>
+  /** The climb to the mail, asked for now: it must reach nobody and mail nobody. */
+  async function expectNothingClimbed({ owner, bea, approval }: Awaited<ReturnType<typeof waiting>>) {
+    const outcome = await runInDurableObject(hubStub(owner.teamId), (hub) =>
       hub.escalate(owner.teamId, climbToMail(owner, bea, approval)),
     );
     expect(outcome).toEqual({ reached: 0, to: [], held: false });
     expect(await mails(owner)).toEqual([]);
+  }
+
+  it("runs nothing for a request it knows resolved, and climbs no further", async () => {
+    const asked = await waiting();
+    expect((await decide(asked.owner, asked.approval, "deny")).status).toBe(200);
+    await flush(asked.owner.teamId, asked.sessionId);
+    await expectNothingClimbed(asked);
   });
 
   it("climbs no further once someone whose seeing counts has seen the request", async () => {
-    const { owner, bea, approval } = await waiting();
-    await runInDurableObject(hubOf(owner), (hub) => {
+    const asked = await waiting();
+    const { owner, approval } = asked;
+    await runInDurableObject(hubStub(owner.teamId), (hub) => {
       (hub as unknown as { escalations: Escalations }).escalations.seenLive(owner.userId, [approval.id], Date.now());
     });
-    const outcome = await runInDurableObject(hubOf(owner), (hub) =>
-      hub.escalate(owner.teamId, climbToMail(owner, bea, approval)),
-    );
-    expect(outcome).toEqual({ reached: 0, to: [], held: false });
-    expect(await mails(owner)).toEqual([]);
+    await expectNothingClimbed(asked);
   });
 
   it("climbs while nobody is reached, and runs a step asked for again while it runs once", async () => {
     const { owner, bea, approval } = await waiting();
     const order = climbToMail(owner, bea, approval);
-    const [a, b] = await runInDurableObject(hubOf(owner), (hub) =>
+    const [a, b] = await runInDurableObject(hubStub(owner.teamId), (hub) =>
       Promise.all([hub.escalate(owner.teamId, order), hub.escalate(owner.teamId, order)]),
     );
     expect(a).toEqual(b);

@@ -3,6 +3,7 @@ import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import type { RequestPermissionParams } from "../../sdk/src/protocol";
+import type { TeamHub } from "../../worker/hub/team-hub";
 
 export const ORIGIN = "https://tapgate.test";
 
@@ -196,6 +197,11 @@ export function permissionParams(sessionId: string, overrides: Partial<RequestPe
 
 export function gateStub(teamId: string, sessionId: string) {
   return env.SESSION_GATE.get(env.SESSION_GATE.idFromName(`${teamId}/${sessionId}`));
+}
+
+/** The team's hub, typed for `runInDurableObject`. */
+export function hubStub(teamId: string) {
+  return env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId)) as unknown as DurableObjectStub<TeamHub>;
 }
 
 /** Hands the gate's outbox to D1 now, so the index can be read without waiting. */
