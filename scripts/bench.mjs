@@ -97,6 +97,23 @@ function workerdRss(rootPid) {
   return { procs: pids.length, rssMB: mb(pids.reduce((sum, pid) => sum + kb(pid) * 1024, 0)) };
 }
 
+/**
+ * CPU time (ms, user and system) the workerd processes under the wrangler process have used so
+ * far: read before and after a phase, it tells a saturated runtime thread from one that waits.
+ */
+function workerdCpuMs(rootPid) {
+  const ticks = workerdUnder(rootPid).map((pid) => {
+    // Fields after the command's closing parenthesis; utime and stime are the 14th and 15th of the line.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return { user: Number(fields[11]), system: Number(fields[12]) };
+  });
+  const msPerTick = 1000 / 100; // USER_HZ is 100 on Linux
+  return {
+    user: ticks.reduce((sum, t) => sum + t.user, 0) * msPerTick,
+    system: ticks.reduce((sum, t) => sum + t.system, 0) * msPerTick,
+  };
+}
+
 /** The human side, as test/sdk/helpers.ts does it: sign up through the dev outbox, then cookie requests. */
 async function signUp(url) {
   const email = `bench-${process.pid}-${Date.now().toString(36)}@example.com`;
@@ -313,6 +330,7 @@ try {
   const concMs = [];
   const queue = [...concAsks];
   const throughputProfile = argv.profile ? await startCpuProfile(worker.inspector) : null;
+  const cpuBefore = workerdCpuMs(worker.pid);
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
@@ -324,7 +342,15 @@ try {
   );
   const seconds = (performance.now() - t0) / 1000;
   report.concurrent = stats(concMs);
-  report.throughput = { decisions: concMs.length, seconds, perSecond: concMs.length / seconds };
+  const cpuAfter = workerdCpuMs(worker.pid);
+  const cpuPerDecision = (kind) => (cpuAfter[kind] - cpuBefore[kind]) / Math.max(1, concMs.length);
+  report.throughput = {
+    decisions: concMs.length,
+    seconds,
+    perSecond: concMs.length / seconds,
+    runtimeCpuMsPerDecision: { user: cpuPerDecision("user"), system: cpuPerDecision("system") },
+    runtimeBusy: (cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) / (seconds * 1000),
+  };
   if (throughputProfile) report.profiles = { throughput: await throughputProfile.stop() };
   for (const s of conc) s.close();
 
@@ -549,6 +575,10 @@ if (argv.json) {
   );
   console.log(
     `memory (RSS MB): workerd x${c.workerdProcs} ${c.workerdRssMB.before} -> ${c.workerdRssMB.after}, node client ${c.nodeRssMB.before} -> ${c.nodeRssMB.after}`,
+  );
+  const cpu = report.throughput.runtimeCpuMsPerDecision;
+  console.log(
+    `runtime CPU per decision (throughput phase): ${cpu.user.toFixed(2)} ms user + ${cpu.system.toFixed(2)} ms system; ${(report.throughput.runtimeBusy * 100).toFixed(0)} % of one core over the phase`,
   );
   console.log(`failed decisions: ${report.failures}`);
   for (const e of st.probeErrors) console.log(`storm probe failed: ${e}`);
