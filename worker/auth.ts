@@ -13,6 +13,7 @@ import {
   findWebSession,
   listMyTeams,
   markSignedIn,
+  WEB_IDENTITY_CACHE_MS,
   WEB_SESSION_MS,
 } from "./db";
 import { DomainError } from "./errors";
@@ -25,12 +26,12 @@ import type { AgentIdentity, AppEnv, WebIdentity } from "./types";
 export const SESSION_COOKIE = "__Host-tapgate";
 
 /**
- * Session lookups are cached briefly per isolate so a decision does not wait on D1. Sign-out and
- * member changes made through this isolate take effect at once; elsewhere within CACHE_MS. What
- * must not wait that long (the live feed, a decision, a passkey change, minting a key) reads D1 itself:
- * `requireFreshWeb`, `requireRecentSignIn`.
+ * Session lookups are cached briefly per isolate so a request does not wait on D1. Sign-out and
+ * member changes made through this isolate take effect at once; elsewhere within
+ * WEB_IDENTITY_CACHE_MS. What must not wait that long either asks the team's hub, which hears of
+ * every such change (a decision: `requireCurrentWeb`), or reads D1 itself (the live feed, a
+ * passkey change, minting a key: `requireFreshWeb`, `requireRecentSignIn`).
  */
-const CACHE_MS = 10_000;
 const sessionCache = new Map<string, { identity: WebIdentity; until: number }>();
 
 export function forgetWebSession(tokenHash: string): void {
@@ -47,7 +48,7 @@ async function lookupWebSession(db: D1Database, tokenHash: string): Promise<WebI
     return null;
   }
   if (sessionCache.size > 5000) sessionCache.clear();
-  sessionCache.set(tokenHash, { identity, until: now + CACHE_MS });
+  sessionCache.set(tokenHash, { identity, until: now + WEB_IDENTITY_CACHE_MS });
   return identity;
 }
 
@@ -90,10 +91,20 @@ export async function startWebSession(c: Context<AppEnv>, userId: string, teamId
 
 export async function endWebSession(c: Context<AppEnv>, web: WebIdentity) {
   forgetWebSession(web.tokenHash);
+  const teams = await webSessionTeams(c.env.DB, web);
   await deleteWebSession(c.env.DB, web.tokenHash);
-  // A signed-out tab must not keep receiving the team's approvals.
-  await hubFor(c.env, web.teamId).closeWebSession(web.tokenHash);
+  // A signed-out tab must not keep receiving the team's approvals, nor its hub vouch for it.
+  await Promise.all(teams.map((teamId) => hubFor(c.env, teamId).closeWebSession(web.tokenHash)));
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
+}
+
+/**
+ * The teams whose hubs must hear that this session ends or moves: the one the (maybe cached)
+ * identity names and the one D1 has now, which another isolate may have moved it to.
+ */
+export async function webSessionTeams(db: D1Database, web: WebIdentity): Promise<string[]> {
+  const current = await findWebSession(db, web.tokenHash, Date.now());
+  return [...new Set([web.teamId, current?.teamId ?? web.teamId])];
 }
 
 /** Who is signed in, or null: for routes that serve both the signed-in and the signed-out. */
@@ -117,13 +128,33 @@ export const requireWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 /**
  * Humans, checked against D1 rather than the cache: for what a removed member or an ended session
- * must not get even for a moment (the live feed, a decision).
+ * must not get even for a moment (the live feed, a standing rule, a step-up).
  */
 export const requireFreshWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
+  c.set("web", await freshWeb(c));
+  return next();
+};
+
+async function freshWeb(c: Context<AppEnv>): Promise<WebIdentity> {
   const token = getCookie(c, SESSION_COOKIE);
   const identity = token ? await findWebSession(c.env.DB, sha256Hex(token), Date.now()) : null;
   if (!identity) throw new DomainError("unauthenticated", "sign in first");
-  c.set("web", identity);
+  return identity;
+}
+
+/**
+ * After `requireWeb`: the cached identity, with the role the team's hub says it holds now. The
+ * hub hears of every session end and member change before the route that made it answers
+ * (hub/web-sessions.ts), so a member removed, demoted or signed out a moment ago decides
+ * nothing, and a decision waits on no D1 read. When the hub cannot vouch for it, D1 decides.
+ */
+export const requireCurrentWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const cached = c.get("web");
+  const role =
+    cached.validUntil > Date.now()
+      ? await hubFor(c.env, cached.teamId).currentRole(cached.tokenHash, cached.userId)
+      : null;
+  c.set("web", role ? { ...cached, role } : await freshWeb(c));
   return next();
 };
 

@@ -8,6 +8,7 @@ import {
   connectAgent,
   createKey,
   decide,
+  hubStub,
   json,
   type Member,
   ORIGIN,
@@ -214,11 +215,12 @@ describe("roles and removal", () => {
     const bob = await addMember(owner, "approver", "Bob");
     const { key } = await createKey(bob);
     const { approval } = await askOnce(owner);
-    // Cached here now; the removal below goes straight to D1, as another isolate's would.
+    // Cached here now; the removal below goes to D1 and then the team's hub, as another isolate's would.
     expect((await api("/v1/me", { cookie: bob.cookie })).status).toBe(200);
     await env.DB.prepare("DELETE FROM memberships WHERE team_id = ? AND user_id = ?")
       .bind(owner.teamId, bob.userId)
       .run();
+    await hubStub(owner.teamId).forgetDirectory();
 
     const live = await SELF.fetch(`${ORIGIN}/v1/live`, {
       headers: { Upgrade: "websocket", Origin: ORIGIN, Cookie: bob.cookie },

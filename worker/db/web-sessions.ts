@@ -13,6 +13,11 @@ import { auditOutboxStatement } from "./audit";
 export const WEB_SESSION_MS = 30 * 24 * 60 * 60 * 1000;
 /** Idle expiry: a session not seen for this long ends. */
 export const WEB_SESSION_IDLE_MS = 14 * 24 * 60 * 60 * 1000;
+/**
+ * How long a Worker isolate may answer from its cached copy of a session (`auth.ts`): a change
+ * made elsewhere reaches its cached routes within this.
+ */
+export const WEB_IDENTITY_CACHE_MS = 10_000;
 /** `last_seen_at` is written at most this often per session (it is a write per request otherwise). */
 const TOUCH_EVERY_MS = 5 * 60 * 1000;
 

@@ -10,6 +10,7 @@ import type { Approval, Delivery, EscalationEvent, Owner, SessionInfo } from "..
 import type { Claim, ReceiptBody } from "../../sdk/src/human/approvals";
 import type { EscalationStep, QuotaLimit, TeamLimits, TeamPolicy } from "../../sdk/src/human/policy";
 import type { DeviceHealth } from "../../sdk/src/human/push";
+import type { Role } from "../../sdk/src/human/roles";
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 import type { StandingRule } from "../../sdk/src/rules";
 import type { AuditAnchors, AuditEvent } from "../audit-chain";
@@ -215,8 +216,16 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
 
   /** Ends a member's live sockets (sign-out everywhere, removal from the team). */
   closeSocketsOf(userId: string): Promise<void>;
-  /** Ends the live sockets of one web session: signed out, ended from another device, or moved to another team. */
+  /**
+   * One web session ended here: signed out, ended from another device, or moved to another team.
+   * Its live sockets close, and the hub vouches for no cached copy of it (`currentRole`).
+   */
   closeWebSession(tokenHash: string): Promise<void>;
+  /**
+   * The role the holder of this web session has in the team now, or null when the hub cannot
+   * vouch for it (the session ended here lately, or they are no member): the route reads D1.
+   */
+  currentRole(tokenHash: string, userId: string): Promise<Role | null>;
 
   /**
    * A session connected, disconnected or changed its metadata. Answers the team's policy when

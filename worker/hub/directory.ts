@@ -3,27 +3,43 @@
  * and dropped when members or roles change, so the path from an agent's request to a push
  * touches no D1.
  *
- * Owns: the `devices`, `members` and `people` tables and `meta('directory')`. Does not own:
+ * Owns: the `devices`, `members` and `people` tables and `meta('directory')` (when the copy was
+ * read). Does not own:
  * the push queue (a removed device's queued pushes are `push-queue.ts`'s), D1's devices (the
  * routes and `db/devices.ts`), or who decides (the gate).
  */
 
 import type { EscalationStep } from "../../sdk/src/human/policy";
+import type { Role } from "../../sdk/src/human/roles";
 import { listTeamDirectory } from "../db";
 import { DECIDER_ROLES } from "../roles";
 import type { ApprovalNews, HubDevice } from "./api";
 import type { HubHost } from "./host";
 
 export class Directory {
+  /** Bumped by every `forget`, so a read from D1 that a change overtook is not kept as current. */
+  private generation = 0;
+
   constructor(private readonly host: HubHost) {}
 
-  /** Reads devices and members from D1 unless the copy is current. */
-  async load(): Promise<void> {
+  /** Reads devices and members from D1 unless the copy is current (and, with `maxAgeMs`, read that recently). */
+  async load(maxAgeMs = Number.POSITIVE_INFINITY): Promise<void> {
     const { sql } = this.host;
-    if (sql.exec("SELECT 1 FROM meta WHERE k = 'directory'").toArray().length > 0) return;
+    const readAt = sql.exec("SELECT v FROM meta WHERE k = 'directory'").toArray()[0]?.v;
+    if (readAt !== undefined && Date.now() - Number(readAt) <= maxAgeMs) return;
     const teamId = this.host.teamId();
     if (!teamId) return;
-    const { devices, members } = await listTeamDirectory(this.host.env.DB, teamId);
+    let generation: number;
+    let directory: Awaited<ReturnType<typeof listTeamDirectory>>;
+    do {
+      generation = this.generation;
+      directory = await listTeamDirectory(this.host.env.DB, teamId);
+    } while (generation !== this.generation);
+    this.replace(directory);
+  }
+
+  private replace({ devices, members }: Awaited<ReturnType<typeof listTeamDirectory>>): void {
+    const { sql } = this.host;
     sql.exec("DELETE FROM devices");
     sql.exec("DELETE FROM members");
     for (const d of devices) {
@@ -42,11 +58,12 @@ export class Directory {
       sql.exec("INSERT INTO members (user_id, role) VALUES (?, ?)", m.userId, m.role);
       sql.exec("INSERT INTO people (user_id, name) VALUES (?, ?)", m.userId, m.name);
     }
-    sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('directory', '1')");
+    sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('directory', ?)", String(Date.now()));
   }
 
   /** Members or roles changed: read them again from D1 on next use. */
   forget(): void {
+    this.generation++;
     this.host.sql.exec("DELETE FROM meta WHERE k = 'directory'");
   }
 
@@ -105,10 +122,16 @@ export class Directory {
     return this.host.sql.exec("SELECT * FROM devices WHERE user_id = ? ORDER BY name", userId).toArray().map(toDevice);
   }
 
+  /** The member's role in the team, or null for someone who is not a member. */
+  roleOf(userId: string): Role | null {
+    const row = this.host.sql.exec("SELECT role FROM members WHERE user_id = ?", userId).toArray()[0];
+    return row ? (row.role as Role) : null;
+  }
+
   /** Whether the member may decide requests (their seeing one stops its escalation). */
   isDecider(userId: string): boolean {
-    const role = this.host.sql.exec("SELECT role FROM members WHERE user_id = ?", userId).toArray()[0]?.role;
-    return DECIDER_ROLES.includes(role as (typeof DECIDER_ROLES)[number]);
+    const role = this.roleOf(userId);
+    return role !== null && DECIDER_ROLES.includes(role);
   }
 
   /** The devices a request's push goes to: its session owner's, or every decider's. */

@@ -67,6 +67,8 @@ const MIGRATIONS: MigrationStep[] = [
      at INTEGER NOT NULL, via TEXT NOT NULL, outcome TEXT NOT NULL, PRIMARY KEY (approval_id, step, phase));
    CREATE TABLE IF NOT EXISTS live_cards (approval_id TEXT NOT NULL, user_id TEXT NOT NULL, shown_at INTEGER,
      seen_at INTEGER, PRIMARY KEY (approval_id, user_id));`,
+  // Web sessions that ended lately (web-sessions.ts), so a decision vouched by the hub skips D1.
+  `CREATE TABLE IF NOT EXISTS ended_web_sessions (token_hash TEXT PRIMARY KEY, ended_at INTEGER NOT NULL);`,
 ];
 
 /** The version every hub reaches on its next start. */

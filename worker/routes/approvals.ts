@@ -7,7 +7,7 @@ import {
   approvalListQuerySchema,
   decisionBatchBodySchema,
 } from "../../sdk/src/human/approvals";
-import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
+import { requireCurrentWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
 import { cursorParam, nextCursor, relyingParty, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
@@ -36,8 +36,8 @@ export const approvalRoutes = new Hono<AppEnv>()
   .get("/v1/approvals/:id", async (c) => c.json(await readApproval(c.env, c.get("web").teamId, c.req.param("id"))))
   .post(
     "/v1/approvals/:id/decision",
-    // The role as D1 has it now, not as cached: a member removed or demoted a moment ago decides nothing.
-    requireFreshWeb,
+    // The role as it is now, not as cached: a member removed or demoted a moment ago decides nothing.
+    requireCurrentWeb,
     requireRole(...DECIDER_ROLES),
     validate("json", anyDecisionBodySchema),
     async (c) => {
@@ -48,7 +48,7 @@ export const approvalRoutes = new Hono<AppEnv>()
   // Each item exactly as the single route above decides it (team/decision-batch.ts).
   .post(
     "/v1/approvals/decisions",
-    requireFreshWeb,
+    requireCurrentWeb,
     requireRole(...DECIDER_ROLES),
     validate("json", decisionBatchBodySchema),
     async (c) => {

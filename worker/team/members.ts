@@ -148,7 +148,11 @@ export async function removeMember(env: Env, w: WebIdentity, userId: string): Pr
   if (!removed) throw lastOwner();
   for (const tokenHash of removed.tokenHashes) forgetWebSession(tokenHash);
   const hub = hubFor(env, w.teamId);
-  await Promise.all(removed.deviceIds.map((id) => hub.deviceRemoved(id)));
+  // Ended at the hub too, so a quick re-invite does not bring a removed session back.
+  await Promise.all([
+    ...removed.deviceIds.map((id) => hub.deviceRemoved(id)),
+    ...removed.tokenHashes.map((tokenHash) => hub.closeWebSession(tokenHash)),
+  ]);
   await finishRemoval(env, w, target.userId, removed.removal);
   await chainQueued(env, w.teamId);
 }
@@ -175,10 +179,11 @@ async function finishRemoval(env: Env, w: WebIdentity, userId: string, removal: 
   const hub = hubFor(env, w.teamId);
   const actor = userActor(w.userId);
   const keyIds = await keysRevokedByRemoval(env.DB, { teamId: w.teamId, userId, removedAt: removal.removedAt });
+  // The hub's directory drops them even if a key's revocation fails: it vouches for decisions.
   await Promise.all([
     hub.closeSocketsOf(userId),
+    membersChanged(env, w.teamId),
     ...keyIds.map((keyId) => revokeKey(env, { teamId: w.teamId, userId, keyId, actor })),
   ]);
-  await membersChanged(env, w.teamId);
   return keyIds;
 }

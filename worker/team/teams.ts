@@ -4,7 +4,7 @@
  * Owns: what moving a session must also end (the cached identity, the old team's live feed).
  * Does not own: the SQL (`db/teams.ts`, `db/people.ts`), the identity cache (`auth.ts`).
  */
-import { forgetWebSession } from "../auth";
+import { forgetWebSession, webSessionTeams } from "../auth";
 import { createTeam, switchWebSession } from "../db";
 import { hubFor } from "../hub/api";
 import type { Env, WebIdentity } from "../types";
@@ -15,11 +15,12 @@ import type { Env, WebIdentity } from "../types";
  * cache's lifetime.
  */
 export async function switchTeam(env: Env, web: WebIdentity, teamId: string): Promise<boolean> {
+  const left = await webSessionTeams(env.DB, web);
   const switched = await switchWebSession(env.DB, { tokenHash: web.tokenHash, userId: web.userId, teamId });
   if (!switched) return false;
   forgetWebSession(web.tokenHash);
-  // The old team's feed must stop; the app opens the new team's.
-  await hubFor(env, web.teamId).closeWebSession(web.tokenHash);
+  // The old team's feed must stop, and its hub vouch for the session no more; the app opens the new team's.
+  await Promise.all(left.map((t) => hubFor(env, t).closeWebSession(web.tokenHash)));
   return true;
 }
 
