@@ -23,6 +23,20 @@ async function cachedApprover() {
   return { owner, bob, approval };
 }
 
+/** Moves the member's web session to another team they join, straight in D1, as another isolate would. */
+async function moveToAnotherTeam(m: Member): Promise<Member> {
+  const other = await signUp("Oscar");
+  await env.DB.batch([
+    env.DB.prepare("INSERT INTO memberships (team_id, user_id, role, created_at) VALUES (?, ?, 'approver', ?)").bind(
+      other.teamId,
+      m.userId,
+      Date.now(),
+    ),
+    env.DB.prepare("UPDATE web_sessions SET team_id = ? WHERE token_hash = ?").bind(other.teamId, tokenHashOf(m)),
+  ]);
+  return other;
+}
+
 async function expectRefused(m: Member, approval: Approval, status: number, error: string) {
   const refused = await decide(m, approval, "allow");
   expect(refused.status).toBe(status);
@@ -59,15 +73,7 @@ describe("a decision's web identity, vouched for by the team's hub", () => {
 
   it("after a move to another team made elsewhere, the old team's request is not found", async () => {
     const { owner, bob, approval } = await cachedApprover();
-    const other = await signUp("Oscar");
-    await env.DB.batch([
-      env.DB.prepare("INSERT INTO memberships (team_id, user_id, role, created_at) VALUES (?, ?, 'approver', ?)").bind(
-        other.teamId,
-        bob.userId,
-        Date.now(),
-      ),
-      env.DB.prepare("UPDATE web_sessions SET team_id = ? WHERE token_hash = ?").bind(other.teamId, tokenHashOf(bob)),
-    ]);
+    const other = await moveToAnotherTeam(bob);
     await hubStub(owner.teamId).closeWebSession(tokenHashOf(bob));
     await expectRefused(bob, approval, 404, "not_found");
     expect(await stateOf(owner, approval)).toBe("pending");
@@ -75,15 +81,7 @@ describe("a decision's web identity, vouched for by the team's hub", () => {
 
   it("a sign-out through an isolate that still caches the old team reaches the team the session moved to", async () => {
     const { owner, bob } = await cachedApprover();
-    const other = await signUp("Oscar");
-    await env.DB.batch([
-      env.DB.prepare("INSERT INTO memberships (team_id, user_id, role, created_at) VALUES (?, ?, 'approver', ?)").bind(
-        other.teamId,
-        bob.userId,
-        Date.now(),
-      ),
-      env.DB.prepare("UPDATE web_sessions SET team_id = ? WHERE token_hash = ?").bind(other.teamId, tokenHashOf(bob)),
-    ]);
+    const other = await moveToAnotherTeam(bob);
     expect(await hubStub(other.teamId).currentRole(tokenHashOf(bob), bob.userId)).toBe("approver");
     const out = await api("/v1/auth/signout", { method: "POST", cookie: bob.cookie });
     expect(out.status).toBe(200);
