@@ -73,7 +73,7 @@ describe("a decision's web identity, vouched for by the team's hub", () => {
 
   it("after a move to another team made elsewhere, the old team's request is not found", async () => {
     const { owner, bob, approval } = await cachedApprover();
-    const other = await moveToAnotherTeam(bob);
+    await moveToAnotherTeam(bob);
     await hubStub(owner.teamId).closeWebSession(tokenHashOf(bob));
     await expectRefused(bob, approval, 404, "not_found");
     expect(await stateOf(owner, approval)).toBe("pending");
