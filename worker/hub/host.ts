@@ -3,7 +3,8 @@
  * SQLite, its bindings, its team, its sockets and its alarm — and nothing of the platform's
  * entry points, so a subsystem cannot answer a request or an alarm itself.
  *
- * Owns: the interface. Does not own: its implementation (the shell, `team-hub.ts`).
+ * Owns: the interface and its one implementation over the object's state (`hubHost`). Does not
+ * own: the team (`hub-team.ts`) or any subsystem.
  */
 import type { Env } from "../types";
 
@@ -23,4 +24,20 @@ export interface HubHost {
    * stays, since several subsystems share it and each asks again when it runs.
    */
   setAlarm(at: number): Promise<void>;
+}
+
+/** The host over a TeamHub's state; `teamId` reads the hub's team. */
+export function hubHost(ctx: DurableObjectState, env: Env, teamId: () => string | null): HubHost {
+  return {
+    sql: ctx.storage.sql,
+    env,
+    teamId,
+    sockets: (tag) => ctx.getWebSockets(tag),
+    accept: (ws, tags) => ctx.acceptWebSocket(ws, tags),
+    // Only ever earlier: the alarm is shared. (While the alarm runs, getAlarm answers null.)
+    setAlarm: async (at) => {
+      const set = await ctx.storage.getAlarm();
+      if (set === null || set > at) await ctx.storage.setAlarm(at);
+    },
+  };
 }

@@ -45,7 +45,7 @@ import { devicesHealth, HEALTH_WINDOW } from "./device-health";
 import { Directory } from "./directory";
 import { Escalations } from "./escalation";
 import { readGateReport } from "./gate-report";
-import type { HubHost } from "./host";
+import { type HubHost, hubHost } from "./host";
 import { HubTeam } from "./hub-team";
 import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
@@ -81,18 +81,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     migrate(ctx.storage);
     this.team = new HubTeam(ctx.storage.sql);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
-    this.host = {
-      sql: ctx.storage.sql,
-      env,
-      teamId: () => this.team.id(),
-      sockets: (tag) => ctx.getWebSockets(tag),
-      accept: (ws, tags) => ctx.acceptWebSocket(ws, tags),
-      // Only ever earlier: the alarm is shared. (While the alarm runs, getAlarm answers null.)
-      setAlarm: async (at) => {
-        const set = await ctx.storage.getAlarm();
-        if (set === null || set > at) await ctx.storage.setAlarm(at);
-      },
-    };
+    this.host = hubHost(ctx, env, () => this.team.id());
     this.directory = new Directory(this.host);
     this.push = new PushQueue(this.host, this.directory, {
       onDelivery: (approvalId) => {
