@@ -399,6 +399,27 @@ describe("a climb in the team's hub", () => {
     expect(a.climbed).toEqual([{ step: 2, outcome: expect.objectContaining({ reached: 1 }) }]);
     expect(await mails(owner)).toHaveLength(1);
   });
+
+  it("shows the card once for a whole climb, with every step on its timeline", async () => {
+    const { owner, bea, approval } = await waiting();
+    const feed = await openLive(owner);
+    const cards = () => feed.frames.filter((f) => f.type === "approval" && (f.approval as Approval).id === approval.id);
+    const before = cards().length;
+    await runInDurableObject(hubStub(owner.teamId), (hub) =>
+      hub.escalate(owner.teamId, climbToMail(owner, bea, approval)),
+    );
+    const steps = (f: Record<string, unknown>) =>
+      (f.approval as { escalations: { step: number }[] }).escalations.map((e) => e.step);
+    const shown = await feed.next((f) => f.type === "approval" && steps(f).includes(2));
+    expect(steps(shown)).toEqual(expect.arrayContaining([1, 2]));
+    // The hub sends frames in order: a marker sent after the climb's card arrives after it.
+    await runInDurableObject(hubStub(owner.teamId), (hub) => {
+      (hub as unknown as { feed: LiveFeed }).feed.send({ type: "hello" } as never);
+    });
+    await feed.next((f) => f.type === "hello");
+    expect(cards().length - before).toBe(1);
+    feed.ws.close();
+  });
 });
 
 describe("the ladder in the team policy", () => {

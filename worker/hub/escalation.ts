@@ -26,6 +26,12 @@ type Receipts = DeliveryReceipts;
 
 const NOBODY: StepOutcome = { reached: 0, to: [], held: false };
 
+/** A step's outcome, and whether this call ran it (not a replay of its stored outcome). */
+interface RanStep {
+  outcome: StepOutcome;
+  fresh: boolean;
+}
+
 /** The device name a card shown on an open page goes by in `deliveredTo`. */
 export const LIVE_DEVICE = "app";
 
@@ -46,7 +52,7 @@ export class Escalations {
   private readonly reporting = new Set<string>();
   private readonly reportAgain = new Set<string>();
   /** Steps running now, by `approvalId:step:phase`. */
-  private readonly running = new Map<string, Promise<StepOutcome | null>>();
+  private readonly running = new Map<string, Promise<RanStep | null>>();
 
   constructor(
     private readonly host: HubHost,
@@ -59,20 +65,28 @@ export class Escalations {
   /**
    * Runs the ordered step and then each step of its climb while the one before reached nobody
    * and held nothing (a person with no device costs the gate one call, not one per step). Each
-   * step runs once, so a repeated order replays the same outcomes.
+   * step runs once, so a repeated order replays the same outcomes. The card and the gate's
+   * receipts are told once, after the last step that ran, not once per step.
    */
   async run(order: EscalationOrder, now: number): Promise<EscalationOutcome> {
     const started = Date.now();
-    const first = (await this.runStep(order, now)) ?? NOBODY;
+    const ran = await this.runStep(order, now);
+    const first = ran?.outcome ?? NOBODY;
+    let fresh = ran?.fresh ?? false;
     const climbed: NonNullable<EscalationOutcome["climbed"]> = [];
     let last = first;
     for (const next of order.climb ?? []) {
       // As the gate would: no further step once one reached someone or a decider saw it.
       if (last.reached > 0 || last.held || this.seen(order)) break;
-      const ran = await this.runStep({ ...order, ...next, phase: "step" }, now + Date.now() - started);
-      if (!ran) break; // resolved meanwhile: the rest of the climb never runs
-      last = ran;
+      const step = await this.runStep({ ...order, ...next, phase: "step" }, now + Date.now() - started);
+      if (!step) break; // resolved meanwhile: the rest of the climb never runs
+      fresh ||= step.fresh;
+      last = step.outcome;
       climbed.push({ step: next.step, outcome: last });
+    }
+    if (fresh) {
+      this.feed.broadcast("approval", order.approval.id);
+      this.report(order.approval.id);
     }
     return climbed.length > 0 ? { ...first, climbed } : first;
   }
@@ -84,19 +98,19 @@ export class Escalations {
 
   /**
    * Runs one step once; a repeat of the same step and phase answers the first run's outcome,
-   * and one asked again while it runs (a gate's retry) waits for it. Null when the request is
-   * resolved here: nothing ran.
+   * and one asked again while it runs (a gate's retry) waits for it (`fresh` only for the first
+   * run). Null when the request is resolved here: nothing ran.
    */
-  private runStep(order: EscalationOrder, now: number): Promise<StepOutcome | null> {
+  private runStep(order: EscalationOrder, now: number): Promise<RanStep | null> {
     const key = `${order.approval.id}:${order.step}:${order.phase}`;
     const running = this.running.get(key);
-    if (running) return running;
+    if (running) return running.then((ran) => ran && { ...ran, fresh: false });
     const run = this.runStepOnce(order, now).finally(() => this.running.delete(key));
     this.running.set(key, run);
     return run;
   }
 
-  private async runStepOnce(order: EscalationOrder, now: number): Promise<StepOutcome | null> {
+  private async runStepOnce(order: EscalationOrder, now: number): Promise<RanStep | null> {
     const { sql } = this.host;
     const { approval } = order;
     const done = sql
@@ -109,7 +123,7 @@ export class Escalations {
       .toArray()[0];
     if (done) {
       const { reached, to, held } = JSON.parse(done.outcome as string) as StepOutcome;
-      return { reached, to, held };
+      return { outcome: { reached, to, held }, fresh: false };
     }
     // News can overtake each other: a request already resolved here reaches nobody any more.
     if (!this.feed.remember(approval, order.ownerUserId, now)) return null;
@@ -126,9 +140,7 @@ export class Escalations {
       order.via,
       JSON.stringify(stored),
     );
-    this.feed.broadcast("approval", approval.id);
-    this.report(approval.id);
-    return { reached: outcome.reached, to: outcome.to, held: outcome.held };
+    return { outcome: { reached: outcome.reached, to: outcome.to, held: outcome.held }, fresh: true };
   }
 
   /**
