@@ -8,10 +8,9 @@ import { describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../worker/audit-chain";
 import { sha256Hex } from "../../worker/crypto";
 import { DEFAULT_POLICY } from "../../worker/policy";
-import { api, createKey, json, lastMailLink, type Member, signUp, tokenOf, unique } from "./helpers";
+import { api, createKey, hubStub, json, lastMailLink, type Member, signUp, tokenOf, unique } from "./helpers";
 import { addMember } from "./team-helpers";
 
-const hub = (teamId: string) => env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
 const verify = async (m: Member) => json(await api("/v1/audit/verify", { cookie: m.cookie }));
 const rows = async (teamId: string) =>
   (
@@ -100,7 +99,7 @@ describe("durable route-side audit", () => {
     }
     // The hub's next append (a gate's, here one of ours) drains the outbox behind its own events.
     const next = event(owner.teamId);
-    await hub(owner.teamId).appendAudit([next]);
+    await hubStub(owner.teamId).appendAudit([next]);
     expect((await rows(owner.teamId)).map((e) => e.eventId)).toEqual([
       expect.any(String),
       expect.any(String),
@@ -201,7 +200,7 @@ describe("durable route-side audit", () => {
     expect(await membership(owner.teamId, bob.userId)).toBeNull();
     expect(await membership(owner.teamId, invited.userId)).toEqual({ role: "approver" });
 
-    await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     const chained = await rows(owner.teamId);
     expect(chained.map((e) => e.action).slice(5)).toEqual([
       "member.role_changed",

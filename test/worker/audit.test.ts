@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { type AuditEvent, auditHash, GENESIS_HASH } from "../../worker/audit-chain";
-import { api, askOnce, decide, flush, json, type Member, signUp, unique } from "./helpers";
+import { api, askOnce, decide, flush, hubStub, json, type Member, signUp, unique } from "./helpers";
 
 interface Entry {
   seq: number;
@@ -20,7 +20,6 @@ interface Head {
   at: number;
 }
 
-const hub = (teamId: string) => env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
 const verify = async (m: Member) => json(await api("/v1/audit/verify", { cookie: m.cookie }));
 const rows = async (teamId: string) =>
   (
@@ -90,10 +89,10 @@ describe("the audit chain", () => {
   it("a replayed event neither advances nor forks the chain, alone or among new ones", async () => {
     const owner = await signUp();
     const first = event(owner.teamId);
-    await hub(owner.teamId).appendAudit([first]);
-    await hub(owner.teamId).appendAudit([first]);
+    await hubStub(owner.teamId).appendAudit([first]);
+    await hubStub(owner.teamId).appendAudit([first]);
     const [a, b] = [event(owner.teamId), event(owner.teamId)];
-    await hub(owner.teamId).appendAudit([a, first, b, a]);
+    await hubStub(owner.teamId).appendAudit([a, first, b, a]);
     // After the team's creation and the owner's sign-in.
     expect((await rows(owner.teamId)).map((e) => e.eventId).slice(2)).toEqual([first.eventId, a.eventId, b.eventId]);
     expect(await verify(owner)).toMatchObject({ ok: true, entries: 5 });
@@ -101,7 +100,7 @@ describe("the audit chain", () => {
 
   it("concurrent appends and a write the hub did not make still give one unbroken chain", async () => {
     const owner = await signUp();
-    await Promise.all(Array.from({ length: 12 }, () => hub(owner.teamId).appendAudit([event(owner.teamId)])));
+    await Promise.all(Array.from({ length: 12 }, () => hubStub(owner.teamId).appendAudit([event(owner.teamId)])));
     // Another writer (a stale or second hub) appends behind this hub's back: its head is now stale.
     const [last] = (await rows(owner.teamId)).slice(-1);
     const intruder = event(owner.teamId, "test.elsewhere");
@@ -121,7 +120,7 @@ describe("the audit chain", () => {
         auditHash(last?.hash as string, intruder),
       )
       .run();
-    await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     expect(await verify(owner)).toMatchObject({ ok: true, entries: 16 });
   });
 });
@@ -142,7 +141,7 @@ describe("tampering", () => {
 
   it("verify reports the first broken link: an edited row, then a row whose hash was forged to match", async () => {
     const owner = await signUp();
-    for (let i = 0; i < 5; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    for (let i = 0; i < 5; i++) await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     const chain = await rows(owner.teamId);
     const [third, fourth] = [chain[2] as Entry, chain[3] as Entry];
     await env.DB.exec("DROP TRIGGER audit_log_no_update");
@@ -177,7 +176,7 @@ describe("tampering", () => {
 
   it("a removed row breaks the chain at the row after it", async () => {
     const owner = await signUp();
-    for (let i = 0; i < 3; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    for (let i = 0; i < 3; i++) await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     const chain = await rows(owner.teamId);
     await env.DB.exec("DROP TRIGGER audit_log_no_delete");
     try {
@@ -194,7 +193,7 @@ describe("tampering", () => {
 describe("the anchor", () => {
   it("exports the head the hub last wrote, and verify compares D1 with it", async () => {
     const owner = await signUp();
-    for (let i = 0; i < 3; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    for (let i = 0; i < 3; i++) await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     const chain = await rows(owner.teamId);
     const last = chain.at(-1) as Entry;
     const exported = await head(owner);
@@ -210,7 +209,7 @@ describe("the anchor", () => {
 
   it("deleting the newest entries is reported, and stays reported after the hub writes on", async () => {
     const owner = await signUp();
-    for (let i = 0; i < 4; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    for (let i = 0; i < 4; i++) await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     const anchored = await head(owner);
     const chain = await rows(owner.teamId);
     await withoutTrigger("audit_log_no_delete", () =>
@@ -225,13 +224,13 @@ describe("the anchor", () => {
       mismatch: { reason: "entries_missing", head: anchored },
     });
     // The hub's next append finds its anchored row gone, writes on, and keeps the lost anchor.
-    await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     expect(await verify(owner)).toMatchObject({ ok: false, mismatch: { reason: "entries_missing", head: anchored } });
   });
 
   it("setting every hash to NULL (rows that look older than the chain) is reported", async () => {
     const owner = await signUp();
-    for (let i = 0; i < 2; i++) await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    for (let i = 0; i < 2; i++) await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     const anchored = await head(owner);
     await withoutTrigger("audit_log_no_update", () =>
       env.DB.prepare("UPDATE audit_log SET hash = NULL, prev_hash = NULL WHERE team_id = ?").bind(owner.teamId).run(),
@@ -245,9 +244,9 @@ describe("the anchor", () => {
 
   it("an exported head is checked too: a rewritten tail the hub's anchor moved along with is caught", async () => {
     const owner = await signUp();
-    await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     const kept = await head(owner);
-    await hub(owner.teamId).appendAudit([event(owner.teamId)]);
+    await hubStub(owner.teamId).appendAudit([event(owner.teamId)]);
     const ok = await verifyAgainst(owner, kept);
     expect(ok.status).toBe(200);
     expect(await json(ok)).toMatchObject({ ok: true, entries: kept.count + 1 });
@@ -257,10 +256,10 @@ describe("the anchor", () => {
     await withoutTrigger("audit_log_no_delete", () =>
       env.DB.prepare("DELETE FROM audit_log WHERE team_id = ? AND seq >= ?").bind(owner.teamId, kept.seq).run(),
     );
-    await runInDurableObject(hub(owner.teamId), (_, state) => {
+    await runInDurableObject(hubStub(owner.teamId), (_, state) => {
       state.storage.sql.exec("DELETE FROM meta WHERE k IN ('audit_anchor', 'audit_lost')");
     });
-    await hub(owner.teamId).appendAudit([event(owner.teamId, "test.rewritten"), event(owner.teamId)]);
+    await hubStub(owner.teamId).appendAudit([event(owner.teamId, "test.rewritten"), event(owner.teamId)]);
     expect(await verify(owner)).toMatchObject({ ok: true });
     expect(await json(await verifyAgainst(owner, kept))).toMatchObject({
       ok: false,

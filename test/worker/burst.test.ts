@@ -18,6 +18,7 @@ import {
   connectAgent,
   createKey,
   flush,
+  hubStub,
   json,
   type Member,
   pendingApprovals,
@@ -29,7 +30,6 @@ import {
 
 /** The D1 binding the hub itself holds (the object's `env` is protected). */
 const dbOf = (instance: TeamHubApi) => (instance as unknown as { env: Env }).env.DB;
-const hub = (teamId: string) => env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
 const verify = async (m: Member) =>
   json<{ ok: boolean; entries: number }>(await api("/v1/audit/verify", { cookie: m.cookie }));
 
@@ -61,7 +61,7 @@ describe("group commit of the sessions' outboxes", () => {
     const owner = await signUp();
     const before = await verify(owner);
     const calls = burst(owner.teamId, 20);
-    const statements = await runInDurableObject(hub(owner.teamId), async (instance: TeamHubApi) => {
+    const statements = await runInDurableObject(hubStub(owner.teamId), async (instance: TeamHubApi) => {
       const batch = vi.spyOn(dbOf(instance), "batch");
       try {
         await Promise.all(calls.map((ops) => instance.writeOutbox(owner.teamId, ops)));
@@ -86,7 +86,7 @@ describe("group commit of the sessions' outboxes", () => {
   it("a run whose head moved writes nothing; the retry chains each event once, after the other writer's", async () => {
     const owner = await signUp();
     const [first, second] = burst(owner.teamId, 2) as [OutboxOp[], OutboxOp[]];
-    await hub(owner.teamId).writeOutbox(owner.teamId, first);
+    await hubStub(owner.teamId).writeOutbox(owner.teamId, first);
     // Another writer appends behind the hub's back: the hub's head is now stale.
     const tail = await auditTail(env.DB, owner.teamId);
     const [other] = chainEvents(tail.hash, [
@@ -100,7 +100,7 @@ describe("group commit of the sessions' outboxes", () => {
       },
     ]);
     await auditEntryStatement(env.DB, other as AuditEntry).run();
-    const batches = await runInDurableObject(hub(owner.teamId), async (instance: TeamHubApi) => {
+    const batches = await runInDurableObject(hubStub(owner.teamId), async (instance: TeamHubApi) => {
       const batch = vi.spyOn(dbOf(instance), "batch");
       try {
         await instance.writeOutbox(owner.teamId, second);
@@ -124,7 +124,7 @@ describe("a storm of gate reports", () => {
   it("starts a few per turn, in order: an admission asked behind 100 of them is answered before the rest start", async () => {
     const owner = await signUp();
     const { startedBeforeAdmission, taken } = await runInDurableObject(
-      hub(owner.teamId),
+      hubStub(owner.teamId),
       async (instance: TeamHubApi) => {
         const released = vi.spyOn(instance, "releaseRequest");
         try {

@@ -13,6 +13,7 @@ import {
   createKey,
   decide,
   flush,
+  hubStub,
   json,
   type Member,
   pendingApprovals,
@@ -34,8 +35,6 @@ const item = (a: Approval, optionId: string, extra: object = {}) => ({
 
 const claim = (member: Member, approvalId: string) =>
   api(`/v1/approvals/${approvalId}/claim`, { method: "POST", cookie: member.cookie, body: "{}" });
-
-const hub = (teamId: string) => env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
 
 /** The audit actions and the D1 row of an approval, once its gate's outbox is flushed. */
 async function written(teamId: string, sessionId: string, approvalId: string) {
@@ -264,14 +263,14 @@ describe("claiming: who is looking", () => {
 
     const later = await openLive(owner);
     expect(await later.next((f) => f.type === "claimed")).toEqual({ type: "claimed", ...body });
-    expect(await hub(owner.teamId).claimOf(approval.id)).toEqual(body);
-    expect(await hub(owner.teamId).claimOf(approval.id, body.until)).toBeNull(); // lapsed after 2 minutes
+    expect(await hubStub(owner.teamId).claimOf(approval.id)).toEqual(body);
+    expect(await hubStub(owner.teamId).claimOf(approval.id, body.until)).toBeNull(); // lapsed after 2 minutes
 
     // Not a lock: the owner decides while Ada is looking.
     expect((await decide(owner, approval, "allow")).status).toBe(200);
     expect(await agent.next()).toMatchObject({ result: { outcome: { optionId: "allow" } } });
     await feed.next((f) => f.type === "resolved");
-    expect(await hub(owner.teamId).claimOf(approval.id)).toBeNull();
+    expect(await hubStub(owner.teamId).claimOf(approval.id)).toBeNull();
     const afterwards = await claim(ada, approval.id);
     expect(afterwards.status).toBe(409);
     expect(await json(afterwards)).toMatchObject({ error: "already_decided", approval: { state: "allowed" } });
@@ -288,6 +287,6 @@ describe("claiming: who is looking", () => {
     expect(foreign.status).toBe(404);
     expect(await json(foreign)).toMatchObject({ error: "not_found" });
     expect((await claim(stranger, `apr_${"0".repeat(64)}_${"a".repeat(22)}`)).status).toBe(404);
-    expect(await hub(owner.teamId).claimOf(approval.id)).toBeNull();
+    expect(await hubStub(owner.teamId).claimOf(approval.id)).toBeNull();
   });
 });

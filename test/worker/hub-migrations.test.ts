@@ -1,12 +1,8 @@
 /** The TeamHub's storage schema: versioned, and hubs from before versioning migrate in place. */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { migrate, SCHEMA_VERSION } from "../../worker/hub/migrations";
-import type { TeamHub } from "../../worker/hub/team-hub";
-import { unique } from "./helpers";
-
-const hubStub = () =>
-  env.TEAM_HUB.get(env.TEAM_HUB.idFromName(unique("team"))) as unknown as DurableObjectStub<TeamHub>;
+import { hubStub, unique } from "./helpers";
 
 const version = (sql: SqlStorage) => sql.exec("SELECT v FROM meta WHERE k = 'schema_version'").one().v;
 
@@ -33,13 +29,13 @@ const TABLES = ["meta", "devices", "members", "approvals", "deliveries", "push_q
 
 describe("the TeamHub's schema", () => {
   it("a new hub starts at the latest version", async () => {
-    await runInDurableObject(hubStub(), (_, state) => {
+    await runInDurableObject(hubStub(unique("team")), (_, state) => {
       expect(version(state.storage.sql)).toBe(String(SCHEMA_VERSION));
     });
   });
 
   it("a hub from before versioning keeps its rows and reaches the latest version, once", async () => {
-    await runInDurableObject(hubStub(), (_, state) => {
+    await runInDurableObject(hubStub(unique("team")), (_, state) => {
       const { sql } = state.storage;
       for (const table of TABLES) sql.exec(`DROP TABLE ${table}`);
       sql.exec(UNVERSIONED_SCHEMA);

@@ -9,13 +9,20 @@ import type { SessionInfo } from "../../sdk/src/approval";
 import { setTeamPolicy } from "../../worker/db";
 import { PRESENCE_REPORT_MS, SESSION_LIVE_MS, type SessionNews } from "../../worker/hub/api";
 import { KEEP_SESSIONS_MS, POLICY_FANOUT_PER_RUN } from "../../worker/hub/sessions";
-import type { TeamHub } from "../../worker/hub/team-hub";
 import { DEFAULT_POLICY } from "../../worker/policy";
-import { type AgentSocket, api, connectAgent, createKey, flush, gateStub, json, signUp, unique } from "./helpers";
+import {
+  type AgentSocket,
+  api,
+  connectAgent,
+  createKey,
+  flush,
+  gateStub,
+  hubStub,
+  json,
+  signUp,
+  unique,
+} from "./helpers";
 import { openLive } from "./team-helpers";
-
-const hubOf = (teamId: string) =>
-  env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId)) as unknown as DurableObjectStub<TeamHub>;
 
 type HubRow = {
   session_id: string;
@@ -25,7 +32,7 @@ type HubRow = {
 };
 
 const hubRows = (teamId: string) =>
-  runInDurableObject(hubOf(teamId), (_, state) =>
+  runInDurableObject(hubStub(teamId), (_, state) =>
     state.storage.sql
       .exec<HubRow>("SELECT session_id, connected, disconnected_at, last_seen_at FROM sessions")
       .toArray(),
@@ -68,7 +75,7 @@ describe("the hub's sessions", () => {
       { timeout: 10_000, interval: 50 },
     );
     // Five gates died without reporting: the hub last heard of them longer ago than SESSION_LIVE_MS.
-    const hub = hubOf(owner.teamId);
+    const hub = hubStub(owner.teamId);
     await runInDurableObject(hub, (_, state) => {
       for (const id of stale) {
         state.storage.sql.exec(
@@ -119,7 +126,7 @@ describe("the hub's sessions", () => {
 
   it("marks a connected row whose gate stopped reporting disconnected, live, and prunes rows idle for a week", async () => {
     const owner = await signUp("Olga");
-    const hub = hubOf(owner.teamId);
+    const hub = hubStub(owner.teamId);
     const feed = await openLive(owner);
     const now = Date.now();
     const [fresh, silent, idle, gone, unsaved] = ["fresh", "silent", "idle", "gone", "unsaved"].map((n) =>

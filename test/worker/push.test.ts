@@ -15,6 +15,7 @@ import {
   connectAgent,
   createKey,
   decide,
+  hubStub,
   json,
   type Member,
   pendingApprovals,
@@ -178,7 +179,7 @@ describe("Web Push", () => {
     fake.state.answer = () => (++calls === 1 ? 500 : 201);
     const { approval } = await ask(owner);
     await untilPushes(1);
-    const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(owner.teamId));
+    const hub = hubStub(owner.teamId);
     // The failed push waits with backoff, and the hub's alarm is set for it.
     const alarm = await vi.waitFor(async () => {
       const at = await runInDurableObject(hub, (_, state) => state.storage.getAlarm());
@@ -249,7 +250,7 @@ describe("Web Push", () => {
     await env.DB.prepare("UPDATE devices SET endpoint = 'https://127.0.0.1/admin' WHERE id = ?")
       .bind(phone.deviceId)
       .run();
-    const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(owner.teamId));
+    const hub = hubStub(owner.teamId);
     await hub.forgetDirectory();
     const { approval } = await ask(owner);
     await settledDelivery(owner, approval.id);
@@ -301,7 +302,7 @@ describe("Web Push", () => {
 
 /** Waits until the hub has finished with an approval's pushes (a delivery row exists or none will). */
 async function settledDelivery(owner: Member, approvalId: string) {
-  const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(owner.teamId));
+  const hub = hubStub(owner.teamId);
   await vi.waitFor(async () => {
     const rows = await hub.deliveries(approvalId);
     if (rows.length === 0 || rows.some((r) => r.sentAt === null)) throw new Error("not attempted yet");

@@ -28,6 +28,7 @@ import {
   decide,
   flush,
   gateStub,
+  hubStub,
   json,
   type Member,
   pendingApprovals,
@@ -71,8 +72,6 @@ function askHttp(key: string, sessionId: string, params: object = permissionPara
 }
 
 /** The team's hub as its class (tests read its counters through `runInDurableObject`). */
-const hubStub = (teamId: string) =>
-  env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId)) as unknown as DurableObjectStub<TeamHub>;
 
 describe("team quotas", () => {
   it("GET /v1/policy shows the default limits; only owners change them, and a body without them keeps them", async () => {

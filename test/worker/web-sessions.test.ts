@@ -3,8 +3,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { newId, randomToken, sha256Hex } from "../../worker/crypto";
 import { WEB_SESSION_IDLE_MS } from "../../worker/db";
-import type { TeamHub } from "../../worker/hub/team-hub";
-import { api, confirmLink, cookieOf, json, lastMailLink, type Member, signUp, tokenOf } from "./helpers";
+import { api, confirmLink, cookieOf, hubStub, json, lastMailLink, type Member, signUp, tokenOf } from "./helpers";
 import { addMember, openLive } from "./team-helpers";
 
 interface SessionInfo {
@@ -123,7 +122,7 @@ describe("signed-in devices", () => {
     const ada = await signUp("Ada");
     const feed = await openLive(ada);
     const closed = new Promise<CloseEvent>((resolve) => feed.ws.addEventListener("close", resolve));
-    const hub = env.TEAM_HUB.get(env.TEAM_HUB.idFromName(ada.teamId)) as unknown as DurableObjectStub<TeamHub>;
+    const hub = hubStub(ada.teamId);
     await runInDurableObject(hub, (h) => h.closeExpired(Date.now() + 60_000));
     expect(feed.ws.readyState).toBe(WebSocket.READY_STATE_OPEN);
     await runInDurableObject(hub, (h) => h.closeExpired(Date.now() + WEB_SESSION_IDLE_MS + 60_000));
