@@ -70,25 +70,30 @@ export class Escalations {
    */
   async run(order: EscalationOrder, now: number): Promise<EscalationOutcome> {
     const started = Date.now();
-    const ran = await this.runStep(order, now);
-    const first = ran?.outcome ?? NOBODY;
-    let fresh = ran?.fresh ?? false;
-    const climbed: NonNullable<EscalationOutcome["climbed"]> = [];
-    let last = first;
-    for (const next of order.climb ?? []) {
-      // As the gate would: no further step once one reached someone or a decider saw it.
-      if (last.reached > 0 || last.held || this.seen(order)) break;
-      const step = await this.runStep({ ...order, ...next, phase: "step" }, now + Date.now() - started);
-      if (!step) break; // resolved meanwhile: the rest of the climb never runs
-      fresh ||= step.fresh;
-      last = step.outcome;
-      climbed.push({ step: next.step, outcome: last });
+    let fresh = false;
+    try {
+      const ran = await this.runStep(order, now);
+      fresh = ran?.fresh ?? false;
+      const first = ran?.outcome ?? NOBODY;
+      const climbed: NonNullable<EscalationOutcome["climbed"]> = [];
+      let last = first;
+      for (const next of order.climb ?? []) {
+        // As the gate would: no further step once one reached someone or a decider saw it.
+        if (last.reached > 0 || last.held || this.seen(order)) break;
+        const step = await this.runStep({ ...order, ...next, phase: "step" }, now + Date.now() - started);
+        if (!step) break; // resolved meanwhile: the rest of the climb never runs
+        fresh ||= step.fresh;
+        last = step.outcome;
+        climbed.push({ step: next.step, outcome: last });
+      }
+      return climbed.length > 0 ? { ...first, climbed } : first;
+    } finally {
+      // Also when a later step failed: the steps that ran are on the card all the same.
+      if (fresh) {
+        this.feed.broadcast("approval", order.approval.id);
+        this.report(order.approval.id);
+      }
     }
-    if (fresh) {
-      this.feed.broadcast("approval", order.approval.id);
-      this.report(order.approval.id);
-    }
-    return climbed.length > 0 ? { ...first, climbed } : first;
   }
 
   /** Whether someone whose seeing counts (the gate's rule, `seenAtOf`) saw the request. */
