@@ -21,6 +21,8 @@ live.onEvent((e) => {
     claims.set(claim.approvalId, new Map(claims.get(claim.approvalId)).set(claim.by.userId, claim));
   } else if (e.type === "resolved") {
     claims.delete(e.approval.id);
+  } else if (e.type === "withdrawn") {
+    claims.delete(e.approvalId);
   } else return;
   for (const fn of listeners) fn();
 });

@@ -80,6 +80,7 @@ class PendingStore {
   }
 
   private apply(e: LiveEvent): void {
+    if (e.type === "withdrawn") this.byId.delete(e.approvalId);
     if (e.type !== "approval" && e.type !== "resolved") return;
     const a = e.approval;
     if (e.type === "approval" && a.state === "pending") {

@@ -5,7 +5,10 @@
  * never held unchecked, and never held without an answer.
  *
  * The hub's admission also hands over the standing rules that can apply to the session, so the
- * hold can match them with no D1 (state-machine.ts `open`).
+ * hold can match them with no D1 (state-machine.ts `open`). The ask carries the request as it
+ * would be held (its card), so the hub can show it on the dashboards while the gate holds it;
+ * a request that is then not held after all is released, which takes the card down again, and a
+ * decision or read that names a request still being admitted waits for it (`settled`).
  *
  * Owns: the order of those steps and the refusals they give. Does not own: the checks and the
  * hold (state-machine.ts), the counting (the hub's `quotas.ts`), or the replies (the transports).
@@ -38,6 +41,9 @@ export interface AdmissionHost {
 type Verdict = QuotaVerdict | { ok: false; unavailable: true };
 
 export class Admission {
+  /** Requests being admitted, by approval id, each until it is held or refused. */
+  private readonly admitting = new Map<string, Promise<unknown>>();
+
   constructor(private readonly host: AdmissionHost) {}
 
   /**
@@ -54,22 +60,53 @@ export class Admission {
     const checked = this.host.machine.check(meta, params);
     if ("refused" in checked) return checked;
     const approvalId = this.host.machine.newApprovalId();
+    const card = this.host.machine.draft(meta, holder, params, now, approvalId, checked.lifetimeMs);
+    const opening = this.admitAndHold(meta, holder, params, now, card, holderAlive);
+    this.admitting.set(approvalId, opening);
+    try {
+      return await opening;
+    } finally {
+      this.admitting.delete(approvalId);
+    }
+  }
+
+  /**
+   * Settles once the request of this id is held or refused, if it is being admitted now
+   * (undefined otherwise). The hub may show a request as it admits it, so a decision or a read
+   * can name one that is not held yet: it waits here, and never finds "not found" in between.
+   */
+  settled(approvalId: string): Promise<void> | undefined {
+    return this.admitting.get(approvalId)?.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  private async admitAndHold(
+    meta: ServedSession,
+    holder: Holder,
+    params: AgentAsk,
+    now: number,
+    card: Approval,
+    holderAlive: () => boolean,
+  ): Promise<Approval | Refusal> {
     const { teamId } = meta;
     const verdict = await this.admit(meta, {
-      approvalId,
+      approvalId: card.id,
       keyId: holder.keyId,
       sessionId: meta.sessionId,
       ownerUserId: meta.ownerUserId,
-      expiresAt: now + checked.lifetimeMs,
+      expiresAt: card.expiresAt,
       limits: limitsOf(meta.policy),
+      ...(decidable(card) && { card }),
     });
     if (!verdict.ok) {
       // The hub may have counted it after all (an answer that came too late): free the slot.
-      if ("unavailable" in verdict) this.release(teamId, approvalId);
+      if ("unavailable" in verdict) this.release(teamId, card.id);
       return refusalOf(verdict);
     }
-    const opened = this.hold(holder, params, now, approvalId, holderAlive, verdict.rules ?? []);
-    if ("refused" in opened) this.release(teamId, approvalId);
+    const opened = this.hold(holder, params, now, card.id, holderAlive, verdict.rules ?? []);
+    if ("refused" in opened) this.release(teamId, card.id);
     return opened;
   }
 
@@ -117,6 +154,11 @@ export class Admission {
   private release(teamId: string, approvalId: string): void {
     this.host.tellHub(teamId, { kind: "released", approvalId });
   }
+}
+
+/** Whether a human could decide the request as drafted: the hold ends one whose every option the policy hid. */
+function decidable(card: Approval): boolean {
+  return card.type === "elicitation" || card.options.length > 0;
 }
 
 function refusalOf(verdict: Exclude<Verdict, { ok: true }>): Refusal {

@@ -24,7 +24,7 @@ import {
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 
-export type { ClimbStep, EscalationOrder, EscalationOutcome, GateNews, GateReportAnswer, QuotaVerdict };
+export type { ClimbStep, EscalationOrder, EscalationOutcome, GateNews, GateReportAnswer, QuotaAsk, QuotaVerdict };
 export { PRESENCE_REPORT_MS };
 
 /** The part of a TeamHub a SessionGate calls. */

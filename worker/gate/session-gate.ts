@@ -47,6 +47,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly store: GateStore;
   private readonly machine: StateMachine;
   private readonly presence: Presence;
+  private readonly admission: Admission;
   private readonly sockets: Sockets;
   private readonly agents: SocketAgents;
   private readonly escalation: Escalation;
@@ -105,7 +106,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       escalate: (teamId, order) => hubOf(teamId).escalate(teamId, order),
       notify: (row, progress) => this.sockets.notify(row.socket_id, METHODS.progress, progress),
     });
-    const admission = new Admission({
+    this.admission = new Admission({
       machine: this.machine,
       session: () => store.meta(),
       isRevoked: (keyId) => store.isRevoked(keyId),
@@ -116,14 +117,14 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.agents = new SocketAgents({
       store,
       machine: this.machine,
-      admission,
+      admission: this.admission,
       presence: this.presence,
       sockets: this.sockets,
     });
     this.http = new HttpAgents({
       store,
       machine: this.machine,
-      admission,
+      admission: this.admission,
       join: (join) => this.presence.join(join),
       progress: (approvalId) => this.escalation.progress(approvalId),
       hello: (info) => this.presence.hello(info),
@@ -164,10 +165,12 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   // ── RPC: the human side ──────────────────────────────────────────────────
 
   async getApproval(teamId: string, approvalId: string): Promise<Approval | null> {
+    await this.admission.settled(approvalId);
     return this.change(() => (this.store.meta()?.teamId === teamId ? this.store.approval(approvalId) : null));
   }
 
   async decide(d: DecisionInput): Promise<DecisionResult> {
+    await this.admission.settled(d.approvalId);
     return this.change(() => this.machine.decide(d, Date.now()));
   }
 
@@ -176,6 +179,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   }
 
   async stepUps(teamId: string, approvalId: string) {
+    await this.admission.settled(approvalId);
     return this.change(() => {
       const approval = this.store.meta()?.teamId === teamId ? this.store.approval(approvalId) : null;
       return approval && { approval, stepUps: this.store.stepUps(approvalId) };

@@ -9,7 +9,7 @@ import type { OutboxOp } from "../db";
 import { DEFAULT_POLICY } from "../policy";
 import { Admission } from "./admission";
 import type { DecisionInput } from "./api";
-import type { QuotaVerdict } from "./hub";
+import type { QuotaAsk, QuotaVerdict } from "./hub";
 import type { Outbox } from "./outbox";
 import { EMPTY_INFO } from "./rules";
 import { type Refusal, StateMachine } from "./state-machine";
@@ -229,7 +229,13 @@ describe("admission: what changed while the hub was asked", () => {
   function admission(t: ReturnType<typeof machine>, session = () => t.meta) {
     let verdict: (v: QuotaVerdict) => void = () => undefined;
     const released: string[] = [];
-    const hub = { admitRequest: () => new Promise<QuotaVerdict>((resolve) => (verdict = resolve)) };
+    const asks: QuotaAsk[] = [];
+    const hub = {
+      admitRequest: (_teamId: string, ask: QuotaAsk) => {
+        asks.push(ask);
+        return new Promise<QuotaVerdict>((resolve) => (verdict = resolve));
+      },
+    };
     const a = new Admission({
       machine: t.m,
       session,
@@ -237,8 +243,43 @@ describe("admission: what changed while the hub was asked", () => {
       hub: () => hub as never,
       tellHub: (_teamId, n) => void (n.kind === "released" && released.push(n.approvalId)),
     });
-    return { open: () => a.open(t.meta, HOLDER, PARAMS, 1_000), admit: () => verdict({ ok: true }), released };
+    const open = (params: typeof PARAMS = PARAMS) => a.open(t.meta, HOLDER, params, 1_000);
+    return { a, open, admit: () => verdict({ ok: true }), released, asks };
   }
+
+  it("the ask carries the request as it will be held, and a read of it waits until it is", async () => {
+    const t = machine();
+    const { a, open, admit, asks } = admission(t);
+    const opening = open();
+    const card = asks[0]?.card as Approval;
+    expect(card).toMatchObject({ state: "pending", expiresAt: asks[0]?.expiresAt });
+    let settled = false;
+    const waited = a.settled(card.id)?.then(() => {
+      settled = true;
+      // Held by the time the read goes on: never "not found" in between.
+      expect(t.rows.get(card.id)?.state).toBe("pending");
+    });
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    admit();
+    expect(await opening).toEqual(card);
+    await waited;
+    expect(settled).toBe(true);
+    expect(a.settled(card.id)).toBeUndefined();
+  });
+
+  it("a request nobody could decide (the policy hides every option) is not handed over to be shown", async () => {
+    const t = machine();
+    const { open, admit, asks } = admission(t);
+    const opening = open({
+      ...PARAMS,
+      options: [{ optionId: "always", name: "Always", kind: "allow_always" as never }],
+    });
+    expect(asks[0]).not.toHaveProperty("card");
+    admit();
+    const held = (await opening) as Approval;
+    expect(t.rows.get(held.id)?.state).toBe("denied");
+  });
 
   it("a key revoked during the wait is refused, holds nothing and frees its slot", async () => {
     const t = machine();

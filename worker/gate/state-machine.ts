@@ -96,6 +96,21 @@ export class StateMachine {
     return { lifetimeMs: requestLifetimeMs(meta.policy, ask.data.timeoutMs) };
   }
 
+  /** The approval a request is held as, built from the session and its holder's socket as they are now. */
+  draft(meta: ServedSession, holder: Holder, params: AgentAsk, now: number, id: string, lifetimeMs: number): Approval {
+    const asked = { id, meta, lifetimeMs, now };
+    // Only what this holder's own socket told about the tool call (HTTP holders have none).
+    if (isElicitation(params)) {
+      const knownToolCall = params.toolCallId ? this.store.toolCall(holder.socketId, params.toolCallId) : {};
+      return newElicitationApproval({ ...asked, params, knownToolCall });
+    }
+    return newApproval({
+      ...asked,
+      params,
+      knownToolCall: this.store.toolCall(holder.socketId, params.toolCall.toolCallId),
+    });
+  }
+
   /**
    * Holds a new permission request for its holder, or says why it is refused. The team's quotas
    * admitted `id` already (admission.ts); the session's checks run again here, synchronously
@@ -112,19 +127,7 @@ export class StateMachine {
   ): Approval | Refusal {
     const checked = this.check(meta, params);
     if ("refused" in checked) return checked;
-    const asked = { id, meta, lifetimeMs: checked.lifetimeMs, now };
-    // Only what this holder's own socket told about the tool call (HTTP holders have none).
-    const approval = isElicitation(params)
-      ? newElicitationApproval({
-          ...asked,
-          params,
-          knownToolCall: params.toolCallId ? this.store.toolCall(holder.socketId, params.toolCallId) : {},
-        })
-      : newApproval({
-          ...asked,
-          params,
-          knownToolCall: this.store.toolCall(holder.socketId, params.toolCall.toolCallId),
-        });
+    const approval = this.draft(meta, holder, params, now, id, checked.lifetimeMs);
     this.store.insertPending(approval, holder, isElicitation(params) ? [] : params.options);
     this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
     this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));

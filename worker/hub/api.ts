@@ -141,6 +141,11 @@ export interface QuotaAsk {
   expiresAt: number;
   /** The team's limits as the gate's copy of the policy has them. */
   limits: TeamLimits;
+  /**
+   * The request as its gate would hold it, when a human could decide it: admitted, and with no
+   * standing rule to apply, the hub shows it on the live feed at once (`LiveFeed.showAdmitted`).
+   */
+  card?: Approval;
 }
 
 /**
@@ -184,7 +189,10 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * copy has them, so the next admission hands out the change (docs/human-api.md "Standing rules").
    */
   rulesChanged(teamId: string): Promise<void>;
-  /** An admitted request was not held after all: its slot is free (ends release it by `approvalResolved`). */
+  /**
+   * An admitted request was not held after all: its slot is free, and a card shown at admission
+   * is taken down (`withdrawn`). Ends of held requests release them by `approvalResolved`.
+   */
   releaseRequest(teamId: string, approvalId: string): Promise<void>;
   /** The service worker saw the push on this device; false when it was not this user's push. */
   markSeen(approvalId: string, deviceId: string, userId: string): Promise<boolean>;

@@ -22,6 +22,11 @@ export class Directory {
 
   constructor(private readonly host: HubHost) {}
 
+  /** Whether the copy was read and nothing changed since (names can be shown without D1). */
+  current(): boolean {
+    return this.host.sql.exec("SELECT 1 FROM meta WHERE k = 'directory'").toArray().length > 0;
+  }
+
   /** Reads devices and members from D1 unless the copy is current (and, with `maxAgeMs`, read that recently). */
   async load(maxAgeMs = Number.POSITIVE_INFINITY): Promise<void> {
     const { sql } = this.host;

@@ -212,6 +212,7 @@ export class Escalations {
 
   /** A visible page of this person showed these cards: seen, for the ones still pending. */
   seenLive(userId: string, approvalIds: string[], now: number): void {
+    this.feed.storeAdmitted();
     for (const id of approvalIds) {
       const changed = this.host.sql
         .exec(

@@ -28,7 +28,13 @@ export function hubJoinRequest(request: Request, join: HubJoin): Request {
   return objectUpgrade(request, JOIN_HEADER, join);
 }
 
+/** The hub's state for a request that ended without its gate's news of an end (never an approval's state). */
+const WITHDRAWN = "withdrawn";
+
 export class LiveFeed {
+  /** Cards shown at admission, not stored yet (`showAdmitted`), by approval id. */
+  private readonly admitted = new Map<string, { approval: Approval; ownerUserId: string; at: number }>();
+
   constructor(
     private readonly host: HubHost,
     private readonly deliveries: (approvalId: string) => Delivery[],
@@ -132,16 +138,69 @@ export class LiveFeed {
   }
 
   /**
-   * A request the feed has not shown yet, shown before it is stored here: whatever is sent after
-   * a write waits for that write's commit, and the gate already holds the request durably, so
-   * the card need not wait for the hub's copy. False when news of its end overtook it.
+   * Shows a request as the team's quotas admit it, while its gate holds it: on the dashboards
+   * one hub call after the agent asked, not after the gate's commit and a second call. Stored
+   * here once the admission's answer has left (a write before it would hold that answer, and
+   * the agent, until the hub's commit). The gate's news follows: `created` once it is held
+   * (`showNew`), or `released` when it was not (`withdraw`).
+   */
+  showAdmitted(approval: Approval, ownerUserId: string, now: number): void {
+    if (this.admitted.has(approval.id)) return;
+    this.send({ type: "approval", approval: this.live(approval, ownerUserId) });
+    this.admitted.set(approval.id, { approval, ownerUserId, at: now });
+    if (this.admitted.size > 1) return;
+    setTimeout(() => this.storeAdmitted(), 0);
+  }
+
+  /** Stores the cards shown at admission; whatever reads them from the table calls this first. */
+  storeAdmitted(): void {
+    for (const { approval, ownerUserId, at } of this.admitted.values()) {
+      // Anything stored since is newer than the admission's copy.
+      this.host.sql.exec(
+        `INSERT INTO approvals (id, owner_user_id, state, expires_at, updated_at, record) VALUES (?, ?, 'pending', ?, ?, ?)
+         ON CONFLICT (id) DO NOTHING`,
+        approval.id,
+        ownerUserId,
+        approval.expiresAt,
+        at,
+        JSON.stringify(approval),
+      );
+    }
+    this.admitted.clear();
+  }
+
+  /**
+   * A held request, shown unless it already is as it stands (at its admission), and stored.
+   * Whatever is sent after a write waits for that write's commit, and the gate holds the request
+   * durably, so the card is sent before the hub's copy is written. False when news of its end
+   * overtook it.
    */
   showNew(approval: Approval, ownerUserId: string, now: number): boolean {
-    const known = this.host.sql.exec("SELECT state FROM approvals WHERE id = ?", approval.id).toArray()[0];
+    this.storeAdmitted();
+    const known = this.host.sql.exec("SELECT state, record FROM approvals WHERE id = ?", approval.id).toArray()[0];
     if (known && known.state !== "pending") return false;
-    this.send({ type: "approval", approval: this.live(approval, ownerUserId) });
+    if (known?.record !== JSON.stringify(approval)) {
+      this.send({ type: "approval", approval: this.live(approval, ownerUserId) });
+    }
     this.remember(approval, ownerUserId, now);
     return true;
+  }
+
+  /**
+   * A request shown at admission that its gate did not hold after all: its card is taken down.
+   * Its row stays, ended, until the prune (so whatever hangs off it goes with it).
+   */
+  withdraw(approvalId: string, now: number): void {
+    this.storeAdmitted();
+    const ended = this.host.sql
+      .exec(
+        "UPDATE approvals SET state = ?, updated_at = ? WHERE id = ? AND state = 'pending' RETURNING id",
+        WITHDRAWN,
+        now,
+        approvalId,
+      )
+      .toArray();
+    if (ended.length > 0) this.send({ type: "withdrawn", approvalId });
   }
 
   private liveApproval(approvalId: string): LiveApproval | null {
@@ -157,6 +216,7 @@ export class LiveFeed {
 
   /** Records the latest state; a resolved approval never goes back to pending. Returns whether it changed. */
   remember(approval: Approval, ownerUserId: string, now: number): boolean {
+    this.storeAdmitted();
     const changed = this.host.sql
       .exec(
         `INSERT INTO approvals (id, owner_user_id, state, expires_at, updated_at, record) VALUES (?, ?, ?, ?, ?, ?)
@@ -174,8 +234,18 @@ export class LiveFeed {
     return changed.length > 0;
   }
 
-  /** Forgets requests resolved before `before` (their deliveries go first: `push-queue.ts`). */
+  /**
+   * Forgets requests resolved before `before` (their deliveries go first: `push-queue.ts`). A
+   * request still pending here past its expiry lost its end's news (or its gate, before the
+   * hold): it counts as ended from then, so the next prune takes it with what hangs off it.
+   */
   prune(before: number): void {
-    this.host.sql.exec("DELETE FROM approvals WHERE state <> 'pending' AND updated_at < ?", before);
+    const { sql } = this.host;
+    sql.exec("DELETE FROM approvals WHERE state <> 'pending' AND updated_at < ?", before);
+    sql.exec(
+      "UPDATE approvals SET state = ?, updated_at = expires_at WHERE state = 'pending' AND expires_at < ?",
+      WITHDRAWN,
+      before,
+    );
   }
 }

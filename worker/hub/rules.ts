@@ -78,9 +78,8 @@ export class StandingRules {
   /** The rules that can apply to a session of `ownerUserId` at `now`: the team's and the owner's own. */
   forSession(ownerUserId: string, now: number): StandingRule[] {
     if (!this.loaded()) return [];
-    const { sql } = this.host;
-    sql.exec("DELETE FROM standing_rules WHERE expires_at <= ?", now);
-    return sql
+    // Read, not pruned: a write here would hold the admission's answer until the hub's commit.
+    return this.host.sql
       .exec<{
         id: string;
         scope: "me" | "team";
@@ -90,8 +89,9 @@ export class StandingRules {
         expires_at: number;
       }>(
         `SELECT id, scope, created_by, creator_name, match, expires_at FROM standing_rules
-          WHERE scope = 'team' OR created_by = ? ORDER BY rowid`,
+          WHERE (scope = 'team' OR created_by = ?) AND expires_at > ? ORDER BY rowid`,
         ownerUserId,
+        now,
       )
       .toArray()
       .map((r) => ({

@@ -197,7 +197,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!verdict.ok) return verdict;
     // A copy not loaded hands out no rules (humans decide) and is read again after the answer.
     if (!this.rules.loaded()) this.ctx.waitUntil(this.rules.loadSoon(teamId));
-    return { ok: true, rules: this.rules.forSession(ask.ownerUserId, now) };
+    const rules = this.rules.forSession(ask.ownerUserId, now);
+    // With no rule that could allow it, a human decides: on the dashboards now, while the gate holds it.
+    if (ask.card && rules.length === 0 && this.directory.current()) {
+      this.feed.showAdmitted(ask.card, ask.ownerUserId, now);
+    }
+    return { ok: true, rules };
   }
 
   // ── standing rules ───────────────────────────────────────────────────────
@@ -210,6 +215,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   async releaseRequest(teamId: string, approvalId: string): Promise<void> {
     this.team.adopt(teamId);
     this.quotas.release(approvalId);
+    this.feed.withdraw(approvalId, Date.now());
   }
 
   /** Pending requests the quotas count now, for the team or one key (tests read it). */

@@ -161,6 +161,12 @@ export function SessionPage({ id }: { id: string }) {
     if (e.type === "resync") void page.reload();
     else if (e.type === "session" && e.session.sessionId === id)
       page.setData((prev) => (prev ? { ...prev, ...e.session } : prev));
+    else if (e.type === "withdrawn")
+      page.setData((prev) => {
+        if (!prev) return prev;
+        const approvals = prev.approvals.filter((x) => x.id !== e.approvalId);
+        return { ...prev, approvals, pending: approvals.filter((x) => x.state === "pending").length };
+      });
     else if ((e.type === "approval" || e.type === "resolved") && e.approval.sessionId === id) {
       const a = e.approval;
       page.setData((prev) => {

@@ -35,6 +35,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const [notice, setNotice] = useState<Notice>(null);
+  const [withdrawn, setWithdrawn] = useState(false);
 
   const load = () =>
     api.approval(id).then(
@@ -50,6 +51,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
 
   useLiveEvents((e) => {
     if (e.type === "resync") void load();
+    else if (e.type === "withdrawn" && e.approvalId === id) setWithdrawn(true);
     // Feed events may omit delivery; keep what the card already knows.
     else if ((e.type === "approval" || e.type === "resolved") && e.approval.id === id)
       setApproval((prev) => ({
@@ -94,15 +96,24 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
     }
   };
 
-  if (loadError) {
+  if (loadError || withdrawn) {
     return (
       <section class={embedded ? "card in-panel" : "screen"} data-testid="screen-approval">
-        <Banner
-          tone={loadError.offline ? "warn" : "error"}
-          testId={loadError.offline ? "offline-banner" : "approval-error"}
-        >
-          {loadError.status === 404 ? "This request does not exist, or belongs to another team." : loadError.message}
-        </Banner>
+        {withdrawn ? (
+          <Banner tone="warn" testId="approval-withdrawn">
+            This request was withdrawn before it was held (its agent left, or its key was revoked): there is nothing to
+            decide.
+          </Banner>
+        ) : (
+          <Banner
+            tone={loadError?.offline ? "warn" : "error"}
+            testId={loadError?.offline ? "offline-banner" : "approval-error"}
+          >
+            {loadError?.status === 404
+              ? "This request does not exist, or belongs to another team."
+              : loadError?.message}
+          </Banner>
+        )}
         {!embedded && (
           <p>
             <Link href="/">Back to pending requests</Link>

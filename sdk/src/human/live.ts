@@ -20,6 +20,11 @@ export const liveEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("refused"), refusal: quotaRefusalSchema }),
   /** Someone opened a pending request ("Ada is looking"); shown until `until` or the request ends. */
   claimSchema.extend({ type: z.literal("claimed") }),
+  /**
+   * A request shown as it was admitted (`approval`) that was never held after all: its agent's
+   * socket closed, or its key was revoked, in the moment between. It decides nothing; the card goes.
+   */
+  z.object({ type: z.literal("withdrawn"), approvalId: z.string() }),
 ]);
 export type LiveEvent = z.infer<typeof liveEventSchema>;
 export type LiveApproval = z.infer<typeof approvalDetailSchema>;
