@@ -40,6 +40,8 @@ const { values: argv } = parseArgs({
     profile: { type: "boolean", default: false },
   },
 });
+/** How long the live phase's agent takes to run an allowed tool before it asks again. */
+const TOOL_RUN_MS = 20;
 const [N, M, PINGS, LIVE_N, IN_FLIGHT] = [argv.n, argv.sessions, argv.pings, argv.live, argv.inflight].map(Number);
 /** The gate holds at most 32 pending requests per session. */
 const BATCH = 25;
@@ -320,6 +322,10 @@ try {
     const { at, approval } = await shown;
     if (i >= 0) liveMs.push(at - t0);
     await decide(a, new Map([[a.key, approval]]));
+    // The agent runs its tool before it asks again: the decision's trailing work (its outbox to
+    // D1, its ladder's end) is not counted in the next ask, as it would be on the local runtime's
+    // one thread, where it runs in front of that ask's frame.
+    await new Promise((resolve) => setTimeout(resolve, TOOL_RUN_MS));
   }
   report.liveFeed = stats(liveMs);
 
