@@ -379,6 +379,39 @@ describe("retention", () => {
     await runInDurableObject(stub, (gate: SessionGate) => gate.sweep(expiresAt + DAY + 1));
     expect(await rowCount(stub, approvalId)).toBe(0);
   });
+
+  it("after a prune, the gate's retention alarm is for the next resolved row", async () => {
+    const owner = await signUp();
+    await setLimits(owner, { retentionDays: 1 });
+    const { key } = await createKey(owner);
+    const sessionId = unique("gate-retention-next");
+    const shortLived = { _meta: { tapgate: { timeoutMs: 60_000 } } };
+    const ids: string[] = [];
+    for (const params of [permissionParams(sessionId, shortLived), permissionParams(sessionId)]) {
+      const { approvalId } = await json<{ approvalId: string }>(await askHttp(key, sessionId, params));
+      await api(`/v1/agent/approvals/${approvalId}`, { method: "DELETE", headers: { Authorization: `Bearer ${key}` } });
+      ids.push(approvalId);
+    }
+    await flush(owner.teamId, sessionId);
+    const [first, second] = ids as [string, string];
+    const stub = gateStub(owner.teamId, sessionId);
+    const expiry = (id: string) =>
+      runInDurableObject(
+        stub,
+        (_: SessionGate, state) =>
+          state.storage.sql.exec("SELECT expires_at FROM approvals WHERE id = ?", id).one().expires_at as number,
+      );
+    const [firstExpiry, secondExpiry] = [await expiry(first), await expiry(second)];
+    expect(firstExpiry).toBeLessThan(secondExpiry);
+
+    await runInDurableObject(stub, (gate: SessionGate) => gate.sweep(firstExpiry + DAY + 1));
+    expect(await rowCount(stub, first)).toBe(0);
+    expect(await rowCount(stub, second)).toBe(1);
+    // The alarm that was due for the first row comes early for the second: it sets the next one.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const alarm = await runInDurableObject(stub, (_: SessionGate, state) => state.storage.getAlarm());
+    expect(alarm).toBe(secondExpiry + DAY);
+  });
 });
 
 function rowCount(stub: ReturnType<typeof gateStub>, approvalId: string): Promise<number> {

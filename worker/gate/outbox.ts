@@ -46,6 +46,12 @@ export class Outbox {
   /** Rows up to this `seq` reached the hub; those up to `deleted` are gone from storage too. */
   private delivered = 0;
   private deleted = 0;
+  /**
+   * The failed flushes of the first row still to deliver (null: none to deliver; undefined: not
+   * read yet). Every change asks twice (the alarm's schedule, whether to flush); it moves only
+   * when rows are enqueued into an empty outbox, delivered or fail.
+   */
+  private headAttempts: number | null | undefined;
 
   constructor(
     private readonly store: GateStore,
@@ -54,6 +60,7 @@ export class Outbox {
 
   enqueue(op: OutboxOp): void {
     this.store.enqueue(op);
+    if (this.headAttempts === null) this.headAttempts = 0;
   }
 
   /** Rows still to deliver. */
@@ -78,7 +85,7 @@ export class Outbox {
    * flush, the backoff's retry; before any, only the safety net (the change flushes at once).
    */
   dueAt(now: number): number | null {
-    const failures = this.store.outboxHeadAttempts(this.delivered);
+    const failures = this.failuresOfHead();
     if (failures === null) return null;
     return now + (failures === 0 ? OUTBOX_SAFETY_NET_MS : retryDelayMs(failures - 1));
   }
@@ -88,7 +95,12 @@ export class Outbox {
    * on the backoff's schedule, so a busy session cannot turn a D1 outage into dead letters.
    */
   flushDue(): boolean {
-    return this.store.outboxHeadAttempts(this.delivered) === 0;
+    return this.failuresOfHead() === 0;
+  }
+
+  private failuresOfHead(): number | null {
+    if (this.headAttempts === undefined) this.headAttempts = this.store.outboxHeadAttempts(this.delivered);
+    return this.headAttempts;
   }
 
   /** Writes the outbox in order, one flush at a time; rejects when a write failed. */
@@ -110,6 +122,7 @@ export class Outbox {
           throw error;
         }
         this.delivered = last.seq;
+        this.headAttempts = undefined;
         if (rows.length === BATCH) this.flushAgain = true;
       } while (this.flushAgain);
     })().finally(() => {
@@ -131,6 +144,7 @@ export class Outbox {
     // Only rows still to deliver count a failure (and may become dead letters).
     this.settle();
     this.store.outboxFailed(lastSeq);
+    this.headAttempts = undefined;
     const dead = this.store.deadLetter(DEAD_AFTER, Date.now(), String(error).slice(0, 500));
     if (dead === 0) return;
     console.error(`outbox: ${dead} row(s) dead-lettered after ${DEAD_AFTER} failed flushes: ${error}`);

@@ -92,6 +92,8 @@ export function identityOf(ws: WebSocket): SocketIdentity | null {
 }
 
 export function send(ws: WebSocket, message: unknown): void {
+  // A socket that is closing takes no frame; its close handler resolves what it held.
+  if (ws.readyState !== WebSocket.READY_STATE_OPEN) return;
   try {
     ws.send(JSON.stringify(message));
   } catch {

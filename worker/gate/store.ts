@@ -67,6 +67,12 @@ export class GateStore {
    * the copy without `saveMeta`.
    */
   private cachedMeta: Readonly<ServedSession> | null | undefined;
+  /**
+   * The earliest `expires_at` of a resolved row, which schedules the next prune. Read once, then
+   * kept by `resolve` and the prune (the only writes that move it), so the alarm's schedule after
+   * each change costs no query for it.
+   */
+  private oldestResolved: number | null | undefined;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -130,7 +136,7 @@ export class GateStore {
   resolve(id: string, state: string, approval: Approval, answer: unknown): VerifiedStepUp[] | null {
     const row = this.sql
       .exec(
-        "UPDATE approvals SET state = ?, record = ?, answer = ? WHERE id = ? AND state = 'pending' RETURNING step_ups",
+        "UPDATE approvals SET state = ?, record = ?, answer = ? WHERE id = ? AND state = 'pending' RETURNING step_ups, expires_at",
         state,
         JSON.stringify(approval),
         JSON.stringify(answer),
@@ -138,6 +144,8 @@ export class GateStore {
       )
       .toArray()[0];
     if (!row) return null;
+    const expiresAt = row.expires_at as number;
+    if (this.oldestResolved !== undefined) this.oldestResolved = Math.min(this.oldestResolved ?? expiresAt, expiresAt);
     return row.step_ups ? (JSON.parse(row.step_ups as string) as VerifiedStepUp[]) : [];
   }
 
@@ -226,6 +234,7 @@ export class GateStore {
 
   /** The earliest expiry among resolved rows (each state through the index), or null when none. */
   oldestResolvedExpiry(): number | null {
+    if (this.oldestResolved !== undefined) return this.oldestResolved;
     const row = this.sql
       .exec<{ at: number | null }>(
         `SELECT MIN(at) AS at FROM (${RESOLVED_STATES.map(
@@ -233,14 +242,18 @@ export class GateStore {
         ).join(" UNION ALL ")})`,
       )
       .one();
+    this.oldestResolved = row.at;
     return row.at;
   }
 
   /** Deletes resolved rows whose time was over before `before`; how many went. */
   pruneResolvedBefore(before: number): number {
-    return this.sql
+    const pruned = this.sql
       .exec("DELETE FROM approvals WHERE state <> 'pending' AND expires_at < ? RETURNING id", before)
       .toArray().length;
+    // Read afresh after every prune, so a cached time that was never written cannot loop the alarm.
+    this.oldestResolved = undefined;
+    return pruned;
   }
 
   private pending(where: string, ...bindings: SqlStorageValue[]): PendingRow[] {
