@@ -7,6 +7,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Role } from "../sdk/src/human/roles";
 import { API_KEY_PATTERN, randomToken, sha256Hex } from "./crypto";
 import {
+  AGENT_KEY_CACHE_MS,
   createWebSession,
   deleteWebSession,
   findAgentKey,
@@ -21,7 +22,7 @@ import { appOrigin } from "./http";
 import { hubFor } from "./hub/api";
 import { chainQueued } from "./team/audit";
 import { auditEvents, userActor } from "./team/audit-events";
-import type { AgentIdentity, AppEnv, WebIdentity } from "./types";
+import type { AgentIdentity, AppEnv, Env, WebIdentity } from "./types";
 
 export const SESSION_COOKIE = "__Host-tapgate";
 
@@ -32,7 +33,33 @@ export const SESSION_COOKIE = "__Host-tapgate";
  * every such change (a decision: `requireCurrentWeb`), or reads D1 itself (the live feed, a
  * passkey change, minting a key: `requireFreshWeb`, `requireRecentSignIn`).
  */
-const sessionCache = new Map<string, { identity: WebIdentity; until: number }>();
+/** What D1 said of a credential (by its hash), kept per isolate for `ttlMs`; at most 5,000 entries. */
+class IsolateCache<T> {
+  private readonly entries = new Map<string, { value: T; until: number }>();
+
+  constructor(private readonly ttlMs: number) {}
+
+  get(hash: string, now: number): T | undefined {
+    const entry = this.entries.get(hash);
+    return entry && entry.until > now ? entry.value : undefined;
+  }
+
+  /** Keeps `value` (or forgets the hash when D1 knew none). */
+  set(hash: string, value: T | null, now: number): void {
+    if (value === null) {
+      this.entries.delete(hash);
+      return;
+    }
+    if (this.entries.size > 5000) this.entries.clear();
+    this.entries.set(hash, { value, until: now + this.ttlMs });
+  }
+
+  delete(hash: string): void {
+    this.entries.delete(hash);
+  }
+}
+
+const sessionCache = new IsolateCache<WebIdentity>(WEB_IDENTITY_CACHE_MS);
 
 export function forgetWebSession(tokenHash: string): void {
   sessionCache.delete(tokenHash);
@@ -40,15 +67,10 @@ export function forgetWebSession(tokenHash: string): void {
 
 async function lookupWebSession(db: D1Database, tokenHash: string): Promise<WebIdentity | null> {
   const now = Date.now();
-  const cached = sessionCache.get(tokenHash);
-  if (cached && cached.until > now) return cached.identity;
+  const cached = sessionCache.get(tokenHash, now);
+  if (cached) return cached;
   const identity = await findWebSession(db, tokenHash, now);
-  if (!identity) {
-    sessionCache.delete(tokenHash);
-    return null;
-  }
-  if (sessionCache.size > 5000) sessionCache.clear();
-  sessionCache.set(tokenHash, { identity, until: now + WEB_IDENTITY_CACHE_MS });
+  sessionCache.set(tokenHash, identity, now);
   return identity;
 }
 
@@ -198,6 +220,29 @@ export function requireRole(...roles: Role[]): MiddlewareHandler<AppEnv> {
   };
 }
 
+/**
+ * Agent keys are cached per isolate too, but a cached key is used only when the team's hub vouches
+ * for it (`hub/agent-keys.ts`: it hears of every revocation and member removal before the route
+ * that made it answers), so an agent's connect, request or poll waits on no D1 read for its key
+ * and a revoked key is refused at once. When the hub cannot vouch, D1 decides.
+ */
+const keyCache = new IsolateCache<AgentIdentity>(AGENT_KEY_CACHE_MS);
+
+async function lookupAgentKey(env: Env, keyHash: string): Promise<AgentIdentity | null> {
+  const now = Date.now();
+  const cached = keyCache.get(keyHash, now);
+  if (cached && (await vouchedKey(env, cached))) return cached;
+  const identity = await findAgentKey(env.DB, keyHash);
+  keyCache.set(keyHash, identity, now);
+  return identity;
+}
+
+function vouchedKey(env: Env, agent: AgentIdentity): Promise<boolean> {
+  return hubFor(env, agent.teamId)
+    .keyInUse(agent.keyId, agent.userId)
+    .catch(() => false);
+}
+
 /** Agents: `Authorization: Bearer tg_…`, looked up by SHA-256. */
 export const requireAgentKey: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("agent", await agentOf(c));
@@ -211,7 +256,7 @@ export async function agentOf(c: Context<AppEnv>): Promise<AgentIdentity> {
     ?.replace(/^Bearer\s+/i, "")
     .trim();
   if (!key) throw new DomainError("no_api_key", "send Authorization: Bearer <API key>; create one with POST /v1/keys");
-  const agent = API_KEY_PATTERN.test(key) ? await findAgentKey(c.env.DB, sha256Hex(key)) : null;
+  const agent = API_KEY_PATTERN.test(key) ? await lookupAgentKey(c.env, sha256Hex(key)) : null;
   if (!agent) throw new DomainError("bad_api_key", "the API key is unknown or revoked");
   return agent;
 }

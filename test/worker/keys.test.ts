@@ -7,11 +7,13 @@ import {
   askOnce,
   connectAgent,
   createKey,
+  hubStub,
   json,
   type Member,
   pendingApprovals,
   permissionParams,
   signUp,
+  unique,
 } from "./helpers";
 import { addMember } from "./team-helpers";
 
@@ -67,5 +69,51 @@ describe("who may revoke which key", () => {
     // As if the key check had passed just before the revocation landed.
     const agent = { keyId, userId: owner.userId, teamId: owner.teamId };
     expect(await joinAgentSession(env.DB, { ...agent, sessionId: `${sessionId}-b`, now: Date.now() })).toBe("revoked");
+  });
+});
+
+describe("an agent key an isolate has cached", () => {
+  async function pendingOverHttp(key: string) {
+    const sessionId = unique("cached-key");
+    const opened = await api(`/v1/agent/sessions/${sessionId}/permissions`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${key}` },
+      body: JSON.stringify(permissionParams(sessionId)),
+    });
+    expect(opened.status).toBe(201);
+    const { approvalId } = await json<{ approvalId: string }>(opened);
+    return () => api(`/v1/agent/approvals/${approvalId}`, { headers: { Authorization: `Bearer ${key}` } });
+  }
+
+  it("is taken without a D1 read while the team's hub vouches for it, and refused at once once revoked", async () => {
+    const owner = await signUp();
+    const { id: keyId, key } = await createKey(owner);
+    const poll = await pendingOverHttp(key);
+    expect((await poll()).status).toBe(202);
+    // No route changes a key behind its hub's back: this one shows the poll reads no D1 for its key.
+    await env.DB.prepare("UPDATE api_keys SET key_hash = 'elsewhere' WHERE id = ?").bind(keyId).run();
+    expect((await poll()).status).toBe(202);
+
+    expect((await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+    const refused = await poll();
+    expect(refused.status).toBe(401);
+    expect(await json(refused)).toMatchObject({ error: "bad_api_key" });
+  });
+
+  it("is refused at once when its holder leaves the team, even before the key's own revocation", async () => {
+    const owner = await signUp();
+    const member = await addMember(owner, "approver");
+    const { key } = await createKey(member);
+    const poll = await pendingOverHttp(key);
+    expect((await poll()).status).toBe(202);
+
+    // What a removal does first (D1, then the hub's directory), its key revocations not yet run.
+    await env.DB.prepare("DELETE FROM memberships WHERE team_id = ? AND user_id = ?")
+      .bind(owner.teamId, member.userId)
+      .run();
+    await hubStub(owner.teamId).forgetDirectory();
+    const refused = await poll();
+    expect(refused.status).toBe(401);
+    expect(await json(refused)).toMatchObject({ error: "bad_api_key" });
   });
 });

@@ -86,6 +86,12 @@ export async function revokeApiKey(
   return { revokedAt, sessions: (sessions?.results ?? []).map((s) => s.session_id as string) };
 }
 
+/**
+ * How long a Worker isolate may take a key from its cached copy (`auth.ts`), each use vouched for
+ * by the team's hub (`hub/agent-keys.ts`).
+ */
+export const AGENT_KEY_CACHE_MS = 10_000;
+
 /** The identity of a live key whose user is still a member of its team, or null. */
 export async function findAgentKey(db: D1Database, keyHash: string): Promise<AgentIdentity | null> {
   const row = await db

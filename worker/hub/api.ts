@@ -234,6 +234,13 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * vouch for it (the session ended here lately, or they are no member): the route reads D1.
    */
   currentRole(tokenHash: string, userId: string): Promise<Role | null>;
+  /** An agent key of the team was revoked: the hub vouches for no cached copy of it (`keyInUse`). */
+  keyRevoked(keyId: string): Promise<void>;
+  /**
+   * Whether an agent key the Worker has cached is still in use: not revoked lately, its holder
+   * still a member. False when the hub cannot vouch for it: the Worker reads D1.
+   */
+  keyInUse(keyId: string, userId: string): Promise<boolean>;
 
   /**
    * A session connected, disconnected or changed its metadata. Answers the team's policy when

@@ -20,6 +20,7 @@ import type { Role } from "../../sdk/src/human/roles";
 import { type D1OutboxOp, deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
+import { AgentKeys } from "./agent-keys";
 import type {
   ApprovalNews,
   AuditAnchors,
@@ -68,6 +69,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly push: PushQueue;
   private readonly sessions: Sessions;
   private readonly webSessions: WebSessions;
+  private readonly agentKeys: AgentKeys;
   private readonly audit: AuditWriter;
   private readonly quotas: Quotas;
   private readonly rules: StandingRules;
@@ -103,6 +105,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     });
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.webSessions = new WebSessions(this.host, this.directory);
+    this.agentKeys = new AgentKeys(this.host, this.directory);
     this.audit = new AuditWriter(this.host);
     this.quotas = new Quotas(this.host);
     this.rules = new StandingRules(this.host);
@@ -318,6 +321,14 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async currentRole(tokenHash: string, userId: string): Promise<Role | null> {
     return this.webSessions.currentRole(tokenHash, userId, Date.now());
+  }
+
+  async keyRevoked(keyId: string): Promise<void> {
+    this.agentKeys.revoked(keyId, Date.now());
+  }
+
+  async keyInUse(keyId: string, userId: string): Promise<boolean> {
+    return this.agentKeys.inUse(keyId, userId, Date.now());
   }
 
   /** Closes the live sockets whose web session expired by `now` (also before every event; tests pick `now`). */

@@ -1,6 +1,7 @@
 /**
  * Agent API keys as use cases: create one (D1 with its audit event) and revoke one (D1 with its
- * audit event, then every session the key opened, then the chain). The key routes, the agent's self-revocation, member removal and
+ * audit event, then the team's hub, which vouches for cached keys, then every session the key
+ * opened, then the chain). The key routes, the agent's self-revocation, member removal and
  * the device-code grant all come here.
  *
  * Owns: the order of those steps and what a revocation answers. Does not own: the SQL
@@ -11,6 +12,7 @@ import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
 import { DomainError } from "../errors";
 import { sessionGate } from "../gate/api";
+import { hubFor } from "../hub/api";
 import type { Env } from "../types";
 import { chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
@@ -63,11 +65,23 @@ export async function revokeKey(
   const event = auditEvents.keyRevoked({ teamId: r.teamId, actor: r.actor, at: now }, r.keyId);
   const revoked = await revokeApiKey(env.DB, { ...r, spareOwners: r.spareOwners ?? false, now }, event);
   if (!revoked) return null;
-  // One unreachable gate must not keep the others from hearing it; D1 already refuses the key.
-  const told = await Promise.allSettled(
-    revoked.sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
-  );
+  // The hub (it vouches for no isolate's cached copy of the key from now on) and every session
+  // the key opened hear it before the answer. One unreachable gate must not keep the others, or
+  // the hub, from hearing it; D1 already refuses the key.
+  const [hubTold, told] = await Promise.all([
+    hubFor(env, r.teamId)
+      .keyRevoked(r.keyId)
+      .then(
+        () => null,
+        (error: unknown) => error,
+      ),
+    Promise.allSettled(
+      revoked.sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
+    ),
+  ]);
   await chainQueued(env, r.teamId);
+  // A hub that did not hear it answers 500: the revocation stands, and revoking again tells it again.
+  if (hubTold !== null) throw hubTold;
   const denied = told.reduce((sum, t) => sum + (t.status === "fulfilled" ? t.value : 0), 0);
   const unreached = told.filter((t) => t.status === "rejected").length;
   return {
