@@ -20,6 +20,7 @@ import {
 import { DomainError } from "./errors";
 import { appOrigin } from "./http";
 import { hubFor } from "./hub/api";
+import { IsolateCache } from "./isolate-cache";
 import { chainQueued } from "./team/audit";
 import { auditEvents, userActor } from "./team/audit-events";
 import type { AgentIdentity, AppEnv, Env, WebIdentity } from "./types";
@@ -33,32 +34,6 @@ export const SESSION_COOKIE = "__Host-tapgate";
  * every such change (a decision: `requireCurrentWeb`), or reads D1 itself (the live feed, a
  * passkey change, minting a key: `requireFreshWeb`, `requireRecentSignIn`).
  */
-/** What D1 said of a credential (by its hash), kept per isolate for `ttlMs`; at most 5,000 entries. */
-class IsolateCache<T> {
-  private readonly entries = new Map<string, { value: T; until: number }>();
-
-  constructor(private readonly ttlMs: number) {}
-
-  get(hash: string, now: number): T | undefined {
-    const entry = this.entries.get(hash);
-    return entry && entry.until > now ? entry.value : undefined;
-  }
-
-  /** Keeps `value` (or forgets the hash when D1 knew none). */
-  set(hash: string, value: T | null, now: number): void {
-    if (value === null) {
-      this.entries.delete(hash);
-      return;
-    }
-    if (this.entries.size > 5000) this.entries.clear();
-    this.entries.set(hash, { value, until: now + this.ttlMs });
-  }
-
-  delete(hash: string): void {
-    this.entries.delete(hash);
-  }
-}
-
 const sessionCache = new IsolateCache<WebIdentity>(WEB_IDENTITY_CACHE_MS);
 
 export function forgetWebSession(tokenHash: string): void {

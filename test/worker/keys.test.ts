@@ -116,4 +116,27 @@ describe("an agent key an isolate has cached", () => {
     expect(refused.status).toBe(401);
     expect(await json(refused)).toMatchObject({ error: "bad_api_key" });
   });
+  it("joins a session it joined lately without D1, and still not once the key is revoked", async () => {
+    const owner = await signUp();
+    const other = await signUp("Bob");
+    const { id: keyId, key } = await createKey(owner);
+    const sessionId = unique("joined-lately");
+    const open = () =>
+      api(`/v1/agent/sessions/${sessionId}/permissions`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}` },
+        body: JSON.stringify(permissionParams(sessionId)),
+      });
+    expect((await open()).status).toBe(201);
+    // No route moves a session to another owner: this shows the next request's join reads no D1.
+    await env.DB.prepare("UPDATE agent_sessions SET owner_user_id = ? WHERE team_id = ? AND session_id = ?")
+      .bind(other.userId, owner.teamId, sessionId)
+      .run();
+    expect((await open()).status).toBe(201);
+
+    expect((await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+    const refused = await open();
+    expect(refused.status).toBe(401);
+    expect(await json(refused)).toMatchObject({ error: "bad_api_key" });
+  });
 });

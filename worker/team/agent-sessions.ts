@@ -6,10 +6,11 @@
  * Owns: who may join which session, and what a join tells the gate. Does not own: the SQL
  * (`db/sessions.ts`), holding requests (the gate), the policy's current value (the hub).
  */
-import { joinAgentSession, touchApiKey } from "../db";
+import { AGENT_KEY_CACHE_MS, joinAgentSession, touchApiKey } from "../db";
 import { DomainError } from "../errors";
 import { sessionGate } from "../gate/api";
 import { hubFor } from "../hub/api";
+import { IsolateCache } from "../isolate-cache";
 import type { AgentIdentity, Env } from "../types";
 
 export const badKey = () => new DomainError("bad_api_key", "the API key is unknown or revoked");
@@ -29,6 +30,14 @@ function touchSometimes(env: Env, keyId: string, now: number, later: (work: Prom
 }
 
 /**
+ * A key that joined a session through this isolate lately joins it again without D1: the link a
+ * revocation follows is in D1 already, a session's owner never changes, and the key was checked
+ * just now (D1, or the team's hub vouching for the isolate's copy: `auth.ts`). So an HTTP agent's
+ * requests on one session, or a socket's reconnects, cost D1 one join every AGENT_KEY_CACHE_MS.
+ */
+const recentJoins = new IsolateCache<"ok">(AGENT_KEY_CACHE_MS);
+
+/**
  * Registers the key's use of the session and answers its gate and the join to hand it. Refused
  * with 403 if another user owns the session, 401 if the key was just revoked. `later` runs work
  * the answer need not wait for (marking the key used, at most once a minute).
@@ -40,14 +49,16 @@ export async function joinSession(
   later: (work: Promise<unknown>) => void,
 ) {
   const now = Date.now();
+  const joinKey = `${agent.keyId}/${sessionId}`;
   const [joined, team] = await Promise.all([
-    joinAgentSession(env.DB, { ...agent, sessionId, now }),
+    recentJoins.get(joinKey, now) ?? joinAgentSession(env.DB, { ...agent, sessionId, now }),
     hubFor(env, agent.teamId).policy(agent.teamId),
   ]);
   if (joined === "forbidden") {
     throw new DomainError("forbidden", "this session belongs to another user; use a new session id");
   }
   if (joined === "revoked") throw badKey();
+  recentJoins.set(joinKey, joined, now);
   touchSometimes(env, agent.keyId, now, later);
   return {
     gate: sessionGate(env, agent.teamId, sessionId),
