@@ -28,7 +28,7 @@ export function isLoopbackAddress(ip: string | undefined): boolean {
   const v4 = parseIpv4(address) ?? ipv4Mapped(parseIpv6(address) ?? []);
   if (v4) return v4[0] === 127;
   const v6 = parseIpv6(address);
-  return v6 !== null && v6.slice(0, 7).every((group) => group === 0) && v6[7] === 1;
+  return v6?.join(":") === "0:0:0:0:0:0:0:1";
 }
 
 /** The host name of a `Host` value (`localhost:8787`, `[::1]:8787`, `127.0.0.1`), lower-cased, without the port. */
