@@ -50,15 +50,17 @@ export async function joinSession(
 ) {
   const now = Date.now();
   const joinKey = `${agent.keyId}/${sessionId}`;
+  const remembered = recentJoins.get(joinKey, now);
   const [joined, team] = await Promise.all([
-    recentJoins.get(joinKey, now) ?? joinAgentSession(env.DB, { ...agent, sessionId, now }),
+    remembered ?? joinAgentSession(env.DB, { ...agent, sessionId, now }),
     hubFor(env, agent.teamId).policy(agent.teamId),
   ]);
   if (joined === "forbidden") {
     throw new DomainError("forbidden", "this session belongs to another user; use a new session id");
   }
   if (joined === "revoked") throw badKey();
-  recentJoins.set(joinKey, joined, now);
+  // Remembered from D1's answer only, so D1 still sees the session's use (last_seen_at) every so often.
+  if (!remembered) recentJoins.set(joinKey, joined, now);
   touchSometimes(env, agent.keyId, now, later);
   return {
     gate: sessionGate(env, agent.teamId, sessionId),

@@ -148,13 +148,16 @@ export async function removeMember(env: Env, w: WebIdentity, userId: string): Pr
   if (!removed) throw lastOwner();
   for (const tokenHash of removed.tokenHashes) forgetWebSession(tokenHash);
   const hub = hubFor(env, w.teamId);
-  // Ended at the hub too, so a quick re-invite does not bring a removed session back.
-  await Promise.all([
+  // Ended at the hub too, so a quick re-invite does not bring a removed session back. One that
+  // fails keeps nothing else from running (the directory, the keys): the route answers 500 after.
+  const endedAtHub = await Promise.allSettled([
     ...removed.deviceIds.map((id) => hub.deviceRemoved(id)),
     ...removed.tokenHashes.map((tokenHash) => hub.closeWebSession(tokenHash)),
   ]);
   await finishRemoval(env, w, target.userId, removed.removal);
   await chainQueued(env, w.teamId);
+  const failed = endedAtHub.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
 }
 
 /** Audited under the removal's time, so the same removal always makes the same event id. */
