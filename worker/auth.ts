@@ -142,7 +142,7 @@ async function freshWeb(c: Context<AppEnv>): Promise<WebIdentity> {
 /**
  * After `requireWeb`: the cached identity, with the role the team's hub says it holds now. The
  * hub hears of every session end and member change before the route that made it answers
- * (hub/web-sessions.ts), so a member removed, demoted or signed out a moment ago decides
+ * (hub/vouching.ts), so a member removed, demoted or signed out a moment ago decides
  * nothing, and a decision waits on no D1 read. When the hub cannot vouch for it, D1 decides.
  */
 export const requireCurrentWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -197,7 +197,7 @@ export function requireRole(...roles: Role[]): MiddlewareHandler<AppEnv> {
 
 /**
  * Agent keys are cached per isolate too, but a cached key is used only when the team's hub vouches
- * for it (`hub/agent-keys.ts`: it hears of every revocation and member removal before the route
+ * for it (`hub/vouching.ts`: it hears of every revocation and member removal before the route
  * that made it answers), so an agent's connect, request or poll waits on no D1 read for its key
  * and a revoked key is refused at once. When the hub cannot vouch, D1 decides.
  */

@@ -1,6 +1,6 @@
 /**
  * A decision takes the web identity from the isolate's cache and has the team's hub vouch for it
- * (worker/hub/web-sessions.ts), so it reads no D1. Each change below is made as another isolate
+ * (worker/hub/vouching.ts), so it reads no D1. Each change below is made as another isolate
  * would make it, D1 first and then the team's hub, while this isolate still caches the session.
  */
 import { env, runInDurableObject } from "cloudflare:test";
@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import { sha256Hex } from "../../worker/crypto";
 import type { TeamHub } from "../../worker/hub/team-hub";
-import { ENDED_MEMORY_MS, VOUCH_DIRECTORY_MS } from "../../worker/hub/web-sessions";
+import { ENDED_MEMORY_MS, VOUCH_DIRECTORY_MS } from "../../worker/hub/vouching";
 import { api, askOnce, decide, hubStub, json, type Member, signUp } from "./helpers";
 import { addMember } from "./team-helpers";
 

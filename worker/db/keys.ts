@@ -88,7 +88,7 @@ export async function revokeApiKey(
 
 /**
  * How long a Worker isolate may take a key from its cached copy (`auth.ts`), each use vouched for
- * by the team's hub (`hub/agent-keys.ts`).
+ * by the team's hub (`hub/vouching.ts`).
  */
 export const AGENT_KEY_CACHE_MS = 10_000;
 

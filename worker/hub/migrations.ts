@@ -7,7 +7,7 @@
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
  * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout, `quotas.ts`
- * quota_pending/quota_buckets, `web-sessions.ts` ended_web_sessions, `agent-keys.ts` revoked_keys, `escalation.ts` escalations/live_cards, `claims.ts` claims; the
+ * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `escalation.ts` escalations/live_cards, `claims.ts` claims; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -67,9 +67,9 @@ const MIGRATIONS: MigrationStep[] = [
      at INTEGER NOT NULL, via TEXT NOT NULL, outcome TEXT NOT NULL, PRIMARY KEY (approval_id, step, phase));
    CREATE TABLE IF NOT EXISTS live_cards (approval_id TEXT NOT NULL, user_id TEXT NOT NULL, shown_at INTEGER,
      seen_at INTEGER, PRIMARY KEY (approval_id, user_id));`,
-  // Web sessions that ended lately (web-sessions.ts), so a decision vouched by the hub skips D1.
+  // Web sessions that ended lately (vouching.ts), so a decision vouched by the hub skips D1.
   `CREATE TABLE IF NOT EXISTS ended_web_sessions (token_hash TEXT PRIMARY KEY, ended_at INTEGER NOT NULL);`,
-  // Agent keys revoked lately (agent-keys.ts), so an agent's key vouched by the hub skips D1.
+  // Agent keys revoked lately (vouching.ts), so an agent's key vouched by the hub skips D1.
   `CREATE TABLE IF NOT EXISTS revoked_keys (key_id TEXT PRIMARY KEY, revoked_at INTEGER NOT NULL);`,
 ];
 

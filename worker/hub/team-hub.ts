@@ -10,7 +10,7 @@
  * Owns: the platform entry points, each mapped to one subsystem (partyserver style), and the
  * order of steps when news touches several subsystems. Does not own: any table or rule (the
  * subsystems: `hub-team.ts`, `directory.ts`, `live-feed.ts`, `push-queue.ts`, `escalation.ts`,
- * `sessions.ts`, `web-sessions.ts`, `audit-writer.ts`, `gate-report.ts`, `report-turns.ts`; the
+ * `sessions.ts`, `vouching.ts`, `audit-writer.ts`, `gate-report.ts`, `report-turns.ts`; the
  * schema: `migrations.ts`). Callers see `api.ts`.
  */
 import { DurableObject } from "cloudflare:workers";
@@ -20,7 +20,6 @@ import type { Role } from "../../sdk/src/human/roles";
 import { type D1OutboxOp, deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
-import { AgentKeys } from "./agent-keys";
 import type {
   ApprovalNews,
   AuditAnchors,
@@ -55,7 +54,7 @@ import { Quotas } from "./quotas";
 import { ReportTurns } from "./report-turns";
 import { StandingRules } from "./rules";
 import { Sessions } from "./sessions";
-import { WebSessions } from "./web-sessions";
+import { Vouching } from "./vouching";
 
 /** How often a resolution also forgets requests resolved more than KEEP_RESOLVED_MS ago. */
 const PRUNE_EVERY_MS = 60_000;
@@ -68,8 +67,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly feed: LiveFeed;
   private readonly push: PushQueue;
   private readonly sessions: Sessions;
-  private readonly webSessions: WebSessions;
-  private readonly agentKeys: AgentKeys;
+  private readonly vouching: Vouching;
   private readonly audit: AuditWriter;
   private readonly quotas: Quotas;
   private readonly rules: StandingRules;
@@ -104,8 +102,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
       claimOf: (approvalId) => this.claims.of(approvalId, Date.now()),
     });
     this.sessions = new Sessions(this.host, this.directory, this.feed);
-    this.webSessions = new WebSessions(this.host, this.directory);
-    this.agentKeys = new AgentKeys(this.host, this.directory);
+    this.vouching = new Vouching(this.host, this.directory);
     this.audit = new AuditWriter(this.host);
     this.quotas = new Quotas(this.host);
     this.rules = new StandingRules(this.host);
@@ -315,20 +312,20 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   }
 
   async closeWebSession(tokenHash: string): Promise<void> {
-    this.webSessions.ended(tokenHash, Date.now());
+    this.vouching.sessionEnded(tokenHash, Date.now());
     this.feed.closeWebSession(tokenHash);
   }
 
   async currentRole(tokenHash: string, userId: string): Promise<Role | null> {
-    return this.webSessions.currentRole(tokenHash, userId, Date.now());
+    return this.vouching.currentRole(tokenHash, userId, Date.now());
   }
 
   async keyRevoked(keyId: string): Promise<void> {
-    this.agentKeys.revoked(keyId, Date.now());
+    this.vouching.keyRevoked(keyId, Date.now());
   }
 
   async keyInUse(keyId: string, userId: string): Promise<boolean> {
-    return this.agentKeys.inUse(keyId, userId, Date.now());
+    return this.vouching.keyInUse(keyId, userId, Date.now());
   }
 
   /** Closes the live sockets whose web session expired by `now` (also before every event; tests pick `now`). */
