@@ -102,21 +102,38 @@ describe("the SDK against wrangler dev", () => {
   });
 
   it("the same session id in another team is another session; a second key of the owner rejoins", async () => {
-    const other = await Person.signUp(worker.url, "Bob");
+    const bob = await Person.signUp(worker.url, "Bob");
     const sessionId = unique("sdk");
     const mine = await gate().session(sessionId);
-    // Bob is in another team, so the same id is a different session: allowed.
-    const bobs = await new Tapgate({ url: worker.url, apiKey: (await other.createKey()).key, onLog: quiet }).session(
+    // Bob is in another team, so the same id is a different session: each request reaches only its own team.
+    const bobs = await new Tapgate({ url: worker.url, apiKey: (await bob.createKey()).key, onLog: quiet }).session(
       sessionId,
     );
+    const bobsAnswer = bobs.requestPermission(askParams(sessionId, "bob-call"));
+    const mineAnswer = mine.requestPermission(askParams(sessionId, "ada-call"));
+    const bobsApproval = await bob.waitForOne(sessionId);
+    const myApproval = await person.waitForOne(sessionId);
+    expect(bobsApproval.snapshot.toolCall.toolCallId).toBe("bob-call");
+    expect(myApproval.snapshot.toolCall.toolCallId).toBe("ada-call");
+    expect((await person.fetch(`/v1/approvals/${bobsApproval.id}`)).status).toBe(404);
+    expect((await person.decide(myApproval, "allow")).status).toBe(200);
+    expect((await mineAnswer).outcome).toEqual({ outcome: "selected", optionId: "allow" });
+    expect((await bob.decide(bobsApproval, "deny")).status).toBe(200);
+    expect((await bobsAnswer).outcome).toEqual({ outcome: "selected", optionId: "deny" });
     bobs.close();
     mine.close();
-    // A second key of the same person rejoins the same session.
+    // A second key of the same person rejoins the same session: its request is held there, for the owner.
     const second = await new Tapgate({
       url: worker.url,
       apiKey: (await person.createKey("second")).key,
       onLog: quiet,
     }).session(sessionId);
+    const secondAnswer = second.requestPermission(askParams(sessionId, "second-call"));
+    const rejoined = await person.waitForOne(sessionId);
+    expect(rejoined.sessionId).toBe(sessionId);
+    expect(rejoined.snapshot.toolCall.toolCallId).toBe("second-call");
+    expect((await person.decide(rejoined, "allow")).status).toBe(200);
+    expect((await secondAnswer).outcome).toEqual({ outcome: "selected", optionId: "allow" });
     second.close();
   });
 

@@ -37,7 +37,9 @@ describe("dashboard tenant isolation", () => {
     expect(await list("/v1/history/export?format=json", "approvals")).toEqual([]);
     expect(await (await asB("/v1/history/export?format=csv")).text()).not.toContain(a.owner.userId);
     const audit = await list<{ teamId: string }>("/v1/audit", "entries");
-    expect(audit?.every((e) => e.teamId === b.teamId)).toBe(true);
+    // B's own team has events (its creation, B's sign-in), and only those.
+    expect(audit?.length).toBeGreaterThan(0);
+    expect(new Set(audit?.map((e) => e.teamId))).toEqual(new Set([b.teamId]));
     const stats = await json<{ latency: { count: number } }>(await asB("/v1/stats?days=30"));
     expect(stats.latency.count).toBe(0);
     expect((await json<{ teams: Array<{ id: string }> }>(await asB("/v1/teams"))).teams.map((t) => t.id)).toEqual([

@@ -273,6 +273,15 @@ describe("Web Push", () => {
       const agent = await connectAgent(key, sessionId);
       await agent.ask(1, permissionParams(sessionId));
     }
+    // Settled: the hub counted all twelve requests against both devices and its queue is empty,
+    // so a push for the twelfth would already be here.
+    await vi.waitFor(async () => {
+      const [counted, queued] = await runInDurableObject(hubStub(owner.teamId), async (_hub, state) => [
+        state.storage.sql.exec("SELECT count(*) AS n FROM push_budget").one().n,
+        state.storage.sql.exec("SELECT count(*) AS n FROM push_queue").one().n,
+      ]);
+      if (counted !== 24 || queued !== 0) throw new Error(`${counted} counted, ${queued} queued`);
+    });
     await untilPushes(22);
     for (const phone of [ownerPhone, approverPhone]) {
       const mine = pushes.filter((p) => p.url === phone.endpoint).map((p) => p.payload);
