@@ -132,9 +132,11 @@ export class Run {
     return this.cast.owner;
   }
 
+  /** A new socket numbers its requests from 1 again, so ids of the sockets before it are reused. */
   async connect() {
     this.socket = await connectAgent(this.cast.key, this.sessionId);
     this.answers.set(this.socket, new Map());
+    this.nextId = 1;
   }
 
   pending(filter: (i: Modelled) => boolean = () => true) {
