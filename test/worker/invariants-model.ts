@@ -37,6 +37,8 @@ export type Action =
   | { kind: "httpCancel"; pick: number }
   | { kind: "sessionCancel" }
   | { kind: "disconnect" }
+  /** A human allows or denies a socket-held request while its agent's socket closes, in either order. */
+  | { kind: "decideWhileClosing"; pick: number; option: "allow" | "deny"; closeFirst: boolean }
   | { kind: "timePasses" }
   | { kind: "restart" };
 
@@ -78,6 +80,15 @@ export const action: fc.Arbitrary<Action> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant("httpCancel" as const), pick: fc.nat() }), weight: 1 },
   { arbitrary: fc.constant({ kind: "sessionCancel" as const }), weight: 1 },
   { arbitrary: fc.constant({ kind: "disconnect" as const }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant("decideWhileClosing" as const),
+      pick: fc.nat(),
+      option: fc.constantFrom("allow" as const, "deny" as const),
+      closeFirst: fc.boolean(),
+    }),
+    weight: 1,
+  },
   { arbitrary: fc.constant({ kind: "timePasses" as const }), weight: 1 },
   { arbitrary: fc.constant({ kind: "restart" as const }), weight: 1 },
 );
@@ -298,6 +309,35 @@ export class Run {
         const old = this.socket;
         old.ws.close(1000, "bye");
         await old.closed;
+        await this.endSocketHeld(old);
+        await this.connect();
+        return;
+      }
+      case "decideWhileClosing": {
+        const old = this.socket;
+        const item = pickFrom(
+          this.pending((i) => i.socket === old),
+          a.pick,
+        );
+        if (!item) return;
+        const close = async () => {
+          old.ws.close(1000, "bye");
+          await old.closed;
+        };
+        const decision = () =>
+          api(`/v1/approvals/${item.approval.id}/decision`, {
+            method: "POST",
+            cookie: this.owner.cookie,
+            body: JSON.stringify({ optionId: a.option, requestHash: item.approval.requestHash }),
+          });
+        const [response] = a.closeFirst ? [await close().then(decision)] : await Promise.all([decision(), close()]);
+        // Either the decision came first (200, and the agent must have its answer) or the close did
+        // (410: the request ended agent_disconnected, and nobody heard): never a decision the agent missed.
+        expect([200, 410]).toContain(response.status);
+        if (response.status === 200) {
+          item.decided = await json<Approval>(response);
+          this.resolve(item, a.option === "allow" ? "allowed" : "denied", "decided", selected(a.option));
+        }
         await this.endSocketHeld(old);
         await this.connect();
         return;

@@ -80,6 +80,15 @@ const REGRESSIONS: Record<string, Action[]> = {
     { kind: "repeat", pick: 0, sameOption: true, sameDecider: true, device: "web" },
     { kind: "decide", pick: 0, option: "allow", staleHash: true, byColleague: false, device: "web" },
   ],
+  "a decision racing its agent's socket close is heard by the agent or answered 410, never lost": [
+    { kind: "request" },
+    { kind: "request" },
+    { kind: "decideWhileClosing", pick: 0, option: "allow", closeFirst: false },
+    { kind: "request" },
+    { kind: "decideWhileClosing", pick: 0, option: "allow", closeFirst: true },
+    { kind: "request" },
+    { kind: "decideWhileClosing", pick: 0, option: "deny", closeFirst: false },
+  ],
 };
 
 let reported = false;
