@@ -1,28 +1,43 @@
 /**
- * The gate's outbox to D1 when D1 (or the hub's audit chain) keeps failing: retries back off,
- * failures are counted per row across restarts, and after DEAD_AFTER failed flushes in a row a
- * row becomes a dead letter instead of being retried forever, shown on the dashboard.
+ * The gate's outbox to D1 when D1 or the hub fails: retries back off by a persisted retry time
+ * (however often the alarm wakes), an outage of any length sets nothing aside, only a row that
+ * fails alone while the rows behind it land becomes a dead letter, and dead letters replay after
+ * the next flush that lands (or on demand). Faults come as production meets them: a D1 trigger
+ * refusing writes, a hub whose `gateReport` throws, alarms run at their time on a moved clock.
  */
-import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { OutboxOp } from "../../worker/db";
-import { DEAD_AFTER } from "../../worker/gate/outbox";
 import { OUTBOX_RETRY_MS } from "../../worker/gate/rules";
-import { api, askOnce, decide, flush, gateStub, json, pendingApprovals, permissionParams, signUp } from "./helpers";
-import { openLive } from "./team-helpers";
+import {
+  api,
+  askOnce,
+  decide,
+  flush,
+  gateStub,
+  hubStub,
+  json,
+  type Member,
+  pendingApprovals,
+  permissionParams,
+  signUp,
+} from "./helpers";
+import {
+  alarmOf,
+  backoffOf,
+  d1State,
+  deadLetters,
+  hubThrows,
+  outboxRows,
+  refuseApprovalRow,
+  refuseTeamWrites,
+  runAlarmsFor,
+  simulatedClock,
+} from "./outbox-faults";
+import { addMember, openLive } from "./team-helpers";
 
 type Stub = ReturnType<typeof gateStub>;
-
-/** The rows still to deliver (acknowledged ones wait only for the next change to delete them). */
-const outboxRows = (stub: Stub) =>
-  runInDurableObject(stub, (gate, state) =>
-    state.storage.sql
-      .exec<{ op: string; attempts: number }>(
-        "SELECT op, attempts FROM outbox WHERE seq > ? ORDER BY seq",
-        gate.outbox.deliveredThrough,
-      )
-      .toArray(),
-  );
+const MINUTE = 60_000;
 
 /** Every row in the outbox's table, acknowledged or not: which approvals they are about. */
 const storedRowSubjects = (stub: Stub) =>
@@ -36,154 +51,161 @@ const storedRowSubjects = (stub: Stub) =>
       }),
   );
 
-const deadLetters = (stub: Stub) =>
+/** Each approval the gate holds, with its state there. */
+const gateStates = (stub: Stub) =>
   runInDurableObject(stub, (_, state) =>
-    state.storage.sql
-      .exec<{ op: string; attempts: number }>("SELECT op, attempts FROM outbox_dead ORDER BY seq")
-      .toArray()
-      .map((r) => ({ op: JSON.parse(r.op) as OutboxOp, attempts: r.attempts })),
+    Object.fromEntries(
+      state.storage.sql
+        .exec<{ id: string; state: string }>("SELECT id, state FROM approvals")
+        .toArray()
+        .map((r) => [r.id, r.state]),
+    ),
   );
 
-const d1State = async (approvalId: string) =>
-  (await env.DB.prepare("SELECT state FROM approvals WHERE id = ?").bind(approvalId).first<{ state: string }>())?.state;
+/** Each approval the team's hub knows, with its state there (what its dashboards show). */
+const hubStates = (teamId: string) =>
+  runInDurableObject(hubStub(teamId), (_, state) =>
+    Object.fromEntries(
+      state.storage.sql
+        .exec<{ id: string; state: string }>("SELECT id, state FROM approvals")
+        .toArray()
+        .map((r) => [r.id, r.state]),
+    ),
+  );
 
-/** From now on every flush of this gate fails, as if D1 were down. */
-function breakOutbox(stub: Stub) {
-  return runInDurableObject(stub, (gate) => {
-    const deliver = vi.spyOn(gate.outbox, "deliver").mockRejectedValue(new Error("D1_ERROR: unavailable"));
-    return () => deliver.mock.calls.length;
-  });
-}
+const auditActions = async (subject: string) =>
+  (
+    await env.DB.prepare("SELECT action FROM audit_log WHERE subject = ? ORDER BY seq")
+      .bind(subject)
+      .all<{ action: string }>()
+  ).results
+    .map((r) => r.action)
+    .filter((a) => a !== "approval.escalated");
 
-describe("the gate's outbox when D1 fails", () => {
-  it(`dead-letters rows after ${DEAD_AFTER} failed flushes in a row; later rows flow again`, async () => {
-    const { owner, agent, sessionId, approval } = await askOnce();
-    const stub = gateStub(owner.teamId, sessionId);
-    const attempts = await breakOutbox(stub);
+const verify = async (m: Member) => json<{ ok: boolean }>(await api("/v1/audit/verify", { cookie: m.cookie }));
 
-    // The human decides and the agent has its answer: D1 is not on that path.
-    expect((await decide(owner, approval, "allow")).status).toBe(200);
-    expect(await agent.next()).toMatchObject({
-      id: 1,
-      result: { outcome: { outcome: "selected", optionId: "allow" } },
-    });
+const replay = (m: Member, sessionId: string) =>
+  api(`/v1/sessions/${encodeURIComponent(sessionId)}/replay`, { method: "POST", cookie: m.cookie });
 
-    // The decision's flush failed once; retries wait for the alarm instead of hammering D1.
-    await vi.waitFor(async () => expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]));
-    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).not.toBeNull();
-    for (let i = 2; i < DEAD_AFTER; i++) {
-      await runInDurableObject(stub, (gate) => gate.flushOutbox().catch(() => undefined));
-    }
-    expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([DEAD_AFTER - 1, DEAD_AFTER - 1]);
-    expect(await deadLetters(stub)).toEqual([]);
+describe("the gate's outbox through an outage", () => {
+  it.each([
+    ["D1 refuses the team's writes", (teamId: string) => refuseTeamWrites(teamId)],
+    ["the hub's gateReport throws", async () => hubThrows()],
+  ])(
+    "loses no decision to a 20-minute outage (%s): D1, the audit chain and the hub agree after it, nothing dead-lettered",
+    async (_, fault) => {
+      const { owner, agent, keyId, sessionId, approval } = await askOnce();
+      const stub = gateStub(owner.teamId, sessionId);
+      const feed = await openLive(owner);
+      // A second request stays held on the socket: the gate's alarm wakes every 15 s for it.
+      await agent.ask(2, permissionParams(sessionId));
+      const [, second] = await pendingApprovals(owner, sessionId);
+      if (!second) throw new Error("the second request is not pending");
+      const clock = simulatedClock();
+      try {
+        const lift = await fault(owner.teamId);
+        try {
+          expect((await decide(owner, approval, "allow")).status).toBe(200);
+          expect(await agent.next()).toMatchObject({ id: 1, result: { outcome: { outcome: "selected" } } });
+          await vi.waitFor(async () => expect(await backoffOf(stub)).toMatchObject({ failures: 1 }));
 
-    // The tenth failure in a row: the rows move aside, kept, and the outbox is empty.
-    await runInDurableObject(stub, (gate) => gate.flushOutbox().catch(() => undefined));
-    expect(attempts()).toBe(DEAD_AFTER);
-    expect(await outboxRows(stub)).toEqual([]);
-    const dead = await deadLetters(stub);
-    expect(dead.map((d) => d.attempts)).toEqual([DEAD_AFTER, DEAD_AFTER]);
-    expect(dead.map((d) => d.op)).toEqual([
-      expect.objectContaining({
-        op: "approval",
-        approval: expect.objectContaining({ id: approval.id, state: "allowed" }),
-      }),
-      expect.objectContaining({ op: "audit", action: "approval.allowed", subject: approval.id }),
-    ]);
-    // Nothing retries a dead letter: D1 keeps the last state it was told.
-    await runInDurableObject(stub, (gate) => gate.flushOutbox());
-    expect(attempts()).toBe(DEAD_AFTER);
-    expect(await d1State(approval.id)).toBe("pending");
+          const woke = await runAlarmsFor(stub, clock, 20 * MINUTE);
+          // Woken far more often than the backoff retries: heartbeats, the second request's end, its ladder.
+          expect(woke).toBeGreaterThan(8);
+          const backoff = await backoffOf(stub);
+          // Retried only on the backoff's schedule: 5 s doubling to 5 min is about 10 tries in 20 minutes.
+          expect(backoff?.failures).toBeLessThanOrEqual(11);
+          expect(await deadLetters(stub)).toEqual([]);
+          expect(await d1State(approval.id)).toBe("pending");
+        } finally {
+          await lift();
+        }
 
-    // D1 is back: new rows are not stuck behind the dead ones.
-    await runInDurableObject(stub, (gate) => vi.mocked(gate.outbox.deliver).mockRestore());
-    await agent.ask(2, permissionParams(sessionId));
-    const [next] = await pendingApprovals(owner, sessionId);
-    expect(next?.id).not.toBe(approval.id);
-    // The new request's ladder may still be climbing (its audit rows follow when its steps end).
-    await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
-    expect(await deadLetters(stub)).toHaveLength(2);
-  });
+        // Recovery: the alarm at its retry time delivers everything.
+        for (let i = 0; i < 5 && (await backoffOf(stub)) !== null; i++) {
+          clock.advanceTo((await alarmOf(stub)) ?? Date.now());
+          await runDurableObjectAlarm(stub);
+        }
+        expect(await backoffOf(stub)).toBeNull();
+        expect(await outboxRows(stub)).toEqual([]);
+        expect(await deadLetters(stub)).toEqual([]);
 
-  it("shows dead letters on the dashboard: the session's count, live and in GET /v1/sessions", async () => {
-    const { owner, sessionId, approval } = await askOnce();
-    const feed = await openLive(owner);
-    const stub = gateStub(owner.teamId, sessionId);
-    await breakOutbox(stub);
-    const sessionsNow = async () =>
-      json<{ sessions: Array<{ sessionId: string; deadLetters?: number }>; deadLettered: unknown[] }>(
-        await api("/v1/sessions?state=connected", { cookie: owner.cookie }),
-      );
-    expect((await sessionsNow()).deadLettered).toEqual([]);
+        const states = await gateStates(stub);
+        expect(states[approval.id]).toBe("allowed");
+        expect(states[second.id]).not.toBe("pending");
+        for (const [id, state] of Object.entries(states)) {
+          expect(await d1State(id)).toBe(state);
+          expect(await auditActions(id)).toEqual(["approval.requested", `approval.${state}`]);
+        }
+        expect(await hubStates(owner.teamId)).toMatchObject(states);
+        expect(await hubStub(owner.teamId).quotaPending(keyId)).toBe(0);
+        await feed.next((f) => f.type === "resolved" && (f.approval as { id: string }).id === approval.id);
+      } finally {
+        clock.restore();
+      }
+      expect(await verify(owner)).toMatchObject({ ok: true });
+      feed.ws.close();
+    },
+  );
 
-    expect((await decide(owner, approval, "allow")).status).toBe(200);
-    await vi.waitFor(async () => expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]));
-    for (let i = 1; i < DEAD_AFTER; i++) {
-      await runInDurableObject(stub, (gate) => gate.flushOutbox().catch(() => undefined));
-    }
-    expect(await deadLetters(stub)).toHaveLength(2);
-
-    // The gate reports its count to the hub; the live feed shows it at once.
-    const live = await feed.next(
-      (f) => f.type === "session" && (f.session as { deadLetters?: number }).deadLetters !== undefined,
-    );
-    expect(live.session).toMatchObject({ sessionId, deadLetters: 2 });
-    const listed = await sessionsNow();
-    expect(listed.deadLettered).toEqual([{ sessionId, deadLetters: 2, at: expect.any(Number) }]);
-    expect(listed.sessions.find((s) => s.sessionId === sessionId)?.deadLetters).toBe(2);
-    const detail = await json<{ deadLetters?: number }>(
-      await api(`/v1/sessions/${sessionId}`, { cookie: owner.cookie }),
-    );
-    expect(detail.deadLetters).toBe(2);
-    // Another team sees none of it.
-    const other = await signUp("Eve");
-    const theirs = await json<{ deadLettered: unknown[] }>(await api("/v1/sessions", { cookie: other.cookie }));
-    expect(theirs.deadLettered).toEqual([]);
-    feed.ws.close();
-  });
-
-  it("counts failures across restarts, and the alarm's retry delivers once D1 is back", async () => {
+  it("retries on the persisted time across a restart, and the alarm's retry delivers once D1 is back", async () => {
     const { owner, sessionId, approval } = await askOnce();
     let stub = gateStub(owner.teamId, sessionId);
-    await breakOutbox(stub);
-    expect((await decide(owner, approval, "deny")).status).toBe(200);
-    await vi.waitFor(async () => expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]));
+    const lift = await refuseTeamWrites(owner.teamId);
+    const clock = simulatedClock();
+    try {
+      expect((await decide(owner, approval, "deny")).status).toBe(200);
+      await vi.waitFor(async () => expect(await backoffOf(stub)).toMatchObject({ failures: 1 }));
+      const { retryAt } = (await backoffOf(stub)) as { retryAt: number };
+      await lift();
 
-    // A new instance (no broken D1 this time) keeps the count and waits for the alarm to retry.
-    await abortAllDurableObjects();
-    stub = gateStub(owner.teamId, sessionId);
-    expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]);
-    expect(await d1State(approval.id)).toBe("pending");
-    await flush(owner.teamId, sessionId); // what the alarm's retry does
-    expect(await outboxRows(stub)).toEqual([]);
-    expect(await d1State(approval.id)).toBe("denied");
-    expect(await deadLetters(stub)).toEqual([]);
+      // A new instance keeps the streak: an alarm before its time flushes nothing.
+      await abortAllDurableObjects();
+      stub = gateStub(owner.teamId, sessionId);
+      await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now() + 1_000));
+      await runDurableObjectAlarm(stub);
+      expect(await d1State(approval.id)).toBe("pending");
+      expect(await alarmOf(stub)).toBe(retryAt);
+
+      clock.advanceTo(retryAt);
+      await runDurableObjectAlarm(stub);
+      expect(await d1State(approval.id)).toBe("denied");
+      expect(await backoffOf(stub)).toBeNull();
+      expect(await deadLetters(stub)).toEqual([]);
+    } finally {
+      clock.restore();
+      await lift();
+    }
   });
 
   it("moves no alarm for a flush that lands; a failed one brings the alarm to the backoff's first retry", async () => {
     const { owner, agent, sessionId, approval } = await askOnce();
     const stub = gateStub(owner.teamId, sessionId);
-    const alarmOf = () => runInDurableObject(stub, (_, state) => state.storage.getAlarm());
     // The held request's heartbeat check, set by the ask.
-    const held = await alarmOf();
+    const held = await alarmOf(stub);
     expect(held).toBeGreaterThan(Date.now() + OUTBOX_RETRY_MS);
 
     // The decision flushes at once: its alarm stays where it was (no storage write, no wake for nothing).
     expect((await decide(owner, approval, "allow")).status).toBe(200);
     await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
-    expect(await alarmOf()).toBe(held);
+    expect(await alarmOf(stub)).toBe(held);
 
     // A decision whose flush fails is retried by the alarm OUTBOX_RETRY_MS after the failure, not at the heartbeat's.
     await agent.ask(2, permissionParams(sessionId));
     const [second] = await pendingApprovals(owner, sessionId);
     if (!second) throw new Error("the second request is not pending");
-    const heartbeat = await alarmOf();
-    await breakOutbox(stub);
-    expect((await decide(owner, second, "deny")).status).toBe(200);
-    await vi.waitFor(async () => expect((await outboxRows(stub)).map((r) => r.attempts)).toEqual([1, 1]));
-    const retry = await alarmOf();
-    expect(retry).toBeLessThanOrEqual(Date.now() + OUTBOX_RETRY_MS);
-    expect(retry).toBeLessThan(heartbeat ?? 0);
+    const heartbeat = await alarmOf(stub);
+    const lift = await refuseTeamWrites(owner.teamId);
+    try {
+      expect((await decide(owner, second, "deny")).status).toBe(200);
+      await vi.waitFor(async () => expect(await backoffOf(stub)).toMatchObject({ failures: 1 }));
+      const retry = await alarmOf(stub);
+      expect(retry).toBe((await backoffOf(stub))?.retryAt);
+      expect(retry).toBeLessThanOrEqual(Date.now() + OUTBOX_RETRY_MS);
+      expect(retry).toBeLessThan(heartbeat ?? 0);
+    } finally {
+      await lift();
+    }
   });
 
   it("deletes acknowledged rows with the next change; a restarted gate sends its last ones again, nothing twice", async () => {
@@ -208,11 +230,128 @@ describe("the gate's outbox when D1 fails", () => {
     await abortAllDurableObjects();
     await flush(owner.teamId, sessionId);
     expect(await storedRowSubjects(gateStub(owner.teamId, sessionId))).toEqual([]);
-    const events = await env.DB.prepare("SELECT action FROM audit_log WHERE subject = ? ORDER BY seq")
-      .bind(second.id)
-      .all<{ action: string }>();
-    const once = events.results.map((e) => e.action).filter((a) => a !== "approval.escalated");
-    expect(once).toEqual(["approval.requested", "approval.denied"]);
+    expect(await auditActions(second.id)).toEqual(["approval.requested", "approval.denied"]);
     expect(await d1State(second.id)).toBe("denied");
+  });
+});
+
+describe("dead letters: a row that fails alone", () => {
+  it("is set aside while the rows behind it land, shown on the dashboard, and replayed after the next flush that lands", async () => {
+    const { owner, agent, sessionId, approval } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const feed = await openLive(owner);
+    const clock = simulatedClock();
+    try {
+      const lift = await refuseApprovalRow(approval.id);
+      try {
+        expect((await decide(owner, approval, "allow")).status).toBe(200);
+        // Only the refused row went aside; its audit event, behind it, landed.
+        await vi.waitFor(async () => expect(await deadLetters(stub)).toHaveLength(1));
+        expect(await deadLetters(stub)).toEqual([
+          expect.objectContaining({ op: "approval", approval: expect.objectContaining({ id: approval.id }) }),
+        ]);
+        await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
+        expect(await auditActions(approval.id)).toEqual(["approval.requested", "approval.allowed"]);
+        expect(await backoffOf(stub)).toBeNull();
+        expect(await d1State(approval.id)).toBe("pending");
+
+        // The session reports its count: live, and in GET /v1/sessions.
+        const live = await feed.next(
+          (f) => f.type === "session" && (f.session as { deadLetters?: number }).deadLetters === 1,
+        );
+        expect(live.session).toMatchObject({ sessionId });
+        const listed = await json<{ deadLettered: unknown[] }>(await api("/v1/sessions", { cookie: owner.cookie }));
+        expect(listed.deadLettered).toEqual([{ sessionId, deadLetters: 1, at: expect.any(Number) }]);
+        // Rows behind it are not held up: the next request's rows land.
+        await agent.ask(2, permissionParams(sessionId));
+        await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
+      } finally {
+        await lift();
+      }
+
+      // The next flush that lands once the replay is due delivers the dead letter.
+      clock.advanceBy(10 * MINUTE);
+      await agent.ask(3, permissionParams(sessionId));
+      await vi.waitFor(async () => expect(await deadLetters(stub)).toEqual([]));
+      expect(await d1State(approval.id)).toBe("allowed");
+      await feed.next((f) => f.type === "session" && (f.session as { deadLetters?: number }).deadLetters === undefined);
+      const after = await json<{ deadLettered: unknown[] }>(await api("/v1/sessions", { cookie: owner.cookie }));
+      expect(after.deadLettered).toEqual([]);
+    } finally {
+      clock.restore();
+      feed.ws.close();
+    }
+    expect(await verify(owner)).toMatchObject({ ok: true });
+  });
+
+  it("replays on demand: POST /v1/sessions/:id/replay, admins only, the team's sessions only", async () => {
+    const { owner, sessionId, approval } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const lift = await refuseApprovalRow(approval.id);
+    try {
+      expect((await decide(owner, approval, "deny")).status).toBe(200);
+      await vi.waitFor(async () => expect(await deadLetters(stub)).toHaveLength(1));
+      // Still refused: the replay leaves it.
+      expect(await json(await replay(owner, sessionId))).toEqual({ replayed: 0, deadLetters: 1 });
+    } finally {
+      await lift();
+    }
+    const viewer = await addMember(owner, "viewer", "Vic");
+    expect((await replay(viewer, sessionId)).status).toBe(403);
+    const other = await signUp("Eve");
+    expect((await replay(other, sessionId)).status).toBe(404);
+    expect(await deadLetters(stub)).toHaveLength(1);
+
+    const replayed = await replay(owner, sessionId);
+    expect(replayed.status).toBe(200);
+    expect(await json(replayed)).toEqual({ replayed: 1, deadLetters: 0 });
+    expect(await d1State(approval.id)).toBe("denied");
+    expect(await deadLetters(stub)).toEqual([]);
+  });
+});
+
+describe("hub news at least once", () => {
+  it("a lost `resolved` is repaired by the next flush: the card closes, the quota slot frees, once", async () => {
+    const { owner, agent, keyId, sessionId, approval } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const feed = await openLive(owner);
+    const hub = hubStub(owner.teamId);
+    expect(await hub.quotaPending(keyId)).toBe(1);
+    const clock = simulatedClock();
+    try {
+      const restore = hubThrows();
+      try {
+        expect((await decide(owner, approval, "allow")).status).toBe(200);
+        await vi.waitFor(async () => expect(await backoffOf(stub)).toMatchObject({ failures: 1 }));
+      } finally {
+        restore();
+      }
+      // The report carrying the news failed: the hub still shows the request and holds its slot.
+      expect((await hubStates(owner.teamId))[approval.id]).toBe("pending");
+      expect(await hub.quotaPending(keyId)).toBe(1);
+
+      // The alarm's retry carries the rows (never the news): the hub takes the approval row as the news.
+      clock.advanceTo((await backoffOf(stub))?.retryAt ?? 0);
+      await runDurableObjectAlarm(stub);
+      await feed.next((f) => f.type === "resolved" && (f.approval as { id: string }).id === approval.id);
+      expect((await hubStates(owner.teamId))[approval.id]).toBe("allowed");
+      expect(await hub.quotaPending(keyId)).toBe(0);
+    } finally {
+      clock.restore();
+    }
+    // News and row both arriving (every decision without a fault) make one `resolved`, one release.
+    await agent.ask(2, permissionParams(sessionId));
+    const [second] = await pendingApprovals(owner, sessionId);
+    if (!second) throw new Error("the second request is not pending");
+    expect(await hub.quotaPending(keyId)).toBe(1);
+    expect((await decide(owner, second, "deny")).status).toBe(200);
+    await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
+    await feed.next((f) => f.type === "resolved" && (f.approval as { id: string }).id === second.id);
+    expect(await hub.quotaPending(keyId)).toBe(0);
+    const resolvedOf = (id: string) =>
+      feed.frames.filter((f) => f.type === "resolved" && (f.approval as { id: string }).id === id);
+    expect(resolvedOf(approval.id)).toHaveLength(1);
+    expect(resolvedOf(second.id)).toHaveLength(1);
+    feed.ws.close();
   });
 });

@@ -160,6 +160,11 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
   revokeKey(teamId: string, keyId: string): Promise<number>;
   /** The team's policy changed: requests opened from now on use it. False if it was not newer. */
   applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean>;
+  /**
+   * Delivers the outbox, then replays every dead letter now (each alone): how many landed and
+   * how many are left; null for another team's session or one the gate never served.
+   */
+  replayDeadLetters(teamId: string): Promise<{ replayed: number; deadLetters: number } | null>;
 
   /**
    * Holds a request for an agent that polls instead of holding a socket; `info` is what a

@@ -9,31 +9,37 @@ import type { OutboxOp } from "../db";
 import type { VersionedPolicy } from "../policy";
 import { type GateHub, type GateNews, type GateReportAnswer, HubMail } from "./hub";
 import { Outbox } from "./outbox";
-import type { GateStore } from "./store";
+import type { OutboxStore } from "./outbox-store";
 
 type Report = Parameters<GateHub["gateReport"]>[1];
 
 function memoryOutbox() {
   let rows: Array<{ seq: number; op: string; attempts: number }> = [];
   let seq = 0;
+  let backoff: unknown = null;
   const store = {
     enqueue: (op: OutboxOp) => void rows.push({ seq: ++seq, op: JSON.stringify(op), attempts: 0 }),
-    outboxSize: (after: number) => rows.filter((r) => r.seq > after).length,
-    outboxBatch: (limit: number, after: number) =>
+    waiting: (after: number) => rows.some((r) => r.seq > after),
+    size: (after: number) => rows.filter((r) => r.seq > after).length,
+    batch: (limit: number, _bytes: number, after: number) =>
       rows
         .filter((r) => r.seq > after)
         .slice(0, limit)
         .map((r) => ({ ...r, op: JSON.parse(r.op) })),
-    outboxHeadAttempts: (after: number) => rows.find((r) => r.seq > after)?.attempts ?? null,
-    outboxDelivered: (last: number) => {
+    deleteThrough: (last: number) => {
       rows = rows.filter((r) => r.seq > last);
     },
-    outboxFailed: (last: number) => {
-      for (const r of rows) if (r.seq <= last) r.attempts++;
+    countFailure: (seqs: number[]) => {
+      for (const r of rows) if (seqs.includes(r.seq)) r.attempts++;
     },
-    deadLetter: () => 0,
+    backoff: () => backoff,
+    setBackoff: (b: unknown) => {
+      backoff = b;
+    },
+    deadLetterReplay: () => null,
+    deadLetterCount: () => 0,
   };
-  return store as unknown as GateStore;
+  return store as unknown as OutboxStore;
 }
 
 /** A hub whose answers the test gives when it likes: each call waits for `answer` or `fail`. */
@@ -61,7 +67,7 @@ function harness() {
     hub: () => hub,
     news: (teamId) => mail.take(teamId),
     answered: (teamId, answer) => mail.answered(teamId, answer),
-    deadLettered: () => undefined,
+    deadLettersChanged: () => undefined,
   });
   /** The `i`th call the hub got. */
   const call = (i: number) => {

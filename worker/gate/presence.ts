@@ -89,8 +89,8 @@ export class Presence {
   }
 
   /**
-   * Outbox rows were dead-lettered: the hub hears the session's count now, for the dashboard.
-   * Only the hub: D1 is what failed, and a new outbox row would only fail behind them.
+   * The session's dead-letter count changed (rows set aside, replayed or pruned): the hub hears
+   * it now, for the dashboard. Only the hub: the index row would wait in the outbox anyway.
    */
   noteDeadLetters(now: number): void {
     const meta = this.host.store.meta();
@@ -108,7 +108,7 @@ export class Presence {
         pending: this.host.store.pendingCount(),
         at: now,
         policyVersion: meta.policyVersion ?? 0,
-        deadLetters: this.host.store.deadLetterCount(),
+        deadLetters: this.host.outbox.deadLetterCount(),
       },
     });
   }

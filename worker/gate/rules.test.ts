@@ -6,7 +6,7 @@ import type { DecisionInput, GateJoin } from "./api";
 import {
   agentAnswer,
   checkDecision,
-  DEAD_AFTER,
+  DEAD_LETTER_REPLAY_MAX_MS,
   EMPTY_INFO,
   isRepeatDecision,
   joinedMeta,
@@ -15,6 +15,7 @@ import {
   newApproval,
   OUTBOX_RETRY_MAX_MS,
   offeredOptions,
+  replayDelayMs,
   requestLifetimeMs,
   retryDelayMs,
   withPolicy,
@@ -210,10 +211,14 @@ describe("joins and policy versions", () => {
 });
 
 describe("outbox backoff", () => {
-  it("doubles from 5 s to at most 5 minutes; dead letters come after 10 failures", () => {
+  it("doubles from 5 s to at most 5 minutes", () => {
     expect([0, 1, 2, 3].map(retryDelayMs)).toEqual([5_000, 10_000, 20_000, 40_000]);
-    expect(retryDelayMs(DEAD_AFTER)).toBe(OUTBOX_RETRY_MAX_MS);
+    expect(retryDelayMs(10)).toBe(OUTBOX_RETRY_MAX_MS);
     expect(retryDelayMs(1_000)).toBe(OUTBOX_RETRY_MAX_MS);
-    expect(DEAD_AFTER).toBe(10);
+  });
+
+  it("replays dead letters again after 1 minute, doubling to at most 6 hours", () => {
+    expect([0, 1, 2].map(replayDelayMs)).toEqual([60_000, 120_000, 240_000]);
+    expect(replayDelayMs(1_000)).toBe(DEAD_LETTER_REPLAY_MAX_MS);
   });
 });

@@ -47,12 +47,31 @@ export const OUTBOX_RETRY_MS = 5_000;
  */
 export const OUTBOX_SAFETY_NET_MS = 60_000;
 export const OUTBOX_RETRY_MAX_MS = 5 * 60_000;
-/** Consecutive failed flushes after which an outbox row becomes a dead letter. */
-export const DEAD_AFTER = 10;
+/**
+ * Rows behind a row that failed alone, each tried alone too, before the failure counts as an
+ * outage (D1 or the hub down: back off, set nothing aside) rather than that row's own fault
+ * (set aside as a dead letter, once a row behind it landed).
+ */
+export const ALONE_PROBES = 2;
+/** Dead letters are replayed after the next flush that lands; a replay that fails waits this long, doubling. */
+export const DEAD_LETTER_REPLAY_MS = 60_000;
+export const DEAD_LETTER_REPLAY_MAX_MS = 6 * 60 * 60_000;
+/** A gate keeps at most this many dead letters (the oldest go first), each at most DEAD_LETTER_KEEP_MS. */
+export const DEAD_LETTERS_KEPT = 1_000;
+export const DEAD_LETTER_KEEP_MS = 30 * 24 * 60 * 60_000;
 
 /** How long the outbox waits after a failed flush that followed `earlierFailures` failed ones in a row (0: the first). */
 export function retryDelayMs(earlierFailures: number): number {
-  return Math.min(OUTBOX_RETRY_MS * 2 ** Math.min(earlierFailures, 16), OUTBOX_RETRY_MAX_MS);
+  return doubling(OUTBOX_RETRY_MS, OUTBOX_RETRY_MAX_MS, earlierFailures);
+}
+
+/** How long dead letters wait after their `earlierReplays`-th replay that left some behind (0: the first). */
+export function replayDelayMs(earlierReplays: number): number {
+  return doubling(DEAD_LETTER_REPLAY_MS, DEAD_LETTER_REPLAY_MAX_MS, earlierReplays);
+}
+
+function doubling(first: number, max: number, n: number): number {
+  return Math.min(first * 2 ** Math.min(n, 16), max);
 }
 
 /** How a request leaves `pending`. */

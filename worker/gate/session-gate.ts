@@ -34,7 +34,8 @@ import { HttpAgents } from "./http-agents";
 import { type GateNews, gateHub, HubMail } from "./hub";
 import { LadderStore } from "./ladder-store";
 import { migrate } from "./migrations";
-import { Outbox } from "./outbox";
+import { Outbox, type ReplayResult } from "./outbox";
+import { OutboxStore } from "./outbox-store";
 import { Presence } from "./presence";
 import { SocketAgents } from "./socket-agents";
 import { joinOf, Sockets } from "./sockets";
@@ -78,11 +79,11 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     const hub = (teamId: string, news: GateNews) => this.mail.post(teamId, news);
     this.store = store;
     this.sockets = new Sockets(ctx);
-    this.outbox = new Outbox(store, {
+    this.outbox = new Outbox(new OutboxStore(ctx.storage.sql), {
       hub: hubOf,
       news: (teamId) => this.mail.take(teamId),
       answered: (teamId, answer) => this.mail.answered(teamId, answer),
-      deadLettered: () => this.presence.noteDeadLetters(Date.now()),
+      deadLettersChanged: () => this.presence.noteDeadLetters(Date.now()),
     });
     this.machine = new StateMachine({
       store,
@@ -158,7 +159,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
     await this.changeAsync(async () => {
       this.sweepDue(Date.now());
-      await Promise.all([this.outbox.flush().catch(() => undefined), this.escalation.tick(Date.now())]);
+      await Promise.all([this.outbox.onAlarm(Date.now()).catch(() => undefined), this.escalation.tick(Date.now())]);
     });
   }
 
@@ -199,6 +200,11 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   async applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean> {
     return this.change(() => this.presence.applyPolicy(teamId, update));
+  }
+
+  async replayDeadLetters(teamId: string): Promise<ReplayResult | null> {
+    if (this.store.meta()?.teamId !== teamId) return null;
+    return this.changeAsync(() => this.outbox.replayNow());
   }
 
   // ── RPC: agents over HTTP ────────────────────────────────────────────────

@@ -2,12 +2,12 @@
  * Every SQL statement of a SessionGate's own SQLite, and the mapping between rows and values.
  *
  * Owns: reads and writes of `meta`, `approvals` (and pruning them past retention), `tool_calls`,
- * `revoked_keys`, `outbox`, `outbox_dead` (the escalation ladder's `ladders`: `ladder-store.ts`). Does not own: the schema (migrations.ts) or any
+ * `revoked_keys` (the outbox's tables: `outbox-store.ts`; the escalation ladder's `ladders`:
+ * `ladder-store.ts`). Does not own: the schema (migrations.ts) or any
  * decision about what to write (state-machine.ts, outbox.ts, ...). Synchronous, like the
  * storage under it: a caller that reads and then writes cannot be interleaved.
  */
 import type { Approval, SessionInfo } from "../../sdk/src/approval";
-import type { OutboxOp } from "../db";
 import type { TeamPolicy } from "../policy";
 import type { VerifiedStepUp } from "./api";
 
@@ -46,12 +46,6 @@ export interface Holder {
   rpcKey: string;
   keyId: string;
   leaseUntil: number | null;
-}
-
-export interface OutboxRow {
-  seq: number;
-  op: OutboxOp;
-  attempts: number;
 }
 
 /** Every state a resolved row can have (constants, so they can stand in the SQL). */
@@ -291,66 +285,6 @@ export class GateStore {
   /** A closed socket's tool calls: no request can be asked on it any more. */
   forgetToolCalls(socketId: string): void {
     this.sql.exec("DELETE FROM tool_calls WHERE socket_id = ?", socketId);
-  }
-
-  // ── outbox ───────────────────────────────────────────────────────────────
-
-  enqueue(op: OutboxOp): void {
-    this.sql.exec("INSERT INTO outbox (op) VALUES (?)", JSON.stringify(op));
-  }
-
-  /** Rows after `after` (the outbox's delivered watermark). */
-  outboxSize(after: number): number {
-    return this.sql.exec("SELECT COUNT(*) AS n FROM outbox WHERE seq > ?", after).one().n as number;
-  }
-
-  /** The oldest `limit` rows after `after`, in order. */
-  outboxBatch(limit: number, after: number): OutboxRow[] {
-    return this.sql
-      .exec<{ seq: number; op: string; attempts: number }>(
-        "SELECT seq, op, attempts FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
-        after,
-        limit,
-      )
-      .toArray()
-      .map((r) => ({ seq: r.seq, op: JSON.parse(r.op) as OutboxOp, attempts: r.attempts }));
-  }
-
-  /**
-   * The failed flushes in a row of the oldest row after `after` (what the backoff and the dead
-   * letter go by), or null when no row is after it: whether and when to flush, in one read.
-   */
-  outboxHeadAttempts(after: number): number | null {
-    const head = this.sql.exec("SELECT attempts FROM outbox WHERE seq > ? ORDER BY seq LIMIT 1", after).toArray()[0];
-    return head ? (head.attempts as number) : null;
-  }
-
-  outboxDelivered(lastSeq: number): void {
-    this.sql.exec("DELETE FROM outbox WHERE seq <= ?", lastSeq);
-  }
-
-  /** Counts a failed flush against the rows it tried. */
-  outboxFailed(lastSeq: number): void {
-    this.sql.exec("UPDATE outbox SET attempts = attempts + 1 WHERE seq <= ?", lastSeq);
-  }
-
-  /** Moves rows that failed `attempts` times or more aside; how many moved. */
-  deadLetter(attempts: number, now: number, error: string): number {
-    const moved = this.sql
-      .exec(
-        `INSERT INTO outbox_dead (seq, op, attempts, dead_at, error)
-         SELECT seq, op, attempts, ?, ? FROM outbox WHERE attempts >= ? RETURNING seq`,
-        now,
-        error,
-        attempts,
-      )
-      .toArray().length;
-    this.sql.exec("DELETE FROM outbox WHERE attempts >= ?", attempts);
-    return moved;
-  }
-
-  deadLetterCount(): number {
-    return this.sql.exec("SELECT COUNT(*) AS n FROM outbox_dead").one().n as number;
   }
 }
 

@@ -17,8 +17,10 @@
  * (`OutboxOp`s, idempotent upserts) first, then the new entries as one compare-and-swap per run
  * (`auditRunStatement`). A burst of decisions across the team's sessions so costs a few D1
  * statements, not several per decision, and the queue is bounded by the callers (each gate
- * flushes one batch at a time, awaiting this). A failed write fails every caller of its group;
- * their outboxes retry, and both kinds of row are idempotent.
+ * flushes one batch at a time, awaiting this). A group is bounded by rows and by bytes
+ * (`GROUP_BYTES`). A group whose write fails is written again caller by caller, so one caller's
+ * poison row fails only that caller; a caller that fails alone gets the error and its outbox
+ * retries (both kinds of row are idempotent).
  *
  * Owns: the order of appends, the groups, `meta('audit_anchor')`, `meta('audit_lost')` and
  * draining the outbox. Does not own: the hashing and head checks (`audit-chain.ts`, pure), the SQL
@@ -44,6 +46,8 @@ const AUDIT_ATTEMPTS = 3;
 const EVENT_ID_PAGE = 90;
 /** The most events (and, separately, index rows) one group commit takes; the rest wait for the next. */
 const GROUP_EVENTS = 500;
+/** The most JSON (events and index rows) one group commit carries; one caller's share always goes. */
+const GROUP_BYTES = 2 * 1024 * 1024;
 /** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
 const OPPORTUNISTIC_DRAIN_MS = 10_000;
 
@@ -51,6 +55,8 @@ const OPPORTUNISTIC_DRAIN_MS = 10_000;
 interface Waiting {
   events: AuditEvent[];
   index: D1OutboxOp[];
+  /** Their JSON's length, what a group is bounded by besides its rows. */
+  bytes: number;
   settle: (error?: unknown) => void;
 }
 
@@ -70,7 +76,8 @@ export class AuditWriter {
     if (events.some((e) => e.teamId !== teamId) || index.some((o) => o.teamId !== teamId))
       return Promise.reject(new Error("audit events of another team"));
     return new Promise((resolve, reject) => {
-      this.waiting.push({ events, index, settle: (error) => (error === undefined ? resolve() : reject(error)) });
+      const bytes = JSON.stringify(events).length + JSON.stringify(index).length;
+      this.waiting.push({ events, index, bytes, settle: (error) => (error === undefined ? resolve() : reject(error)) });
       this.startGroups(teamId);
     });
   }
@@ -90,7 +97,9 @@ export class AuditWriter {
           );
           for (const w of group) w.settle();
         } catch (error) {
-          for (const w of group) w.settle(error ?? new Error("audit write failed"));
+          if (group.length === 1) group[0]?.settle(error ?? new Error("audit write failed"));
+          // One caller's poison row must not fail the others: each is written again alone.
+          else for (const w of group) await this.writeAlone(teamId, w);
         }
       }
     }).finally(() => {
@@ -99,15 +108,30 @@ export class AuditWriter {
     });
   }
 
-  /** The oldest waiting appends, up to GROUP_EVENTS events and index rows (always at least one). */
+  private async writeAlone(teamId: string, w: Waiting): Promise<void> {
+    try {
+      await this.write(teamId, w.events, w.index);
+      w.settle();
+    } catch (error) {
+      w.settle(error ?? new Error("audit write failed"));
+    }
+  }
+
+  /** The oldest waiting appends, up to GROUP_EVENTS events and index rows and GROUP_BYTES (always at least one). */
   private nextGroup(): Waiting[] {
     let events = 0;
     let rows = 0;
+    let bytes = 0;
     let take = 0;
     for (const w of this.waiting) {
-      if (take > 0 && (events + w.events.length > GROUP_EVENTS || rows + w.index.length > GROUP_EVENTS)) break;
+      const over =
+        events + w.events.length > GROUP_EVENTS ||
+        rows + w.index.length > GROUP_EVENTS ||
+        bytes + w.bytes > GROUP_BYTES;
+      if (take > 0 && over) break;
       events += w.events.length;
       rows += w.index.length;
+      bytes += w.bytes;
       take++;
     }
     return this.waiting.splice(0, take);

@@ -71,4 +71,23 @@ describe("readGateReport", () => {
     await expect(r.read({ news, ops })).rejects.toThrow("D1 down");
     expect(r.started.slice(0, 4)).toEqual(["created", "resolved", "session", "released"]);
   });
+
+  it("takes an approval row that ended a request lately as its `resolved` news, once D1 has it", async () => {
+    const r = recorder();
+    const row = (id: string, state: string, resolvedAt: number | null) =>
+      ({
+        op: "approval",
+        teamId: "team",
+        ownerUserId: "u",
+        approval: { id, state, resolvedAt },
+      }) as unknown as OutboxOp;
+    const reading = r.read({
+      news: [],
+      ops: [row("ended", "allowed", Date.now()), row("open", "pending", null), row("old", "denied", 1)],
+    });
+    expect(r.started).toEqual(["write 3"]);
+    r.finishWrite();
+    await reading;
+    expect(r.started).toEqual(["write 3", "resolved"]);
+  });
 });

@@ -8,12 +8,15 @@
  * would, in the order the gate sent them, and only a `session` item's answer is awaited (it may
  * carry a newer policy back). The outbox rows are written meanwhile; the call resolves once D1
  * has them, and rejects when that failed, so the gate keeps the rows (never the news) for its
- * retry. A failing item fails alone: the rest of the report still counts.
+ * retry. A failing item fails alone: the rest of the report still counts. Once D1 has the rows,
+ * an approval row that ended a request is taken as that end's news too (at least once: a lost
+ * `resolved` is repaired by the next flush that carries the row).
  *
  * Owns: that order. Does not own: what each item does (the hub's methods and their subsystems).
  */
 import type { VersionedPolicy } from "../policy";
-import type { GateNews, GateReport, GateReportAnswer, TeamHubApi } from "./api";
+import type { GateNews, GateReport, GateReportAnswer, OutboxOp, TeamHubApi } from "./api";
+import { KEEP_RESOLVED_MS } from "./live-feed";
 
 /** The hub methods a report's items stand for. */
 export type NewsReader = Pick<
@@ -37,7 +40,24 @@ export async function readGateReport(
   }
   const ops = report.ops ?? [];
   const [newer] = await Promise.all([policy, ops.length > 0 ? hub.writeOutbox(teamId, ops) : undefined]);
+  for (const ended of endedBy(ops, Date.now())) {
+    background(hub.approvalResolved(teamId, ended.approval, ended.ownerUserId).catch(() => undefined));
+  }
   return { policy: newer };
+}
+
+/**
+ * The approval rows that ended a request lately: each stands for its `resolved` news, which a
+ * lost report (or a failed flush, whose retry carries rows and never news) did not bring. The
+ * hub takes the news once (`approvalResolved` ignores an end it already showed), so the row of
+ * a report that did arrive changes nothing. Rows older than the hub keeps ends are no news.
+ */
+function endedBy(ops: OutboxOp[], now: number) {
+  return ops.flatMap((o) =>
+    o.op === "approval" && o.approval.state !== "pending" && (o.approval.resolvedAt ?? 0) > now - KEEP_RESOLVED_MS
+      ? [o]
+      : [],
+  );
 }
 
 function takeNews(hub: NewsReader, teamId: string, item: Exclude<GateNews, { kind: "session" }>): Promise<void> {

@@ -214,6 +214,13 @@ export class LiveFeed {
     return { ...approval, owner, delivery: this.deliveries(approval.id), escalations: this.timeline(approval.id) };
   }
 
+  /** Whether the hub already knows this request ended (resolved, or withdrawn). */
+  ended(approvalId: string): boolean {
+    return (
+      this.host.sql.exec("SELECT 1 FROM approvals WHERE id = ? AND state <> 'pending'", approvalId).toArray().length > 0
+    );
+  }
+
   /** Records the latest state; a resolved approval never goes back to pending. Returns whether it changed. */
   remember(approval: Approval, ownerUserId: string, now: number): boolean {
     this.storeAdmitted();

@@ -153,12 +153,15 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
     this.team.adopt(teamId);
+    // The same end again (its news, then its replayed row: gate-report.ts) changes nothing.
+    if (this.feed.ended(approval.id)) return;
     const now = Date.now();
     this.quotas.release(approval.id);
     this.claims.end(approval.id, now);
     this.escalations.resolved(approval.id);
-    if (!this.feed.remember(approval, ownerUserId, now)) return;
+    // Remembered only once it can be shown: an end the directory failed is taken again from its row.
     await this.directory.load();
+    if (!this.feed.remember(approval, ownerUserId, now)) return;
     this.feed.broadcast("resolved", approval.id);
     this.push.queueResolved(approval, now);
     // Pruning is a sweep over the tables, not per-request work: at most once a minute, so a burst

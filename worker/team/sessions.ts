@@ -3,11 +3,16 @@
  * session's gate reported to the team's hub (outbox rows that could not be written, so D1 may
  * lack them). A session counts as connected only while its gate keeps reporting.
  *
- * Owns: merging the two. Does not own: the SQL (`db/sessions.ts`), the counts or what "live"
+ * An admin can have a session's dead letters replayed now (`replayDeadLetters`): its gate
+ * delivers them again, each alone.
+ *
+ * Owns: merging the two, and asking for a replay. Does not own: the SQL (`db/sessions.ts`), the counts or what "live"
  * means (`hub/sessions.ts`, `SESSION_LIVE_MS`).
  */
 import type { AgentSession } from "../../sdk/src/approval";
+import type { ReplayAnswer } from "../../sdk/src/human/sessions";
 import { getSession, listSessions } from "../db";
+import { sessionGate } from "../gate/api";
 import { type DeadLetteredSession, hubFor, SESSION_LIVE_MS } from "../hub/api";
 import type { Env } from "../types";
 
@@ -38,4 +43,10 @@ function withDeadLetters(sessions: AgentSession[], deadLettered: DeadLetteredSes
     const deadLetters = counts.get(s.sessionId);
     return deadLetters ? { ...s, deadLetters } : s;
   });
+}
+
+/** Replays a session's dead letters now; null when the team has no such session. */
+export async function replayDeadLetters(env: Env, teamId: string, sessionId: string): Promise<ReplayAnswer | null> {
+  if (!(await getSession(env.DB, teamId, sessionId))) return null;
+  return sessionGate(env, teamId, sessionId).replayDeadLetters(teamId);
 }

@@ -32,3 +32,9 @@ export const sessionDetailSchema = agentSessionSchema.extend({
   cursor: z.string().nullable(),
 });
 export type SessionDetail = z.infer<typeof sessionDetailSchema>;
+/** `POST /v1/sessions/:sessionId/replay`: dead letters that landed on this replay, and how many are left. */
+export const replayAnswerSchema = z.object({
+  replayed: z.number().int().nonnegative(),
+  deadLetters: z.number().int().nonnegative(),
+});
+export type ReplayAnswer = z.infer<typeof replayAnswerSchema>;
