@@ -13,6 +13,7 @@ import { Admission } from "../../worker/gate/admission";
 import type { DecisionInput } from "../../worker/gate/api";
 import type { QuotaAsk, QuotaVerdict } from "../../worker/gate/hub";
 import type { Outbox } from "../../worker/gate/outbox";
+import { OutboxStore } from "../../worker/gate/outbox-store";
 import { EMPTY_INFO } from "../../worker/gate/rules";
 import { type Refusal, StateMachine } from "../../worker/gate/state-machine";
 import { GateStore, type Holder, type PendingRow, type ServedSession } from "../../worker/gate/store";
@@ -23,13 +24,14 @@ import { gateStub, unique } from "./helpers";
 function machine(sql: SqlStorage, policy = DEFAULT_POLICY) {
   const meta: ServedSession = { teamId: "team", sessionId: "sess", ownerUserId: "owner", policy, info: EMPTY_INFO };
   const store = new GateStore(sql);
+  const outboxStore = new OutboxStore(sql);
   store.saveMeta(meta);
   const news: string[] = [];
   const delivered: Array<{ id: string; answer: RequestPermissionResponse }> = [];
   const m = new StateMachine({
     store,
     // The outbox's rows land in the gate's own `outbox` table; sending them is the outbox's job, not tested here.
-    outbox: { enqueue: (op: OutboxOp) => store.enqueue(op) } as unknown as Outbox,
+    outbox: { enqueue: (op: OutboxOp) => outboxStore.enqueue(op) } as unknown as Outbox,
     objectId: "a".repeat(64),
     tellHub: (_teamId, n) => void news.push(n.kind),
     deliver: (row: PendingRow, answer) => delivered.push({ id: row.id, answer: answer as RequestPermissionResponse }),
@@ -64,7 +66,7 @@ function machine(sql: SqlStorage, policy = DEFAULT_POLICY) {
   const rowCount = () => Number(sql.exec("SELECT count(*) AS n FROM approvals").one().n);
   const recordOf = (id: string) => store.row(id)?.record;
   /** What the changes queued for D1 and the audit chain, as stored. */
-  const ops = (): OutboxOp[] => store.outboxBatch(1_000, 0).map((row) => row.op);
+  const ops = (): OutboxOp[] => outboxStore.batch(1_000, Number.POSITIVE_INFINITY, 0).map((row) => row.op);
   return { m, meta, store, ops, news, delivered, open, decide, stateOf, rowCount, recordOf };
 }
 type Machine = ReturnType<typeof machine>;
