@@ -4,8 +4,8 @@
  * SessionGates tell it what happened; it never decides anything. It keeps its own copy of the
  * team's devices and roles, so the path from an agent's request to a push touches no D1.
  * It is also the one writer of the team's audit chain, and knows which sessions are live so a
- * policy change reaches them. Its one alarm serves push retries, session upkeep and the rest of
- * a policy fan-out.
+ * policy change reaches them. Its one alarm serves push retries, session upkeep, the rest of
+ * a policy or revocation fan-out and the refresh of its copy of the standing rules.
  *
  * Owns: the platform entry points, each mapped to one subsystem (partyserver style), and the
  * order of steps when news touches several subsystems. Does not own: any table or rule (the
