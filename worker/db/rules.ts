@@ -1,7 +1,8 @@
 /**
- * D1 access: standing rules, the record (`standing_rules`). Every query is scoped by the team
- * from authentication. How many requests a rule allowed is counted from the approvals the
- * gates' outboxes wrote (`approvals.rule_id`), so it is never on an agent's path.
+ * D1 access: standing rules, the record (`standing_rules`), and the queue of rule changes for
+ * the team's hub (`rule_changes`, written in the same batch as each change). Every query is
+ * scoped by the team from authentication. How many requests a rule allowed is counted from the
+ * approvals the gates' outboxes wrote (`approvals.rule_id`), so it is never on an agent's path.
  */
 import type { Rule, RuleMatch, RuleScope } from "../../sdk/src/human/rules";
 import type { StandingRule } from "../../sdk/src/rules";
@@ -79,7 +80,11 @@ export async function insertRule(
     )
     .bind(r.id, r.teamId, r.userId, r.scope, JSON.stringify(r.match), r.note, r.now, r.expiresAt, r.maxActive);
   const made = { sql: "EXISTS (SELECT 1 FROM standing_rules WHERE id = ?5)", binds: [r.id] };
-  const [result] = await db.batch([insert, ...auditOutboxStatements(db, audit, made)]);
+  const [result] = await db.batch([
+    insert,
+    ruleChangeStatement(db, r.teamId, r.id, r.now, made),
+    ...auditOutboxStatements(db, audit, made),
+  ]);
   if ((result?.meta.changes ?? 0) > 0) {
     return { ok: true, rule: (await getRule(db, r.teamId, r.id)) as Rule };
   }
@@ -140,6 +145,7 @@ export async function endRule(
           WHERE id = ?3 AND team_id = ?4 AND ended_at IS NULL AND (?5 = 0 OR created_by = ?2)`,
       )
       .bind(r.now, r.userId, r.id, r.teamId, r.onlyCreator ? 1 : 0),
+    ruleChangeStatement(db, r.teamId, r.id, r.now, endedNow),
     ...auditOutboxStatements(db, audit, endedNow),
   ]);
   const rule = await getRule(db, r.teamId, r.id);
@@ -148,31 +154,63 @@ export async function endRule(
 }
 
 /**
- * The team's rules that stand at `now`, oldest first, for the hub's copy: not ended, not
- * expired, and made by a member whose role (now) may hold them.
+ * Queues the change of rule `ruleId` for the team's hub, in the batch of the change, only if
+ * `onlyIf` (parameters from `?5`, as an audit condition's; `?4` is unused) holds after it: a
+ * rule made or ended by this very write.
  */
-export async function standingRules(db: D1Database, teamId: string, now: number): Promise<StandingRule[]> {
-  const { results } = await db
-    .prepare(
-      `SELECT r.id, r.scope, r.match, r.created_by, u.name AS creator_name, r.expires_at
-         FROM standing_rules r LEFT JOIN users u ON u.id = r.created_by
-        WHERE r.team_id = ? AND r.ended_at IS NULL AND r.expires_at > ? AND ${CREATOR_MAY_HOLD}
-        ORDER BY r.created_at, r.id`,
-    )
-    .bind(teamId, now)
-    .all<{
-      id: string;
-      scope: RuleScope;
-      match: string;
-      created_by: string;
-      creator_name: string | null;
-      expires_at: number;
-    }>();
-  return results.map((r) => ({
+function ruleChangeStatement(
+  db: D1Database,
+  teamId: string,
+  ruleId: string,
+  now: number,
+  onlyIf: { sql: string; binds: Array<string | number> },
+): D1PreparedStatement {
+  return db
+    .prepare(`INSERT INTO rule_changes (team_id, rule_id, changed_at) SELECT ?1, ?2, ?3 WHERE ${onlyIf.sql}`)
+    .bind(teamId, ruleId, now, null, ...onlyIf.binds);
+}
+
+/**
+ * The team's rules that stand at `now`, oldest first, for the hub's copy (not ended, not
+ * expired, made by a member whose role (now) may hold them), with the last queued rule change
+ * this read saw (`seenChange`, null when none is queued): one batch, so one snapshot.
+ */
+export async function standingRules(
+  db: D1Database,
+  teamId: string,
+  now: number,
+): Promise<{ rules: StandingRule[]; seenChange: number | null }> {
+  const [changes, standing] = await db.batch<Record<string, unknown>>([
+    db.prepare("SELECT MAX(seq) AS seq FROM rule_changes WHERE team_id = ?").bind(teamId),
+    db
+      .prepare(
+        `SELECT r.id, r.scope, r.match, r.created_by, u.name AS creator_name, r.expires_at
+           FROM standing_rules r LEFT JOIN users u ON u.id = r.created_by
+          WHERE r.team_id = ? AND r.ended_at IS NULL AND r.expires_at > ? AND ${CREATOR_MAY_HOLD}
+          ORDER BY r.created_at, r.id`,
+      )
+      .bind(teamId, now),
+  ]);
+  const results = (standing?.results ?? []) as Array<{
+    id: string;
+    scope: RuleScope;
+    match: string;
+    created_by: string;
+    creator_name: string | null;
+    expires_at: number;
+  }>;
+  const seenChange = (changes?.results[0]?.seq as number | null | undefined) ?? null;
+  const rules = results.map((r) => ({
     id: r.id,
     scope: r.scope,
     match: JSON.parse(r.match) as RuleMatch,
     createdBy: { userId: r.created_by, name: r.creator_name ?? "" },
     expiresAt: r.expires_at,
   }));
+  return { rules, seenChange };
+}
+
+/** The hub's copy was read after the team's queued rule changes up to `seq`: they leave the queue. */
+export async function dequeueRuleChanges(db: D1Database, teamId: string, seq: number): Promise<void> {
+  await db.prepare("DELETE FROM rule_changes WHERE team_id = ? AND seq <= ?").bind(teamId, seq).run();
 }

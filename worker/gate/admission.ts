@@ -129,7 +129,8 @@ export class Admission {
       return { refused: "key_revoked", message: "this API key was revoked" };
     }
     try {
-      return this.host.machine.open(session, holder, params, now, approvalId, rules);
+      // The rules' expiry at the time after the wait: one may have ended while the hub was asked.
+      return this.host.machine.open(session, holder, params, now, approvalId, rules, Date.now());
     } catch {
       return { refused: "not_held", message: "the request could not be held; nothing was held" };
     }
@@ -162,6 +163,8 @@ function decidable(card: Approval): boolean {
 }
 
 function refusalOf(verdict: Exclude<Verdict, { ok: true }>): Refusal {
+  // A revocation this gate has not heard yet: the hub knows it.
+  if ("keyRevoked" in verdict) return { refused: "key_revoked", message: "this API key was revoked" };
   if ("unavailable" in verdict) {
     const message = "the team's quotas could not be checked; nothing was held";
     return { refused: "quota_unavailable", message, retryAfterMs: UNAVAILABLE_RETRY_MS };

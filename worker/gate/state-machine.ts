@@ -116,6 +116,8 @@ export class StateMachine {
    * admitted `id` already (admission.ts); the session's checks run again here, synchronously
    * with the write, since other events may have come in while the hub was asked. A standing
    * rule of `rules` (the hub's, with the admission) that allows it ends it at once: no push.
+   * `rulesAt` is when the rules are checked: the time after the admission's wait, not `now`
+   * (when the request arrived), so a rule that expired meanwhile allows nothing.
    */
   open(
     meta: ServedSession,
@@ -124,6 +126,7 @@ export class StateMachine {
     now: number,
     id = this.newApprovalId(),
     rules: readonly StandingRule[] = [],
+    rulesAt = now,
   ): Approval | Refusal {
     const checked = this.check(meta, params);
     if ("refused" in checked) return checked;
@@ -131,7 +134,7 @@ export class StateMachine {
     this.store.insertPending(approval, holder, isElicitation(params) ? [] : params.options);
     this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
     this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
-    const byRule = ruleResolution(meta, approval, rules, now);
+    const byRule = ruleResolution(meta, approval, rules, rulesAt);
     if (byRule) return this.resolve(this.store.pendingById(approval.id) as PendingRow, byRule, now) ?? approval;
     this.host.tellHub(meta.teamId, {
       kind: "created",

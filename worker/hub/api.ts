@@ -155,7 +155,18 @@ export interface QuotaAsk {
  */
 export type QuotaVerdict =
   | { ok: true; rules?: StandingRule[] }
-  | { ok: false; limit: QuotaLimit; retryAfterMs: number };
+  | QuotaRefusal
+  /** The request's key was revoked lately, or its revocation is still reaching the team's gates. */
+  | { ok: false; keyRevoked: true };
+
+/** Over a quota: which limit, and when to try again. */
+export type QuotaRefusal = { ok: false; limit: QuotaLimit; retryAfterMs: number };
+
+/** What a revocation's first fan-out did: requests denied, sessions not told yet (told from the hub's alarm). */
+export interface KeyRevocation {
+  deniedRequests: number;
+  unreachedSessions: number;
+}
 
 /** A claim taken, or the request as the hub knows it when it has already ended. */
 export type ClaimResult = { ok: true; claim: Claim } | { ok: false; approval: Approval };
@@ -234,8 +245,13 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * vouch for it (the session ended here lately, or they are no member): the route reads D1.
    */
   currentRole(tokenHash: string, userId: string): Promise<Role | null>;
-  /** An agent key of the team was revoked: the hub vouches for no cached copy of it (`keyInUse`). */
-  keyRevoked(keyId: string): Promise<void>;
+  /**
+   * An agent key of the team was revoked in D1: the hub vouches for no cached copy of it
+   * (`keyInUse`), refuses it at admission, and tells every session of `sessionIds` (the ones it
+   * opened), durably: the first now, the rest and any that failed from its alarm, until each
+   * acknowledged (`revocations.ts`).
+   */
+  keyRevoked(teamId: string, keyId: string, sessionIds: string[]): Promise<KeyRevocation>;
   /**
    * Whether an agent key the Worker has cached is still in use: not revoked lately, its holder
    * still a member. False when the hub cannot vouch for it: the Worker reads D1.

@@ -7,7 +7,7 @@
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
  * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout, `quotas.ts`
- * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `escalation.ts` escalations/live_cards, `claims.ts` claims; the
+ * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `revocations.ts` revocation_fanout, `escalation.ts` escalations/live_cards, `claims.ts` claims; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -71,6 +71,11 @@ const MIGRATIONS: MigrationStep[] = [
   `CREATE TABLE IF NOT EXISTS ended_web_sessions (token_hash TEXT PRIMARY KEY, ended_at INTEGER NOT NULL);`,
   // Agent keys revoked lately (vouching.ts), so an agent's key vouched by the hub skips D1.
   `CREATE TABLE IF NOT EXISTS revoked_keys (key_id TEXT PRIMARY KEY, revoked_at INTEGER NOT NULL);`,
+  // A revocation's fan-out to the sessions its key opened (revocations.ts): each gate not yet
+  // told, retried from the alarm until it acknowledges.
+  `CREATE TABLE IF NOT EXISTS revocation_fanout (key_id TEXT NOT NULL, session_id TEXT NOT NULL,
+     attempts INTEGER NOT NULL, next_at INTEGER NOT NULL, PRIMARY KEY (key_id, session_id));
+   CREATE INDEX IF NOT EXISTS revocation_fanout_next ON revocation_fanout (next_at);`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -17,7 +17,7 @@
  * (`token-bucket.ts`), or showing a refusal (the shell sends it on the live feed).
  */
 import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
-import type { QuotaAsk, QuotaVerdict } from "./api";
+import type { QuotaAsk, QuotaRefusal } from "./api";
 import type { HubHost } from "./host";
 import { type Bucket, type BucketRate, fullAt, take } from "./token-bucket";
 
@@ -52,7 +52,7 @@ export class Quotas {
   constructor(private readonly host: HubHost) {}
 
   /** Counts the request in, or says which limit it is over and when to try again. */
-  admit(ask: QuotaAsk, now: number): QuotaVerdict {
+  admit(ask: QuotaAsk, now: number): { ok: true } | QuotaRefusal {
     this.forgetReleasedBefore(now);
     if (this.released.has(ask.approvalId)) return { ok: false, limit: "pendingPerKey", retryAfterMs: 0 };
     // The same ask again (a retried RPC) is the same slot.
@@ -161,7 +161,7 @@ export class Quotas {
   }
 
   /** The team's or the key's pending limit when the ask would pass it; the wait is until the soonest expiry. */
-  private pendingOver(ask: QuotaAsk, now: number): QuotaVerdict | null {
+  private pendingOver(ask: QuotaAsk, now: number): QuotaRefusal | null {
     const checks = [
       { limit: "pendingPerTeam" as const, max: ask.limits.pendingPerTeam, keyId: undefined },
       { limit: "pendingPerKey" as const, max: ask.limits.pendingPerKey, keyId: ask.keyId },

@@ -4,13 +4,13 @@
  * SessionGates tell it what happened; it never decides anything. It keeps its own copy of the
  * team's devices and roles, so the path from an agent's request to a push touches no D1.
  * It is also the one writer of the team's audit chain, and knows which sessions are live so a
- * policy change reaches them. Its one alarm serves push retries, session upkeep and the rest of
- * a policy fan-out.
+ * policy change reaches them. Its one alarm serves push retries, session upkeep, the rest of
+ * a policy or revocation fan-out and the refresh of its copy of the standing rules.
  *
  * Owns: the platform entry points, each mapped to one subsystem (partyserver style), and the
  * order of steps when news touches several subsystems. Does not own: any table or rule (the
  * subsystems: `hub-team.ts`, `directory.ts`, `live-feed.ts`, `push-queue.ts`, `escalation.ts`,
- * `sessions.ts`, `vouching.ts`, `audit-writer.ts`, `gate-report.ts`, `report-turns.ts`; the
+ * `sessions.ts`, `vouching.ts`, `revocations.ts`, `audit-writer.ts`, `gate-report.ts`, `report-turns.ts`; the
  * schema: `migrations.ts`). Callers see `api.ts`.
  */
 import { DurableObject } from "cloudflare:workers";
@@ -32,8 +32,10 @@ import type {
   GateReport,
   GateReportAnswer,
   HubDevice,
+  KeyRevocation,
   OutboxOp,
   QuotaAsk,
+  QuotaRefusal,
   QuotaVerdict,
   ReceiptEvent,
   SessionNews,
@@ -52,6 +54,7 @@ import { migrate } from "./migrations";
 import { PushQueue } from "./push-queue";
 import { Quotas } from "./quotas";
 import { ReportTurns } from "./report-turns";
+import { Revocations } from "./revocations";
 import { StandingRules } from "./rules";
 import { Sessions } from "./sessions";
 import { Vouching } from "./vouching";
@@ -68,6 +71,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly push: PushQueue;
   private readonly sessions: Sessions;
   private readonly vouching: Vouching;
+  private readonly revocations: Revocations;
   private readonly audit: AuditWriter;
   private readonly quotas: Quotas;
   private readonly rules: StandingRules;
@@ -103,6 +107,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     });
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.vouching = new Vouching(this.host, this.directory);
+    this.revocations = new Revocations(this.host, this.vouching);
     this.audit = new AuditWriter(this.host);
     this.quotas = new Quotas(this.host);
     this.rules = new StandingRules(this.host);
@@ -192,14 +197,16 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   async admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict> {
     this.team.adopt(teamId);
     const now = Date.now();
+    // A gate a revocation has not reached yet holds nothing new for the key.
+    if (this.revocations.refuses(ask.keyId, now)) return { ok: false, keyRevoked: true };
     const verdict = this.quotas.admit(ask, now);
     // Shown after the answer: the agent's refusal never waits on the directory.
     if (!verdict.ok && this.quotas.shouldShow(ask.keyId, verdict.limit, now)) {
       this.ctx.waitUntil(this.showRefusal(ask, verdict, now));
     }
     if (!verdict.ok) return verdict;
-    // A copy not loaded hands out no rules (humans decide) and is read again after the answer.
-    if (!this.rules.loaded()) this.ctx.waitUntil(this.rules.loadSoon(teamId));
+    // A copy not loaded or too old hands out no rules (humans decide); one due is read again after the answer.
+    if (this.rules.refreshDue(now)) this.ctx.waitUntil(this.rules.loadSoon(teamId));
     const rules = this.rules.forSession(ask.ownerUserId, now);
     // With no rule that could allow it, a human decides: on the dashboards now, while the gate holds it.
     if (ask.card && rules.length === 0 && this.directory.current()) {
@@ -226,7 +233,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     return this.quotas.pending(keyId);
   }
 
-  private async showRefusal(ask: QuotaAsk, verdict: QuotaVerdict & { ok: false }, at: number): Promise<void> {
+  private async showRefusal(ask: QuotaAsk, verdict: QuotaRefusal, at: number): Promise<void> {
     await this.directory.load();
     const owner = { userId: ask.ownerUserId, name: this.directory.nameOf(ask.ownerUserId) };
     const { limit, retryAfterMs } = verdict;
@@ -270,13 +277,14 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   /**
    * The alarm's work at `now` (tests run it at a chosen moment): pushes due, stale sessions
-   * corrected and idle ones pruned, the next part of a policy fan-out.
+   * corrected and idle ones pruned, the next part of a policy or revocation fan-out, the
+   * rules' refresh.
    */
   async wake(now = Date.now()): Promise<void> {
     try {
       await this.push.drain(now);
     } finally {
-      await this.sessions.alarm(now);
+      await Promise.all([this.sessions.alarm(now), this.revocations.alarm(now), this.rules.alarm(now)]);
     }
   }
 
@@ -323,8 +331,9 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     return this.vouching.currentRole(tokenHash, userId, Date.now());
   }
 
-  async keyRevoked(keyId: string): Promise<void> {
-    this.vouching.keyRevoked(keyId, Date.now());
+  async keyRevoked(teamId: string, keyId: string, sessionIds: string[]): Promise<KeyRevocation> {
+    this.team.adopt(teamId);
+    return this.revocations.revoked(keyId, sessionIds, Date.now());
   }
 
   async keyInUse(keyId: string, userId: string): Promise<boolean> {

@@ -1,18 +1,19 @@
 /**
  * Agent API keys as use cases: create one (D1 with its audit event) and revoke one (D1 with its
- * audit event, then the team's hub, which vouches for cached keys, then every session the key
- * opened, then the chain). The key routes, the agent's self-revocation, member removal and
+ * audit event, then the team's hub, which vouches for cached keys and fans the revocation out to
+ * every session the key opened, `hub/revocations.ts`, then the chain). The key routes, the agent's self-revocation, member removal and
  * the device-code grant all come here.
  *
  * Owns: the order of those steps and what a revocation answers. Does not own: the SQL
- * (`db/keys.ts`), denying a session's requests (its SessionGate), who may revoke whose key (the
- * caller passes `userId` / `spareOwners`).
+ * (`db/keys.ts`), the fan-out (the hub's `revocations.ts`), denying a session's requests (its
+ * SessionGate), who may revoke whose key (the caller passes `userId` / `spareOwners`).
  */
 import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
 import { DomainError } from "../errors";
 import { sessionGate } from "../gate/api";
 import { hubFor } from "../hub/api";
+import { REVOCATION_FANOUT_PER_RUN } from "../hub/revocations";
 import type { Env } from "../types";
 import { chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
@@ -52,10 +53,11 @@ export interface RevokedKey {
 }
 
 /**
- * Revokes a key of the team (with `userId`, only that user's), then denies its pending requests
- * (`key_revoked`) and closes its sockets in every session it opened, now rather than at their
- * next reconnect. Revoking again reaches the sessions again (a gate that missed it hears it
- * then). Null when no such key.
+ * Revokes a key of the team (with `userId`, only that user's) in D1, then hands it to the team's
+ * hub, which refuses the key from then on and tells every session the key opened (its pending
+ * requests denied `key_revoked`, its sockets closed), durably: the first ones before this
+ * answers, the rest and any that failed from its alarm, until each acknowledged. Revoking again
+ * reaches the sessions again. Null when no such key.
  */
 export async function revokeKey(
   env: Env,
@@ -65,29 +67,20 @@ export async function revokeKey(
   const event = auditEvents.keyRevoked({ teamId: r.teamId, actor: r.actor, at: now }, r.keyId);
   const revoked = await revokeApiKey(env.DB, { ...r, spareOwners: r.spareOwners ?? false, now }, event);
   if (!revoked) return null;
-  // The hub (it vouches for no isolate's cached copy of the key from now on) and every session
-  // the key opened hear it before the answer. One unreachable gate must not keep the others, or
-  // the hub, from hearing it; D1 already refuses the key.
-  const [hubTold, told] = await Promise.all([
-    hubFor(env, r.teamId)
-      .keyRevoked(r.keyId)
-      .then(
-        () => null,
-        (error: unknown) => error,
-      ),
-    Promise.allSettled(
-      revoked.sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
-    ),
-  ]);
-  await chainQueued(env, r.teamId);
-  // A hub that did not hear it answers 500: the revocation stands, and revoking again tells it again.
-  if (hubTold !== null) throw hubTold;
-  const denied = told.reduce((sum, t) => sum + (t.status === "fulfilled" ? t.value : 0), 0);
-  const unreached = told.filter((t) => t.status === "rejected").length;
+  // D1 already refuses the key. A hub that did not hear it answers 500: the revocation stands,
+  // the first sessions are told from here once, and revoking again tells the hub again.
+  const told = await hubFor(env, r.teamId)
+    .keyRevoked(r.teamId, r.keyId, revoked.sessions)
+    .catch(async (error: unknown) => {
+      const first = revoked.sessions.slice(0, REVOCATION_FANOUT_PER_RUN);
+      await Promise.allSettled(first.map((id) => sessionGate(env, r.teamId, id).revokeKey(r.teamId, r.keyId)));
+      throw error;
+    })
+    .finally(() => chainQueued(env, r.teamId));
   return {
     id: r.keyId,
     revokedAt: revoked.revokedAt,
-    deniedRequests: denied,
-    ...(unreached ? { unreachedSessions: unreached } : {}),
+    deniedRequests: told.deniedRequests,
+    ...(told.unreachedSessions ? { unreachedSessions: told.unreachedSessions } : {}),
   };
 }

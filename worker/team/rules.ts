@@ -3,7 +3,7 @@
  * (the same order), list them, and make one from a card's decision.
  *
  * Owns: the order of those steps, who may make and end which rule, and what a failure to reach
- * the hub answers (a rule made is undone; an end is retried by the caller). Does not own: the
+ * the hub answers (a rule made is undone; an end stands, and applies everywhere within 30 s). Does not own: the
  * SQL (`db/rules.ts`), the hub's copy (`hub/rules.ts`), or matching (the gate).
  */
 import type { Approval } from "../../sdk/src/approval";
@@ -105,8 +105,10 @@ export async function createRule(
 }
 
 /**
- * Ends a rule at once: D1, then the hub's copy, before answering. Its creator, or an owner or
- * admin, may end it; ending an ended rule tells the hub again (a retry after `rules_unavailable`).
+ * Ends a rule at once: D1 (with its queued change for the hub, `rule_changes`), then the hub's
+ * copy, before answering. A hub that cannot be told stops applying it anyway once its copy is
+ * RULES_MAX_AGE_MS old (30 s). Its creator, or an owner or admin, may end it; ending an ended
+ * rule tells the hub again (a retry after `rules_unavailable`).
  */
 export async function endStandingRule(env: Env, who: RuleMaker, ruleId: string): Promise<Rule> {
   const now = Date.now();
@@ -116,8 +118,11 @@ export async function endStandingRule(env: Env, who: RuleMaker, ruleId: string):
   if (!rule) throw new DomainError("not_found", "no such rule");
   const told = await tellHub(env, who.teamId);
   await chainQueued(env, who.teamId);
-  if (!told)
-    throw new DomainError("rules_unavailable", "the rule is ended in the record, but not yet everywhere; try again");
+  if (!told) {
+    const message =
+      "the rule is ended in the record; the team's gates stop applying it within 30 s (retry to tell them now)";
+    throw new DomainError("rules_unavailable", message);
+  }
   return rule;
 }
 

@@ -1,0 +1,142 @@
+/**
+ * A revoked key is obeyed even where its notice is lost: the revocation fans out from the team's
+ * hub durably, inside workerd with real D1, the real hub and real gates. One session's gate
+ * fails when told (its RPC throws); the hub's alarm, run as production runs it, tells it again.
+ */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { SessionGate } from "../../worker/gate/session-gate";
+import { SessionGate as Gate } from "../../worker/gate/session-gate";
+import type { GateStore } from "../../worker/gate/store";
+import { REVOKED_MEMORY_MS } from "../../worker/hub/vouching";
+import {
+  type AgentSocket,
+  api,
+  connectAgent,
+  createKey,
+  hubStub,
+  json,
+  type Member,
+  pendingApprovals,
+  permissionParams,
+  signUp,
+  unique,
+} from "./helpers";
+import { makeRule, npmTest, teamRule } from "./rule-helpers";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** While `down()` holds, telling the gate of session `sessionId` of a revocation throws (a failing gate). */
+function failingGate(sessionId: string, down: () => boolean): { failures: number } {
+  const seen = { failures: 0 };
+  const revokeKey = Gate.prototype.revokeKey;
+  vi.spyOn(Gate.prototype, "revokeKey").mockImplementation(async function (this: SessionGate, teamId, keyId) {
+    const served = (this as unknown as { store: GateStore }).store.meta()?.sessionId;
+    if (served === sessionId && down()) {
+      seen.failures++;
+      throw new Error("gate down");
+    }
+    return revokeKey.call(this, teamId, keyId);
+  });
+  return seen;
+}
+
+/** The hub's fan-out rows of `keyId`, and whether it remembers the key revoked. */
+const hubKnows = (teamId: string, keyId: string) =>
+  runInDurableObject(hubStub(teamId), (_hub, state) => {
+    const { sql } = state.storage;
+    return {
+      waiting: sql.exec("SELECT COUNT(*) AS n FROM revocation_fanout WHERE key_id = ?", keyId).one().n,
+      remembered: sql.exec("SELECT 1 FROM revoked_keys WHERE key_id = ?", keyId).toArray().length > 0,
+    };
+  });
+
+/** Time passes: the gates waiting to be told are due now, and (with `memory`) the key's memory is over. */
+const timePasses = (teamId: string, memory = false) =>
+  runInDurableObject(hubStub(teamId), (_hub, state) => {
+    const { sql } = state.storage;
+    sql.exec("UPDATE revocation_fanout SET next_at = ?", Date.now() - 1);
+    if (memory) sql.exec("UPDATE revoked_keys SET revoked_at = revoked_at - ?", REVOKED_MEMORY_MS + 1);
+  });
+
+const revoke = async (owner: Member, keyId: string) => {
+  const response = await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie });
+  expect(response.status).toBe(200);
+  return json(response);
+};
+
+/** The next answer must be the hub's refusal of a revoked key. */
+async function expectRefused(agent: AgentSocket, id: number) {
+  expect(await agent.next()).toMatchObject({ id, error: { data: { reason: "key_revoked" } } });
+}
+
+describe("a revocation one gate misses", () => {
+  it("leaves that key no allow: refused at admission until the hub's alarm reaches the missed gate", async () => {
+    const owner = await signUp();
+    await makeRule(owner, teamRule);
+    const { id: keyId, key } = await createKey(owner);
+    const missedId = unique("missed");
+    const reachedId = unique("reached");
+    const missed = await connectAgent(key, missedId);
+    const reached = await connectAgent(key, reachedId);
+    const byRule = (sessionId: string) => permissionParams(sessionId, { toolCall: npmTest() });
+    // The rule allows the key's requests in both sessions; one more waits for a human in the missed one.
+    for (const [agent, sessionId] of [
+      [missed, missedId],
+      [reached, reachedId],
+    ] as const) {
+      await agent.ask(1, byRule(sessionId));
+      expect(await agent.next()).toMatchObject({ id: 1, result: { _meta: { tapgate: { reason: "rule" } } } });
+    }
+    await missed.ask(2, permissionParams(missedId));
+    expect(await pendingApprovals(owner, missedId)).toHaveLength(1);
+
+    // The missed session's gate throws once when told.
+    const gate = failingGate(missedId, () => gate.failures === 0);
+    expect(await revoke(owner, keyId)).toMatchObject({ id: keyId, deniedRequests: 0, unreachedSessions: 1 });
+    expect((await reached.closed).code).toBe(4001);
+    expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 1, remembered: true });
+
+    // Its socket is still served there, but the hub refuses the key: nothing is held, no rule allows.
+    await missed.ask(3, byRule(missedId));
+    await expectRefused(missed, 3);
+
+    // The backoff passes: the hub's alarm tells the missed gate again, which denies and closes.
+    await timePasses(owner.teamId);
+    expect(await runDurableObjectAlarm(hubStub(owner.teamId))).toBe(true);
+    expect(await missed.next()).toMatchObject({
+      id: 2,
+      result: { outcome: { outcome: "selected", optionId: "deny" }, _meta: { tapgate: { reason: "key_revoked" } } },
+    });
+    expect((await missed.closed).code).toBe(4001);
+    expect(gate.failures).toBe(1);
+    expect((await hubKnows(owner.teamId, keyId)).waiting).toBe(0);
+  });
+
+  it("is remembered past its memory while a gate is not told, and forgotten once every gate has it", async () => {
+    const owner = await signUp();
+    const { id: keyId, key } = await createKey(owner);
+    const sessionId = unique("down");
+    const agent = await connectAgent(key, sessionId);
+    let down = true;
+    const gate = failingGate(sessionId, () => down);
+    expect(await revoke(owner, keyId)).toMatchObject({ unreachedSessions: 1 });
+
+    // A minute later the gate still fails: the key's memory is over, yet it is kept and refused.
+    await timePasses(owner.teamId, true);
+    expect(await runDurableObjectAlarm(hubStub(owner.teamId))).toBe(true);
+    expect(gate.failures).toBe(2);
+    expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 1, remembered: true });
+    await agent.ask(1, permissionParams(sessionId));
+    await expectRefused(agent, 1);
+
+    // The gate recovers: the next alarm tells it, and the key is forgotten (D1 refuses it for good).
+    down = false;
+    await timePasses(owner.teamId);
+    expect(await runDurableObjectAlarm(hubStub(owner.teamId))).toBe(true);
+    expect((await agent.closed).code).toBe(4001);
+    expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 0, remembered: false });
+  });
+});
