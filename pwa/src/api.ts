@@ -55,6 +55,7 @@ import {
   passkeyRegisteredSchema,
   pushKeyAnswerSchema,
   type Role,
+  replayAnswerSchema,
   revokedKeySchema,
   ruleAnswerSchema,
   ruleListSchema,
@@ -323,6 +324,7 @@ export const api = {
 
   sessions: (state: "connected" | "recent") => get(sessionListSchema, `/v1/sessions?state=${state}`),
   session: (id: string) => get(sessionDetailSchema, `/v1/sessions/${enc(id)}`),
+  replayDeadLetters: (id: string) => post(replayAnswerSchema, `/v1/sessions/${enc(id)}/replay`),
 
   history: (f: HistoryFilters, cursor: string | null, limit = 50) =>
     get(historyPageSchema, `/v1/history?${historyQuery(f, { cursor, limit: String(limit) })}`),

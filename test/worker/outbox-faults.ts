@@ -12,6 +12,8 @@ import type { gateStub } from "./helpers";
 type Stub = ReturnType<typeof gateStub>;
 
 let triggers = 0;
+/** The real clock, taken before any test moves it. */
+const real = Date.now.bind(Date);
 
 async function withTriggers(statements: Array<(name: string) => string>): Promise<() => Promise<void>> {
   const names = statements.map(() => `refuse_${++triggers}_${Date.now().toString(36)}`);
@@ -48,7 +50,6 @@ export function hubThrows(): () => void {
 
 /** A clock only moved forward by the test: Date.now() is the real time plus what the test added. */
 export function simulatedClock() {
-  const real = Date.now.bind(Date);
   let offset = 0;
   const spy = vi.spyOn(Date, "now").mockImplementation(() => real() + offset);
   return {
@@ -66,15 +67,21 @@ export const alarmOf = (stub: Stub) => runInDurableObject(stub, (_, state) => st
 
 /**
  * Runs the gate's alarms as the platform would over the next `ms`: each at its time, the clock
- * moved there first. How many ran.
+ * moved there first, after `meanwhile` (an agent's heartbeat). How many ran.
  */
-export async function runAlarmsFor(stub: Stub, clock: ReturnType<typeof simulatedClock>, ms: number) {
+export async function runAlarmsFor(
+  stub: Stub,
+  clock: ReturnType<typeof simulatedClock>,
+  ms: number,
+  meanwhile: () => Promise<void> = async () => undefined,
+) {
   const end = Date.now() + ms;
   let ran = 0;
   for (;;) {
     const at = await alarmOf(stub);
     if (at === null || at > end) break;
     clock.advanceTo(at);
+    await meanwhile();
     if (await runDurableObjectAlarm(stub)) ran++;
   }
   clock.advanceTo(end);

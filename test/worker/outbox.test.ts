@@ -9,6 +9,7 @@ import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject 
 import { describe, expect, it, vi } from "vitest";
 import type { OutboxOp } from "../../worker/db";
 import { OUTBOX_RETRY_MS } from "../../worker/gate/rules";
+import { DEFAULT_POLICY } from "../../worker/policy";
 import {
   api,
   askOnce,
@@ -94,12 +95,16 @@ describe("the gate's outbox through an outage", () => {
   ])(
     "loses no decision to a 20-minute outage (%s): D1, the audit chain and the hub agree after it, nothing dead-lettered",
     async (_, fault) => {
-      const { owner, agent, keyId, sessionId, approval } = await askOnce();
+      const member = await signUp();
+      // Requests outlive the outage, so the held one keeps the alarm waking for its heartbeat check.
+      const policy = JSON.stringify({ ...DEFAULT_POLICY, lifetimeMs: 60 * MINUTE });
+      expect((await api("/v1/policy", { method: "PUT", cookie: member.cookie, body: policy })).status).toBe(200);
+      const { owner, agent, keyId, sessionId, approval } = await askOnce(member);
       const stub = gateStub(owner.teamId, sessionId);
       const feed = await openLive(owner);
-      // A second request stays held on the socket: the gate's alarm wakes every 15 s for it.
+      // A second request stays held on the socket (its agent keeps talking): the alarm wakes every 15 s for it.
       await agent.ask(2, permissionParams(sessionId));
-      const [, second] = await pendingApprovals(owner, sessionId);
+      const second = (await pendingApprovals(owner, sessionId)).find((a) => a.id !== approval.id);
       if (!second) throw new Error("the second request is not pending");
       const clock = simulatedClock();
       try {
@@ -109,9 +114,9 @@ describe("the gate's outbox through an outage", () => {
           expect(await agent.next()).toMatchObject({ id: 1, result: { outcome: { outcome: "selected" } } });
           await vi.waitFor(async () => expect(await backoffOf(stub)).toMatchObject({ failures: 1 }));
 
-          const woke = await runAlarmsFor(stub, clock, 20 * MINUTE);
-          // Woken far more often than the backoff retries: heartbeats, the second request's end, its ladder.
-          expect(woke).toBeGreaterThan(8);
+          const woke = await runAlarmsFor(stub, clock, 20 * MINUTE, () => agent.barrier());
+          // Woken far more often than the backoff retries: every heartbeat check, and the ladder's steps.
+          expect(woke).toBeGreaterThan(60);
           const backoff = await backoffOf(stub);
           // Retried only on the backoff's schedule: 5 s doubling to 5 min is about 10 tries in 20 minutes.
           expect(backoff?.failures).toBeLessThanOrEqual(11);
@@ -132,7 +137,10 @@ describe("the gate's outbox through an outage", () => {
 
         const states = await gateStates(stub);
         expect(states[approval.id]).toBe("allowed");
-        expect(states[second.id]).not.toBe("pending");
+        expect(states[second.id]).toBe("pending");
+        expect((await decide(owner, second, "deny")).status).toBe(200);
+        await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
+        states[second.id] = "denied";
         for (const [id, state] of Object.entries(states)) {
           expect(await d1State(id)).toBe(state);
           expect(await auditActions(id)).toEqual(["approval.requested", `approval.${state}`]);
@@ -146,6 +154,8 @@ describe("the gate's outbox through an outage", () => {
       expect(await verify(owner)).toMatchObject({ ok: true });
       feed.ws.close();
     },
+    // Some eighty alarms, each with the agent's heartbeat, run one after another.
+    60_000,
   );
 
   it("retries on the persisted time across a restart, and the alarm's retry delivers once D1 is back", async () => {

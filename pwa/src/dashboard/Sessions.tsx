@@ -1,7 +1,7 @@
 /** Agent sessions of the team (connected now, or recent), live; and one session's requests in order. */
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { DeadLetteredSession } from "../../../sdk/src/human/sessions";
-import { type AgentSession, type ApprovalView, api } from "../api";
+import { type AgentSession, type ApprovalView, api, isAdmin } from "../api";
 import { useNow } from "../clock";
 import { ApprovalRow } from "../components/ApprovalRow";
 import { Banner } from "../components/Banner";
@@ -9,6 +9,8 @@ import { SafeText } from "../components/SafeText";
 import { ago, dateTime } from "../format";
 import { useLiveEvents } from "../live";
 import { Link } from "../router";
+import { useAction } from "../use-action";
+import { useMe } from "../viewer";
 import { agentName, DataTable, Empty, LoadError, PageHead, useLoad } from "./ui";
 
 export function Sessions() {
@@ -59,7 +61,7 @@ export function Sessions() {
         </Empty>
       )}
       {!list.data && list.loading && <p class="muted">Loading…</p>}
-      <DeadLetters deadLettered={list.data?.deadLettered ?? []} />
+      <DeadLetters deadLettered={list.data?.deadLettered ?? []} replayed={() => void list.reload()} />
       {sessions.length > 0 && <SessionTable sessions={sessions} />}
     </section>
   );
@@ -76,24 +78,51 @@ function withDeadLettered(list: DeadLetteredSession[], s: AgentSession): DeadLet
 
 /**
  * Sessions whose records could not be written (the gate's outbox dead letters): the approvals
- * index or the audit log may lack them, so the team should know, and the operator can replay them.
+ * index or the audit log may lack them, so the team should know. They are replayed by
+ * themselves after the session's next write; owners and admins can replay them now.
  */
-function DeadLetters({ deadLettered }: { deadLettered: DeadLetteredSession[] }) {
+function DeadLetters({ deadLettered, replayed }: { deadLettered: DeadLetteredSession[]; replayed: () => void }) {
+  const me = useMe();
+  const replay = useAction();
   if (deadLettered.length === 0) return null;
   const rows = deadLettered.reduce((n, d) => n + d.deadLetters, 0);
+  const mayReplay = me !== null && isAdmin(me.role);
+  const replayOne = (sessionId: string) =>
+    replay.run(async () => {
+      const { deadLetters } = await api.replayDeadLetters(sessionId);
+      if (deadLetters > 0) replay.setError(`${deadLetters} still could not be saved; they are tried again later.`);
+      replayed();
+    });
   return (
     <Banner tone="warn" testId="dead-letters-banner">
       {rows} record{rows === 1 ? "" : "s"} of {deadLettered.length} session{deadLettered.length === 1 ? "" : "s"} could
-      not be saved to the history or the audit log after repeated tries; they are kept for a replay:{" "}
+      not be saved to the history or the audit log; they are kept and tried again:{" "}
       {deadLettered.map((d, i) => (
         <span key={d.sessionId}>
           {i > 0 && ", "}
           <Link href={`/sessions/${encodeURIComponent(d.sessionId)}`} data-testid="dead-letter-link">
             <SafeText text={d.sessionId} />
           </Link>{" "}
-          ({d.deadLetters})
+          ({d.deadLetters}){" "}
+          {mayReplay && (
+            <button
+              type="button"
+              class="button compact"
+              disabled={replay.busy}
+              onClick={() => void replayOne(d.sessionId)}
+              data-testid="dead-letter-replay"
+            >
+              {replay.busy ? "Replaying…" : "Replay now"}
+            </button>
+          )}
         </span>
       ))}
+      {replay.error && (
+        <span class="row-error" role="alert" data-testid="dead-letter-replay-error">
+          {" "}
+          {replay.error}
+        </span>
+      )}
     </Banner>
   );
 }
