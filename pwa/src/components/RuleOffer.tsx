@@ -1,8 +1,10 @@
 /**
  * The card's "Allow for 1 h": beside "Allow once", where a rule is possible (the request offers
- * `allow_once`, it is in your own session, it is not high-risk under the team's policy, and
- * nothing of it was cut), with a sentence saying exactly what the rule will match. The offer and
- * the sentence come from `sdk/src/rules.ts`, the same code the gate decides and matches with.
+ * `allow_once`, it is in your own session, it is not high-risk under the team's policy, nothing
+ * of it was cut, and the rule binds every argument), labelled with what one click allows
+ * ("Allow web_fetch (prompt: “…”) for 1 h, exactly these arguments") and a sentence saying
+ * exactly what the rule will match. The offer and the words come from `sdk/src/rules.ts`, the
+ * same code the gate decides and matches with.
  *
  * Owns: the button and its preview. Does not own: the decision (the card's `onChoose`) or
  * whether the server agrees (it checks again: `409 rule_not_possible`).
@@ -10,7 +12,7 @@
 import { useEffect, useState } from "preact/hooks";
 import type { HighRiskPattern } from "../../../sdk/src/human/policy";
 import { RULE_DEFAULT_MS } from "../../../sdk/src/human/rules";
-import { cardRule, describeMatch } from "../../../sdk/src/rules";
+import { argumentsText, cardRule, describeMatch, ruleFacts, ruleOfferLabel } from "../../../sdk/src/rules";
 import { type ApprovalView, api, type RuleMatch } from "../api";
 import { useMe } from "../viewer";
 import { SafeText } from "./SafeText";
@@ -47,6 +49,12 @@ export function RuleOffer({
     highRisk: patterns,
   });
   if (!offer.ok) return null;
+  const { toolCall } = approval.snapshot;
+  const label = ruleOfferLabel(ruleFacts(approval.snapshot), offer.match, toolCall);
+  const preview =
+    offer.match.input === undefined
+      ? describeMatch(offer.match)
+      : `${describeMatch(offer.match)} Exactly these arguments:\n${argumentsText(toolCall, 600)}`;
   return (
     <button
       type="button"
@@ -56,10 +64,12 @@ export function RuleOffer({
       onClick={() => onAllowWithRule(allowOnce.optionId, { expiresInMs: RULE_DEFAULT_MS, match: offer.match })}
       data-testid="option-allow-rule"
     >
-      <span data-testid="option-label">Allow for 1 h</span>
+      {/* The label and the match quote the agent's own text: shown as safe text, like the request itself. */}
+      <span data-testid="option-label">
+        <SafeText text={label} />
+      </span>
       <span class="option-note" data-testid="rule-preview">
-        {/* The match quotes the agent's own text: shown as safe text, like the request itself. */}
-        <SafeText text={describeMatch(offer.match)} />
+        <SafeText text={preview} />
       </span>
     </button>
   );
