@@ -273,7 +273,7 @@ export function argumentsText(toolCall: ApprovalSnapshot["toolCall"], maxChars =
  * The words of a card's rule button: what one click allows for 1 h, e.g. `Allow “npm test” for
  * 1 h` or `Allow web_fetch (prompt: “Summarize https://…”, …) for 1 h, exactly these arguments`.
  */
-export function ruleOfferLabel(facts: RuleFacts, match: RuleMatch, toolCall: ApprovalSnapshot["toolCall"]): string {
+export function ruleOfferLabel(facts: RequestFacts, match: RuleMatch, toolCall: ApprovalSnapshot["toolCall"]): string {
   if (facts.command !== null && match.input === undefined) return `Allow “${facts.command}” for 1 h`;
   const tool =
     facts.command !== null ? `“${facts.command}”` : (facts.title?.split(": ")[0] ?? facts.kind ?? "this tool");

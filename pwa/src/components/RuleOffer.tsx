@@ -9,10 +9,11 @@
  * Owns: the button and its preview. Does not own: the decision (the card's `onChoose`) or
  * whether the server agrees (it checks again: `409 rule_not_possible`).
  */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import type { HighRiskPattern } from "../../../sdk/src/human/policy";
 import { RULE_DEFAULT_MS } from "../../../sdk/src/human/rules";
-import { argumentsText, cardRule, describeMatch, ruleFacts, ruleOfferLabel } from "../../../sdk/src/rules";
+import { requestFacts } from "../../../sdk/src/request-match";
+import { argumentsText, cardRule, describeMatch, ruleOfferLabel } from "../../../sdk/src/rules";
 import { type ApprovalView, api, type RuleMatch } from "../api";
 import { useMe } from "../viewer";
 import { SafeText } from "./SafeText";
@@ -42,15 +43,18 @@ export function RuleOffer({
   const me = useMe();
   const patterns = useHighRisk();
   const allowOnce = approval.options.find((o) => o.kind === "allow_once");
-  if (!me || !patterns || !approval.owner || !allowOnce) return null;
-  const offer = cardRule(approval, {
-    deciderUserId: me.user.id,
-    ownerUserId: approval.owner.userId,
-    highRisk: patterns,
-  });
-  if (!offer.ok) return null;
+  const userId = me?.user.id;
+  // cardRule hashes the request's arguments: once per request, not once per render.
+  const offer = useMemo(
+    () =>
+      userId && patterns && approval.owner
+        ? cardRule(approval, { deciderUserId: userId, ownerUserId: approval.owner.userId, highRisk: patterns })
+        : null,
+    [approval, userId, patterns],
+  );
+  if (!allowOnce || !offer?.ok) return null;
   const { toolCall } = approval.snapshot;
-  const label = ruleOfferLabel(ruleFacts(approval.snapshot), offer.match, toolCall);
+  const label = ruleOfferLabel(requestFacts(approval.snapshot), offer.match, toolCall);
   const preview =
     offer.match.input === undefined
       ? describeMatch(offer.match)
