@@ -58,12 +58,5 @@ export function newApiKey(): { key: string; prefix: string; hash: string } {
 
 export const API_KEY_PATTERN = /^tg_[0-9A-Za-z]{43}$/;
 
-/** JSON with object keys sorted at every level: the input of `requestHash`. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-}
+/** JSON with object keys sorted at every level: the input of `requestHash` (shared with `sdk/src`). */
+export { canonicalJson } from "../sdk/src/canonical-json";

@@ -51,6 +51,10 @@ export const ERRORS = {
   too_many_devices: { status: 409, message: "too many devices; remove one first" },
   request_changed: { status: 409, message: "the request differs from what you saw; reload it" },
   too_many_rules: { status: 409, message: "the team has 100 active rules; end one first" },
+  request_truncated: {
+    status: 409,
+    message: "this request was too large to show whole, so it cannot be allowed; deny it (the agent can send less)",
+  },
   rule_not_possible: { status: 409, message: "no rule can be made from this request; nothing was decided" },
   second_approver_required: { status: 409, message: "you already allowed this; another person must allow it too" },
   no_passkey: { status: 409, message: "add a passkey to your account first" },

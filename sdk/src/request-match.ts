@@ -6,7 +6,10 @@
  * Owns: the facts of a request and glob matching. Does not own: which rules or patterns exist,
  * or what a match does. Pure and environment-neutral: the Worker, the PWA and the SDK import it.
  */
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { ApprovalSnapshot } from "./approval.js";
+import { canonicalJson } from "./canonical-json.js";
 import type { HighRiskPattern } from "./human/policy.js";
 
 /** What a rule or a risk pattern may name of a request; `null` where the request does not say. */
@@ -44,6 +47,48 @@ function cwdOf(rawInput: unknown): string | null {
   if (!rawInput || typeof rawInput !== "object") return null;
   const cwd = (rawInput as { cwd?: unknown }).cwd;
   return typeof cwd === "string" ? cwd : null;
+}
+
+type ToolCall = ApprovalSnapshot["toolCall"];
+
+const records = (value: unknown): Record<string, unknown>[] =>
+  Array.isArray(value) ? value.map((v) => (v && typeof v === "object" ? (v as Record<string, unknown>) : {})) : [];
+
+/**
+ * Every argument of a request, as a standing rule binds them: its `rawInput` whole, the paths
+ * (and lines) of its `locations`, and the paths and new text of its diffs. Titles are left out:
+ * hooks cut them to one argument, so they never stand for the arguments.
+ */
+export function requestInput(toolCall: ToolCall) {
+  return {
+    rawInput: toolCall.rawInput ?? null,
+    locations: records(toolCall.locations).map((l) => ({ path: l.path ?? null, line: l.line ?? null })),
+    diffs: records(toolCall.content)
+      .filter((c) => c.type === "diff")
+      .map((d) => ({ path: d.path ?? null, newText: d.newText ?? null })),
+  };
+}
+
+/** The SHA-256 (hex) of `requestInput` as canonical JSON: equal only for requests with the same arguments. */
+export function inputFingerprint(toolCall: ToolCall): string {
+  return bytesToHex(sha256(utf8ToBytes(canonicalJson(requestInput(toolCall)))));
+}
+
+/** What a shell command's input may hold besides the command and still be covered by it: where and how long it runs, and the agent's words about it. */
+const COMMAND_INPUT_KEYS = new Set(["command", "cwd", "description", "timeout"]);
+
+/**
+ * Whether a request's command (with its cwd) is all of its arguments: `rawInput.command` is a
+ * string (an argv joined by spaces reads `["a b"]` and `["a", "b"]` alike), `rawInput` holds
+ * nothing else that changes what runs (Gemini's `dir_path` does), and nothing names a location
+ * or a diff. Where it is not, a rule from its card binds the whole input too.
+ */
+export function commandCoversInput(toolCall: ToolCall): boolean {
+  const raw = toolCall.rawInput;
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return false;
+  if (typeof (raw as { command?: unknown }).command !== "string") return false;
+  const { locations, diffs } = requestInput(toolCall);
+  return Object.keys(raw).every((key) => COMMAND_INPUT_KEYS.has(key)) && locations.length === 0 && diffs.length === 0;
 }
 
 /** Runs of whitespace count as one space, and leading and trailing space is ignored. */

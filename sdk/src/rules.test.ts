@@ -1,20 +1,22 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_HIGH_RISK } from "./human/policy.js";
 import { ruleMatchSchema } from "./human/rules.js";
-import { requestFacts } from "./request-match.js";
 import {
   applicableRule,
+  argumentsText,
   cardRule,
   derivedMatch,
   describeMatch,
   ruleApplies,
+  ruleFacts,
   ruleMatches,
+  ruleOfferLabel,
   type StandingRule,
 } from "./rules.js";
 
 const session = { title: null, agent: { name: "claude-code" }, host: "laptop", cwd: "/repo" };
 const facts = (command: string | null, more: { kind?: string; title?: string; cwd?: string } = {}) =>
-  requestFacts({
+  ruleFacts({
     toolCall: {
       toolCallId: "t",
       kind: more.kind ?? "execute",
@@ -27,7 +29,7 @@ const target = (f: ReturnType<typeof facts>, sessionId = "s1") => ({ facts: f, s
 
 describe("ruleMatches", () => {
   it("a derived match allows exactly the same command, cwd, kind and host", () => {
-    const match = derivedMatch(facts("npm test -- --grep 'a*b'")) as NonNullable<ReturnType<typeof derivedMatch>>;
+    const match = derivedMatch(facts("npm test -- --grep 'a*b'"));
     expect(match).toEqual({ kind: "execute", command: "npm test -- --grep 'a\\*b'", cwd: "/repo", host: "laptop" });
     expect(ruleMatches(match, target(facts("npm test -- --grep 'a*b'")))).toBe(true);
     expect(ruleMatches(match, target(facts("npm test -- --grep 'aXb'")))).toBe(false);
@@ -97,14 +99,13 @@ describe("the match schema and its words", () => {
     expect(describeMatch({ command: "a\\*b" })).toContain("exactly “a*b”");
   });
 
-  it("derives nothing from a request with neither command nor title", () => {
-    expect(derivedMatch({ kind: "x", title: null, command: null, cwd: null, host: null, agent: null })).toBeNull();
-    expect(derivedMatch(facts(null, { title: "Edit a.ts", kind: "edit" }))).toEqual({
-      kind: "edit",
-      title: "Edit a.ts",
-      cwd: "/repo",
-      host: "laptop",
-    });
+  it("binds a request without a command by its input fingerprint, with the title for people", () => {
+    const f = facts(null, { title: "Edit a.ts", kind: "edit" });
+    expect(derivedMatch(f)).toEqual({ kind: "edit", title: "Edit a.ts", input: f.input, cwd: "/repo", host: "laptop" });
+    expect(f.input).toMatch(/^[0-9a-f]{64}$/);
+    expect(ruleMatchSchema.safeParse({ input: f.input }).success).toBe(true);
+    expect(ruleMatchSchema.safeParse({ input: "nope" }).success).toBe(false);
+    expect(describeMatch(derivedMatch(f))).toContain("with exactly the arguments it was made from");
   });
 });
 
@@ -133,6 +134,86 @@ describe("cardRule", () => {
     expect(cardRule(card("git push --force"), who).ok).toBe(false);
     expect(cardRule(card("npm test", { truncated: true }), who).ok).toBe(false);
     expect(cardRule(card("npm test"), { ...who, match: { command: "npm run *" } }).ok).toBe(false);
-    expect(cardRule(card("npm test"), { ...who, match: { command: "npm *" } }).ok).toBe(true);
+    expect(cardRule(card("npm test"), { ...who, match: { command: "npm test" } }).ok).toBe(true);
+  });
+
+  it("refuses a match from a card that would allow other arguments", () => {
+    expect(cardRule(card("npm test"), { ...who, match: { command: "npm *" } })).toEqual({
+      ok: false,
+      message: "a rule from a card allows only this request's exact arguments (its command or input)",
+    });
+    const grep = {
+      ...card("x"),
+      snapshot: {
+        toolCall: { toolCallId: "t", kind: "search", title: "Grep: x", rawInput: { pattern: "x" } },
+        session,
+      },
+    };
+    expect(cardRule(grep, { ...who, match: { kind: "search", title: "Grep: x" } }).ok).toBe(false);
+    expect(cardRule(grep, who).ok).toBe(true);
+  });
+});
+
+describe("a card rule binds every argument", () => {
+  const fetchCall = (prompt: string) => ({
+    toolCallId: "t",
+    kind: "fetch",
+    title: "web_fetch",
+    rawInput: { prompt },
+  });
+  const snapshot = (toolCall: { toolCallId: string } & Record<string, unknown>) => ({ toolCall, session });
+
+  it("a rule from a web_fetch card matches that URL only, though the title is the same", () => {
+    const mine = ruleFacts(snapshot(fetchCall("Summarize https://example.com/a")));
+    const other = ruleFacts(snapshot(fetchCall("Summarize https://evil.example/?k=secret")));
+    const match = derivedMatch(mine);
+    expect(ruleMatches(match, { facts: mine, sessionId: "s1" })).toBe(true);
+    expect(ruleMatches(match, { facts: other, sessionId: "s1" })).toBe(false);
+  });
+
+  it("locations and diffs are arguments too; key order is not", () => {
+    const edit = (path: string, newText: string) =>
+      ruleFacts(
+        snapshot({
+          toolCallId: "t",
+          kind: "edit",
+          title: "Edit",
+          content: [{ type: "diff", path, oldText: "a", newText }],
+        }),
+      ).input;
+    expect(edit("/repo/a.ts", "b")).not.toBe(edit("/repo/b.ts", "b"));
+    expect(edit("/repo/a.ts", "b")).not.toBe(edit("/repo/a.ts", "c"));
+    const at = (line: number) =>
+      ruleFacts(snapshot({ toolCallId: "t", title: "Read", locations: [{ path: "/a", line }] })).input;
+    expect(at(1)).not.toBe(at(2));
+    const keys = (raw: Record<string, unknown>) => ruleFacts(snapshot({ toolCallId: "t", rawInput: raw })).input;
+    expect(keys({ a: 1, b: 2 })).toBe(keys({ b: 2, a: 1 }));
+  });
+
+  it("a command with other arguments (Gemini's dir_path) also binds the input; a plain one does not", () => {
+    const shell = (rawInput: Record<string, unknown>) =>
+      ruleFacts(snapshot({ toolCallId: "t", kind: "execute", title: "run_shell_command", rawInput }));
+    expect(derivedMatch(shell({ command: "make", description: "build" })).input).toBeUndefined();
+    const withDir = shell({ command: "make", dir_path: "/repo/a" });
+    const match = derivedMatch(withDir);
+    expect(match).toMatchObject({ command: "make", input: withDir.input });
+    expect(ruleMatches(match, { facts: shell({ command: "make", dir_path: "/etc" }), sessionId: "s1" })).toBe(false);
+    expect(derivedMatch(shell({ command: ["rm", "-rf a"] })).input).toBeDefined();
+  });
+
+  it("says what one click allows: the command, or the tool and its arguments", () => {
+    const plain = facts("npm test");
+    expect(ruleOfferLabel(plain, derivedMatch(plain), { toolCallId: "t", rawInput: { command: "npm test" } })).toBe(
+      "Allow “npm test” for 1 h",
+    );
+    const call = fetchCall("Summarize https://example.com/a");
+    const f = ruleFacts(snapshot(call));
+    expect(ruleOfferLabel(f, derivedMatch(f), call)).toBe(
+      "Allow web_fetch (prompt: “Summarize https://example.com/a”) for 1 h, exactly these arguments",
+    );
+    expect(argumentsText({ toolCallId: "t", rawInput: { pattern: "x", path: "/r" } })).toBe("pattern: x\npath: /r");
+    expect(argumentsText({ toolCallId: "t", rawInput: { a: "0123456789" } }, 5)).toBe(
+      "a: 01… (8 more characters: the whole input is on the request)",
+    );
   });
 });

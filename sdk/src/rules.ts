@@ -3,22 +3,28 @@
  * they arrive, the Worker derives a card's rule with `derivedMatch`, and the PWA's card and
  * Rules screen describe a match with `describeMatch`, so the preview says exactly what the gate
  * will do. Reads requests through `requestFacts` and compares with `globMatch` (request-match.ts).
+ * A rule made from a card binds every argument of its request: its command literally, or the
+ * request's input fingerprint (`inputFingerprint`), so one click never allows other arguments.
  *
  * Owns: the meaning of a match, its scope and expiry, and the words for it. Does not own: which
  * rules exist (the hub's copy, D1's record), high-risk patterns (the caller checks `isHighRisk`
  * first), or what an allowed request does. Pure and environment-neutral.
  */
-import type { Approval, Owner } from "./approval.js";
+import type { Approval, ApprovalSnapshot, Owner } from "./approval.js";
+import { canonicalJson } from "./canonical-json.js";
 import type { HighRiskPattern } from "./human/policy.js";
 import type { RuleMatch, RuleScope } from "./human/rules.js";
 import {
+  commandCoversInput,
   globLiteral,
   globMatch,
+  inputFingerprint,
   isHighRisk,
   normalizeSpace,
   pathWithin,
   type RequestFacts,
   requestFacts,
+  requestInput,
 } from "./request-match.js";
 
 /** A rule as the gate gets it from the team's hub: what it needs to match, nothing more. */
@@ -30,9 +36,24 @@ export interface StandingRule {
   expiresAt: number;
 }
 
+/** What a rule reads of a request: its facts, the fingerprint of its arguments, and whether its command is all of them. */
+export interface RuleFacts extends RequestFacts {
+  input: string;
+  commandCoversInput: boolean;
+}
+
+export function ruleFacts(snapshot: ApprovalSnapshot): RuleFacts {
+  const { toolCall } = snapshot;
+  return {
+    ...requestFacts(snapshot),
+    input: inputFingerprint(toolCall),
+    commandCoversInput: commandCoversInput(toolCall),
+  };
+}
+
 /** The request a rule is tried on: its facts, its session and whose session it is. */
 export interface RuleTarget {
-  facts: RequestFacts;
+  facts: RuleFacts;
   sessionId: string;
   ownerUserId: string;
 }
@@ -63,8 +84,8 @@ function hasDotSegment(path: string): boolean {
  * and a fact the request lacks never matches. `command` is a glob over the whole command
  * (wildcards never over shell control characters, see above); a match without `command`
  * matches only requests that carry no command, so a title cannot stand in for one. `title` is
- * a glob, `cwd` a path prefix (no `.`/`..` segments), `kind`, `host`, `agent` and `sessionId`
- * are exact.
+ * a glob, `cwd` a path prefix (no `.`/`..` segments), `kind`, `host`, `agent`, `sessionId` and
+ * `input` (the fingerprint of every argument) are exact.
  */
 export function ruleMatches(match: RuleMatch, target: Omit<RuleTarget, "ownerUserId">): boolean {
   const { facts } = target;
@@ -73,6 +94,7 @@ export function ruleMatches(match: RuleMatch, target: Omit<RuleTarget, "ownerUse
     return false;
   }
   if (match.sessionId !== undefined && match.sessionId !== target.sessionId) return false;
+  if (match.input !== undefined && match.input !== facts.input) return false;
   if (match.title !== undefined && (facts.title === null || !globMatch(match.title, facts.title))) return false;
   if (match.cwd !== undefined) {
     if (facts.cwd === null || hasDotSegment(facts.cwd) || !pathWithin(facts.cwd, match.cwd)) return false;
@@ -96,42 +118,58 @@ export function applicableRule(rules: readonly StandingRule[], target: RuleTarge
 }
 
 /**
- * The match a card's "Allow for 1 h" makes: the same kind, the same command (else title) with
- * its arguments kept literal, the same cwd and host. Null when the request has neither a
- * command nor a title to name.
+ * The match a card's "Allow for 1 h" makes: the same kind, cwd and host, and every argument: the
+ * same command kept literal where the command is all of the request's arguments
+ * (`commandCoversInput`), else the input fingerprint (with the title, for people to read).
  */
-export function derivedMatch(facts: RequestFacts): RuleMatch | null {
+export function derivedMatch(facts: RuleFacts): RuleMatch {
   const named =
     facts.command !== null && normalizeSpace(facts.command) !== ""
       ? { command: globLiteral(facts.command) }
       : facts.title !== null && normalizeSpace(facts.title) !== ""
         ? { title: globLiteral(facts.title) }
-        : null;
-  if (!named) return null;
+        : {};
+  const bindsInput = !("command" in named) || !facts.commandCoversInput;
   return {
     ...(facts.kind !== null && { kind: facts.kind }),
     ...named,
+    ...(bindsInput && { input: facts.input }),
     ...(facts.cwd !== null && { cwd: facts.cwd }),
     ...(facts.host !== null && { host: facts.host }),
   };
 }
 
 /**
+ * Whether `match` allows no other arguments than this request's (it must match the request too):
+ * a command literally (no wildcard) with the input fingerprint wherever the command is not all
+ * of the arguments, else the input fingerprint.
+ */
+export function coversEveryArgument(match: RuleMatch, facts: RuleFacts): boolean {
+  if (facts.command === null) return match.input !== undefined;
+  if (match.command === undefined || hasWildcard(match.command)) return false;
+  return facts.commandCoversInput || match.input !== undefined;
+}
+
+/**
  * What of a request a rule reads, or null when no rule may touch it: its card was cut to the
  * stored-bytes limit (what a rule would need could be missing), or it is high-risk.
  */
-export function ruleFactsOf(approval: Pick<Approval, "snapshot">, highRisk: readonly HighRiskPattern[]) {
+export function ruleFactsOf(
+  approval: Pick<Approval, "snapshot">,
+  highRisk: readonly HighRiskPattern[],
+): RuleFacts | null {
   if (approval.snapshot.truncated) return null;
-  const facts = requestFacts(approval.snapshot);
-  return isHighRisk(highRisk, facts) ? null : facts;
+  if (isHighRisk(highRisk, requestFacts(approval.snapshot))) return null;
+  return ruleFacts(approval.snapshot);
 }
 
 /**
  * The match of the rule a card's "Allow for 1 h" makes, or why none may be made: the request
  * must offer `allow_once` (and the decision pick it, when `optionId` is given), the decider must
  * own the session (a `me` rule covers only their own sessions), the request must not be
- * high-risk or cut, and the match (derived unless given) must match this very request. The
- * gate decides with it; the card offers the button and its preview with it.
+ * high-risk or cut, and the match (derived unless given) must match this very request and no
+ * other arguments (`coversEveryArgument`). The gate decides with it; the card offers the
+ * button and its preview with it.
  */
 export function cardRule(
   approval: Pick<Approval, "snapshot" | "options" | "sessionId">,
@@ -153,9 +191,14 @@ export function cardRule(
   const facts = ruleFactsOf(approval, c.highRisk);
   if (!facts) return { ok: false, message: "no rule allows a high-risk or truncated request" };
   const match = c.match ?? derivedMatch(facts);
-  if (!match) return { ok: false, message: "this request has no command or title to match" };
   if (!ruleMatches(match, { facts, sessionId: approval.sessionId })) {
     return { ok: false, message: "the rule's match does not match this request" };
+  }
+  if (!coversEveryArgument(match, facts)) {
+    return {
+      ok: false,
+      message: "a rule from a card allows only this request's exact arguments (its command or input)",
+    };
   }
   return { ok: true, match };
 }
@@ -182,10 +225,59 @@ export function describeMatch(match: RuleMatch, scope: RuleScope = "me"): string
     parts.push("that run no command");
   }
   if (match.title !== undefined) parts.push(`titled ${globWords(match.title)}`);
+  if (match.input !== undefined)
+    parts.push(`with exactly the arguments it was made from (input ${match.input.slice(0, 12)}…)`);
   if (match.cwd !== undefined) parts.push(`in ${match.cwd} (or below)`);
   if (match.host !== undefined) parts.push(`on host “${match.host}”`);
   if (match.agent !== undefined) parts.push(`from agent “${match.agent}”`);
   if (match.sessionId !== undefined) parts.push(`in session ${match.sessionId}`);
   const whose = scope === "team" ? "in anyone's sessions" : "in your own sessions";
   return `Allows ${parts.join(" ")}, ${whose}, unless high-risk.`;
+}
+
+/** How much of a request's arguments a card rule keeps to show on the Rules screen (`Rule.arguments`). */
+export const RULE_ARGUMENTS_CHARS = 4096;
+
+/** A request's arguments as people read them, one per line: `key: value`, then locations and diffs. */
+export function argumentLines(toolCall: ApprovalSnapshot["toolCall"]): string[] {
+  const { rawInput, locations, diffs } = requestInput(toolCall);
+  const shown = (v: unknown) => (typeof v === "string" ? v : canonicalJson(v));
+  const lines =
+    rawInput && typeof rawInput === "object" && !Array.isArray(rawInput)
+      ? Object.entries(rawInput).map(([key, value]) => `${key}: ${shown(value)}`)
+      : rawInput === null
+        ? []
+        : [`input: ${shown(rawInput)}`];
+  for (const l of locations) lines.push(`location: ${shown(l.path)}${typeof l.line === "number" ? `:${l.line}` : ""}`);
+  for (const d of diffs) lines.push(`writes ${shown(d.path)}: ${shown(d.newText)}`);
+  return lines;
+}
+
+/** Text cut to `max` characters (code points), marked with `…` when cut. */
+function cut(text: string, max: number): string {
+  const chars = Array.from(text);
+  return chars.length <= max ? text : `${chars.slice(0, max).join("")}…`;
+}
+
+/**
+ * `argumentLines` as one text, cut to `maxChars` with a note of how much is left out: the Rules
+ * screen says with it what a rule's input fingerprint allows (`Rule.arguments`).
+ */
+export function argumentsText(toolCall: ApprovalSnapshot["toolCall"], maxChars = RULE_ARGUMENTS_CHARS): string {
+  const text = argumentLines(toolCall).join("\n") || "(no arguments)";
+  const over = Array.from(text).length - maxChars;
+  return over <= 0 ? text : `${cut(text, maxChars)} (${over} more characters: the whole input is on the request)`;
+}
+
+/**
+ * The words of a card's rule button: what one click allows for 1 h, e.g. `Allow “npm test” for
+ * 1 h` or `Allow web_fetch (prompt: “Summarize https://…”, …) for 1 h, exactly these arguments`.
+ */
+export function ruleOfferLabel(facts: RequestFacts, match: RuleMatch, toolCall: ApprovalSnapshot["toolCall"]): string {
+  if (facts.command !== null && match.input === undefined) return `Allow “${facts.command}” for 1 h`;
+  const tool =
+    facts.command !== null ? `“${facts.command}”` : (facts.title?.split(": ")[0] ?? facts.kind ?? "this tool");
+  const [first, ...more] = facts.command !== null ? [] : argumentLines(toolCall);
+  const args = first === undefined ? "" : ` (${cut(first.replace(/: /, ": “"), 80)}”${more.length > 0 ? ", …" : ""})`;
+  return `Allow ${tool}${args} for 1 h, exactly these arguments`;
 }

@@ -83,7 +83,7 @@ describe("team quotas", () => {
       burstPerKey: 40,
       pendingPerTeam: 500,
       pendingPerKey: 100,
-      storedBytesPerRequest: 64 * 1024,
+      storedBytesPerRequest: 256 * 1024,
       retentionDays: 90,
     });
 
@@ -264,7 +264,7 @@ describe("team quotas", () => {
     live.ws.close();
   });
 
-  it("stores a large request cut to the cap with a marker; the hash covers the whole request and decisions work", async () => {
+  it("stores a large request cut to the cap with a marker; the hash covers the whole request; it is denied, never allowed", async () => {
     const owner = await signUp();
     await setLimits(owner, { storedBytesPerRequest: 4096 });
     const { key } = await createKey(owner);
@@ -295,17 +295,49 @@ describe("team quotas", () => {
     });
     expect(stored.length).toBeLessThan(6000);
 
-    expect((await decide(owner, approval, "allow")).status).toBe(200);
+    // Only what was shown can be allowed: no one saw the cut part.
+    const allow = await decide(owner, approval, "allow");
+    expect(allow.status).toBe(409);
+    expect(await json(allow)).toMatchObject({ error: "request_truncated" });
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
     expect(await settled(owner, approvalId)).toMatchObject({
-      state: "allowed",
+      state: "denied",
       snapshot: { truncated: { bytesNotStored } },
     });
     // The record says the decider saw a cut card.
     await flush(owner.teamId, sessionId);
     const decided = await env.DB.prepare("SELECT detail FROM audit_log WHERE event_id = ?")
-      .bind(`${approvalId}:approval.allowed`)
+      .bind(`${approvalId}:approval.denied`)
       .first<{ detail: string }>();
     expect(JSON.parse(decided?.detail as string)).toMatchObject({ truncated: bytesNotStored });
+  });
+});
+
+describe("stored bytes by default", () => {
+  it("a typical 64 KiB file write (old and new text on the card) is stored whole, and can be allowed", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const sessionId = unique("write");
+    const source = (tag: string) =>
+      Array.from({ length: 1_600 }, (_, i) => `export const ${tag}${i} = "value ${i}"; // line\n`)
+        .join("")
+        .slice(0, 64 * 1024);
+    const [oldText, newText] = [source("old"), source("new")];
+    const toolCall = {
+      toolCallId: "write-64k",
+      title: "Write: src/big.ts",
+      kind: "edit" as const,
+      content: [{ type: "diff", path: "/repo/src/big.ts", oldText, newText }],
+      locations: [{ path: "/repo/src/big.ts" }],
+      rawInput: { file_path: "/repo/src/big.ts", content: newText },
+    };
+    const created = await askHttp(key, sessionId, permissionParams(sessionId, { toolCall }));
+    expect(created.status).toBe(201);
+    const [approval] = (await pendingApprovals(owner, sessionId)) as [Approval];
+    expect(approval.snapshot.truncated).toBeUndefined();
+    expect((approval.snapshot.toolCall.rawInput as { content: string }).content).toBe(newText);
+    expect((await decide(owner, approval, "allow")).status).toBe(200);
   });
 });
 

@@ -22,10 +22,12 @@ interface RuleRow {
   ended_by: string | null;
   ender_name: string | null;
   allowed: number;
+  from_approval: string | null;
+  arguments: string | null;
 }
 
 const RULE_SELECT = `SELECT r.id, r.scope, r.match, r.note, r.created_by, c.name AS creator_name, r.created_at,
-         r.expires_at, r.ended_at, r.ended_by, e.name AS ender_name,
+         r.expires_at, r.ended_at, r.ended_by, e.name AS ender_name, r.from_approval, r.arguments,
          (SELECT COUNT(*) FROM approvals a WHERE a.rule_id = r.id AND a.team_id = r.team_id) AS allowed
     FROM standing_rules r LEFT JOIN users c ON c.id = r.created_by LEFT JOIN users e ON e.id = r.ended_by`;
 
@@ -41,6 +43,8 @@ function ruleFromRow(r: RuleRow): Rule {
     endedAt: r.ended_at,
     endedBy: r.ended_by ? { userId: r.ended_by, name: r.ender_name ?? "" } : null,
     allowed: r.allowed,
+    fromApproval: r.from_approval,
+    arguments: r.arguments,
   };
 }
 
@@ -66,19 +70,35 @@ export async function insertRule(
     now: number;
     expiresAt: number;
     maxActive: number;
+    /** A card's rule: the request it was made from, and its arguments as people read them. */
+    fromApproval?: string | null;
+    arguments?: string | null;
   },
   audit?: AuditEvent,
 ): Promise<CreateRuleResult> {
   const insert = db
     .prepare(
-      `INSERT INTO standing_rules (id, team_id, created_by, scope, match, note, created_at, expires_at)
-       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+      `INSERT INTO standing_rules
+         (id, team_id, created_by, scope, match, note, created_at, expires_at, from_approval, arguments)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11
         WHERE (SELECT COUNT(*) FROM standing_rules
                 WHERE team_id = ?2 AND ended_at IS NULL AND expires_at > ?7) < ?9
           AND EXISTS (SELECT 1 FROM memberships m WHERE m.team_id = ?2 AND m.user_id = ?3
                        AND (m.role IN ('owner', 'admin') OR (?4 = 'me' AND m.role = 'approver')))`,
     )
-    .bind(r.id, r.teamId, r.userId, r.scope, JSON.stringify(r.match), r.note, r.now, r.expiresAt, r.maxActive);
+    .bind(
+      r.id,
+      r.teamId,
+      r.userId,
+      r.scope,
+      JSON.stringify(r.match),
+      r.note,
+      r.now,
+      r.expiresAt,
+      r.maxActive,
+      r.fromApproval ?? null,
+      r.arguments ?? null,
+    );
   const made = { sql: "EXISTS (SELECT 1 FROM standing_rules WHERE id = ?5)", binds: [r.id] };
   const [result] = await db.batch([
     insert,

@@ -87,6 +87,7 @@ export type DecisionResult =
       error: Extract<
         ErrorCode,
         | "option_not_offered"
+        | "request_truncated"
         | "not_session_owner"
         | "role_may_not_decide"
         | "not_found"

@@ -210,15 +210,16 @@ export type DecisionCheck =
         | "not_session_owner"
         | "option_not_offered"
         | "request_changed"
+        | "request_truncated"
         | "step_up_required"
         | "step_up_wrong_request"
         | "second_approver_required";
     };
 
 /**
- * Whether a human may take this decision on a pending approval, and what it resolves to. An
- * allow of a high-risk request also needs its step-up and, under a quorum, another person
- * (risk.ts); a deny never does.
+ * Whether a human may take this decision on a pending approval, and what it resolves to. A
+ * request whose snapshot was cut (`truncated`) is never allowed; an allow of a high-risk request
+ * also needs its step-up and, under a quorum, another person (risk.ts); a deny never does.
  */
 export function checkDecision(
   meta: ServedSession,
@@ -241,6 +242,8 @@ export function checkDecision(
     ...(d.reason !== undefined && { message: d.reason }),
   };
   if (state === "denied") return { ok: true, resolution };
+  // Only what a human saw is allowed: a request cut to the stored-bytes limit can only be denied.
+  if (pending.snapshot.truncated) return { ok: false, error: "request_truncated" };
   const allow = highRiskAllow(pending, d, decidedBy, now);
   if (!allow.ok) return allow;
   if (!allow.complete) return { ok: true, partial: allow.quorum };

@@ -92,6 +92,7 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
           issues: [{ code: "custom", path: ["content", result.field], message: result.message }],
         },
       });
+    case "request_truncated":
     case "not_session_owner":
     case "role_may_not_decide":
     case "step_up_required":

@@ -15,6 +15,7 @@ import {
   type RuleMatch,
   type RuleScope,
 } from "../../sdk/src/human/rules";
+import { argumentsText } from "../../sdk/src/rules";
 import { canonicalJson, newId, sha256Hex } from "../crypto";
 import { countActiveRules, endRule, insertRule, listRules } from "../db";
 import { DomainError } from "../errors";
@@ -58,7 +59,14 @@ async function tellHub(env: Env, teamId: string): Promise<boolean> {
 export async function createRule(
   env: Env,
   who: RuleMaker,
-  r: { scope: RuleScope; match: RuleMatch; expiresInMs: number; note: string | null; fromApproval?: string },
+  r: {
+    scope: RuleScope;
+    match: RuleMatch;
+    expiresInMs: number;
+    note: string | null;
+    fromApproval?: string;
+    arguments?: string;
+  },
 ): Promise<Rule> {
   assertMayMakeRule(who, r.scope);
   const now = Date.now();
@@ -87,6 +95,8 @@ export async function createRule(
       now,
       expiresAt,
       maxActive: MAX_ACTIVE_RULES,
+      fromApproval: r.fromApproval ?? null,
+      arguments: r.arguments ?? null,
     },
     event,
   );
@@ -139,7 +149,10 @@ export async function assertRoomForRule(env: Env, who: RuleMaker): Promise<void>
   }
 }
 
-/** After a decision that allowed `approval` with a rule: the `me` rule, or `rule_not_created` (the allow stands). */
+/**
+ * After a decision that allowed `approval` with a rule: the `me` rule, or `rule_not_created` (the
+ * allow stands). A rule bound to the request's input keeps its arguments for the Rules screen.
+ */
 export async function createCardRule(
   env: Env,
   who: RuleMaker,
@@ -147,7 +160,8 @@ export async function createCardRule(
   r: { match: RuleMatch; expiresInMs: number },
 ): Promise<Rule> {
   try {
-    return await createRule(env, who, { scope: "me", ...r, note: null, fromApproval: approval.id });
+    const shown = r.match.input !== undefined ? { arguments: argumentsText(approval.snapshot.toolCall) } : {};
+    return await createRule(env, who, { scope: "me", ...r, note: null, fromApproval: approval.id, ...shown });
   } catch (error) {
     const why = error instanceof DomainError ? error.message : "the rule could not be made";
     throw new DomainError("rule_not_created", `allowed once; ${why}`, { extra: { approval } });

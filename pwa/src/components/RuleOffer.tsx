@@ -1,16 +1,19 @@
 /**
  * The card's "Allow for 1 h": beside "Allow once", where a rule is possible (the request offers
- * `allow_once`, it is in your own session, it is not high-risk under the team's policy, and
- * nothing of it was cut), with a sentence saying exactly what the rule will match. The offer and
- * the sentence come from `sdk/src/rules.ts`, the same code the gate decides and matches with.
+ * `allow_once`, it is in your own session, it is not high-risk under the team's policy, nothing
+ * of it was cut, and the rule binds every argument), labelled with what one click allows
+ * ("Allow web_fetch (prompt: “…”) for 1 h, exactly these arguments") and a sentence saying
+ * exactly what the rule will match. The offer and the words come from `sdk/src/rules.ts`, the
+ * same code the gate decides and matches with.
  *
  * Owns: the button and its preview. Does not own: the decision (the card's `onChoose`) or
  * whether the server agrees (it checks again: `409 rule_not_possible`).
  */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import type { HighRiskPattern } from "../../../sdk/src/human/policy";
 import { RULE_DEFAULT_MS } from "../../../sdk/src/human/rules";
-import { cardRule, describeMatch } from "../../../sdk/src/rules";
+import { requestFacts } from "../../../sdk/src/request-match";
+import { argumentsText, cardRule, describeMatch, ruleOfferLabel } from "../../../sdk/src/rules";
 import { type ApprovalView, api, type RuleMatch } from "../api";
 import { useMe } from "../viewer";
 import { SafeText } from "./SafeText";
@@ -40,13 +43,22 @@ export function RuleOffer({
   const me = useMe();
   const patterns = useHighRisk();
   const allowOnce = approval.options.find((o) => o.kind === "allow_once");
-  if (!me || !patterns || !approval.owner || !allowOnce) return null;
-  const offer = cardRule(approval, {
-    deciderUserId: me.user.id,
-    ownerUserId: approval.owner.userId,
-    highRisk: patterns,
-  });
-  if (!offer.ok) return null;
+  const userId = me?.user.id;
+  // cardRule hashes the request's arguments: once per request, not once per render.
+  const offer = useMemo(
+    () =>
+      userId && patterns && approval.owner
+        ? cardRule(approval, { deciderUserId: userId, ownerUserId: approval.owner.userId, highRisk: patterns })
+        : null,
+    [approval, userId, patterns],
+  );
+  if (!allowOnce || !offer?.ok) return null;
+  const { toolCall } = approval.snapshot;
+  const label = ruleOfferLabel(requestFacts(approval.snapshot), offer.match, toolCall);
+  const preview =
+    offer.match.input === undefined
+      ? describeMatch(offer.match)
+      : `${describeMatch(offer.match)} Exactly these arguments:\n${argumentsText(toolCall, 600)}`;
   return (
     <button
       type="button"
@@ -56,10 +68,12 @@ export function RuleOffer({
       onClick={() => onAllowWithRule(allowOnce.optionId, { expiresInMs: RULE_DEFAULT_MS, match: offer.match })}
       data-testid="option-allow-rule"
     >
-      <span data-testid="option-label">Allow for 1 h</span>
+      {/* The label and the match quote the agent's own text: shown as safe text, like the request itself. */}
+      <span data-testid="option-label">
+        <SafeText text={label} />
+      </span>
       <span class="option-note" data-testid="rule-preview">
-        {/* The match quotes the agent's own text: shown as safe text, like the request itself. */}
-        <SafeText text={describeMatch(offer.match)} />
+        <SafeText text={preview} />
       </span>
     </button>
   );

@@ -3,10 +3,21 @@ import { DEFAULT_LINE_LIMIT, toSafeText } from "../safe-text";
 
 /**
  * Agent text, rendered as text nodes only (never HTML), with unsafe characters shown as tokens
- * and long lines cut behind a "Show all" button. `block` keeps line breaks (code, JSON, commands).
+ * and long lines cut behind a "Show all" button. `block` keeps line breaks (code, JSON, commands);
+ * `whole` never cuts (what is about to be allowed, e.g. a batch's commands).
  */
-export function SafeText({ text, block = false, testId }: { text: string; block?: boolean; testId?: string }) {
-  const [all, setAll] = useState(false);
+export function SafeText({
+  text,
+  block = false,
+  whole = false,
+  testId,
+}: {
+  text: string;
+  block?: boolean;
+  whole?: boolean;
+  testId?: string;
+}) {
+  const [all, setAll] = useState(whole);
   const safe = useMemo(() => toSafeText(text, all ? null : DEFAULT_LINE_LIMIT), [text, all]);
   const Tag = block ? "pre" : "span";
   return (
@@ -26,7 +37,7 @@ export function SafeText({ text, block = false, testId }: { text: string; block?
           ),
         )}
       </Tag>
-      {(safe.hidden > 0 || all) && (
+      {!whole && (safe.hidden > 0 || all) && (
         <button type="button" class="link-button" onClick={() => setAll(!all)} data-testid="show-all">
           {all ? "Show less" : `Show all (${safe.hidden.toLocaleString()} more characters)`}
         </button>

@@ -1,7 +1,9 @@
 /**
  * Deciding several pending requests at once, from the board: the selection, the bar that picks
- * what to apply, a pre-flight table of exactly what will be sent (tool, command, session, owner,
- * the option applied to each), and the answer per request after Confirm. One
+ * what to apply, a pre-flight table of exactly what will be sent (tool, the whole command or
+ * input, wrapped and never clipped, session, owner, the option applied to each), and the answer
+ * per request after Confirm. An allow leaves out, saying why, every request the table cannot
+ * show whole: one with a diff (open its card), or one cut to the stored-bytes limit. One
  * `POST /v1/approvals/decisions`; the server decides each item as a single decision, so a request
  * that changed, was decided meanwhile, or needs more than this answers for itself.
  *
@@ -9,6 +11,7 @@
  * a decision checks (the server).
  */
 import { useState } from "preact/hooks";
+import { argumentLines } from "../../../sdk/src/rules";
 import { type ApiError, api, type DecisionBatchResult, type PendingApproval } from "../api";
 import { Banner } from "../components/Banner";
 import { ReasonField } from "../components/ReasonField";
@@ -113,6 +116,28 @@ export function BatchBar({
 /** The option of `verdict`'s kind this request offers (its first), or none. */
 const optionFor = (a: PendingApproval, verdict: Verdict) => a.options.find((o) => o.kind === verdict);
 
+/**
+ * Why a request is left out of this batch, or null: its option is not offered, or (for an allow)
+ * the table does not show it whole: a diff is on its card only, and a cut request is never allowed.
+ */
+function leftOut(a: PendingApproval, verdict: Verdict): string | null {
+  if (!optionFor(a, verdict)) return "not offered: left out";
+  if (verdict !== "allow_once") return null;
+  const { truncated, toolCall } = a.snapshot;
+  if (truncated) return `too large to review here: ${truncated.bytesNotStored} bytes not stored: left out`;
+  const content = Array.isArray(toolCall.content) ? toolCall.content : [];
+  if (content.some((c) => asRecord(c).type === "diff"))
+    return "its diff is not shown here: open it to decide; left out";
+  return null;
+}
+
+/** The whole command, else every argument (one per line): what an allow would let run. */
+function whatRuns(a: PendingApproval): string {
+  const command = asRecord(a.snapshot.toolCall.rawInput).command;
+  if (typeof command === "string") return command;
+  return argumentLines(a.snapshot.toolCall).join("\n") || "—";
+}
+
 function PreFlight({
   verdict,
   selected,
@@ -129,7 +154,7 @@ function PreFlight({
   const [reason, setReason] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const sendable = selected.filter((a) => optionFor(a, verdict));
+  const sendable = selected.filter((a) => leftOut(a, verdict) === null);
   const confirm = async () => {
     setBusy(true);
     setError(null);
@@ -161,7 +186,7 @@ function PreFlight({
           <thead>
             <tr>
               <th>Tool</th>
-              <th>Command</th>
+              <th>Command or input</th>
               <th>Session</th>
               <th>Owner</th>
               <th>Applies</th>
@@ -170,20 +195,22 @@ function PreFlight({
           <tbody>
             {selected.map((a) => {
               const d = describeApproval(a);
-              const command = asRecord(a.snapshot.toolCall.rawInput).command;
               const option = optionFor(a, verdict);
+              const excluded = leftOut(a, verdict);
               return (
                 <tr key={a.id} data-testid={`preflight-${a.id}`}>
                   <td class="clip">
                     <SafeText text={d.title} />
                   </td>
-                  <td class="clip mono">{typeof command === "string" ? <SafeText text={command} /> : "—"}</td>
+                  <td class="preflight-runs" data-testid="preflight-command">
+                    <SafeText text={whatRuns(a)} block whole />
+                  </td>
                   <td class="clip">
                     <SafeText text={d.sessionTitle} />
                   </td>
                   <td class="nowrap">{memberName(a)}</td>
                   <td data-testid="preflight-option">
-                    {option ? (
+                    {option && !excluded ? (
                       <>
                         {optionWords(option.kind).label}
                         {option.name && (
@@ -196,7 +223,9 @@ function PreFlight({
                         )}
                       </>
                     ) : (
-                      <span class="row-error">not offered: left out</span>
+                      <span class="row-error" data-testid="preflight-left-out">
+                        {excluded}
+                      </span>
                     )}
                   </td>
                 </tr>

@@ -86,6 +86,9 @@ function RuleRow({ rule, onEnded }: { rule: Rule; onEnded: (rule: Rule) => void 
     <tr data-testid={`rule-row-${rule.id}`} data-state={state} class={state === "active" ? undefined : "revoked"}>
       <td class="break">
         <SafeText text={describeMatch(rule.match, rule.scope)} testId="rule-match" />
+        {rule.arguments !== null && (
+          <SafeText text={`Exactly these arguments:\n${rule.arguments}`} block testId="rule-arguments" />
+        )}
         {rule.note && (
           <span class="muted small">
             {" "}

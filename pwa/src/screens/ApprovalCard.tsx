@@ -154,6 +154,8 @@ function Card({
   const content = Array.isArray(tc.content) ? tc.content : [];
   const locations = Array.isArray(tc.locations) ? tc.locations.map(asRecord) : [];
   const suspicious = containsUnsafeText(approval.snapshot) || containsUnsafeText(approval.options);
+  // Only what was shown can be allowed: a cut request offers deny alone (the gate refuses an allow too).
+  const { truncated } = approval.snapshot;
   return (
     <article
       class={embedded ? "card in-panel" : "screen card"}
@@ -186,7 +188,7 @@ function Card({
       {approval.snapshot.truncated && (
         <Banner tone="warn" testId="card-truncated">
           truncated: {approval.snapshot.truncated.bytesNotStored} bytes not stored. This request was larger than the
-          team stores; what you see is cut. Deny it unless what is shown is enough to decide.
+          team stores; what you see is cut, so it cannot be allowed from here. Deny it; the agent can send less.
         </Banner>
       )}
 
@@ -255,8 +257,13 @@ function Card({
           approval.type !== "elicitation" && (
             <>
               <ReasonField value={reason} onInput={setReason} />
+              {truncated && (
+                <p class="allow-refused" data-testid="allow-refused">
+                  Too large to review here: {truncated.bytesNotStored} bytes not stored. Only deny remains.
+                </p>
+              )}
               <OptionButtons
-                options={approval.options}
+                options={truncated ? approval.options.filter((o) => !o.kind.startsWith("allow")) : approval.options}
                 busy={busy}
                 onChoose={(o) => onChoose(o, undefined, reason.trim() || undefined)}
                 besideAllowOnce={

@@ -22,7 +22,7 @@ export const teamLimitsSchema = z
     /** Pending requests of one API key, across all its sessions. */
     pendingPerKey: int(1, 10_000, 100),
     /** Bytes of a request's snapshot that are stored (gate, D1, live feed); the rest is cut, with a marker. */
-    storedBytesPerRequest: int(4 * KIB, 256 * KIB, 64 * KIB),
+    storedBytesPerRequest: int(4 * KIB, 256 * KIB, 256 * KIB),
     /** Days resolved requests and agent sessions are kept (the audit log is kept whole). */
     retentionDays: int(1, 3_650, 90),
   })

@@ -22,7 +22,9 @@ export const ENDED_RULES_SHOWN_MS = 7 * 24 * 60 * MINUTE;
 
 /**
  * What a rule matches (`../rules.ts` `ruleMatches`): every field named must match. `title` and
- * `command` are globs, `cwd` a path prefix, the rest exact. At least one of `title`/`command`.
+ * `command` are globs, `cwd` a path prefix, the rest exact; `input` is the SHA-256 (hex) of the
+ * request's arguments (`../request-match.ts` `inputFingerprint`). At least one of
+ * `title`/`command`/`input`.
  */
 export const ruleMatchSchema = z
   .object({
@@ -33,10 +35,14 @@ export const ruleMatchSchema = z
     host: z.string().min(1).max(256).optional(),
     agent: z.string().min(1).max(128).optional(),
     sessionId: z.string().min(1).max(128).optional(),
+    input: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, "an input fingerprint is 64 lowercase hex digits")
+      .optional(),
   })
   .strict()
-  .refine((m) => m.title !== undefined || m.command !== undefined, {
-    message: "a rule's match names at least one of title, command",
+  .refine((m) => m.title !== undefined || m.command !== undefined || m.input !== undefined, {
+    message: "a rule's match names at least one of title, command, input",
     path: ["command"],
   });
 export type RuleMatch = z.infer<typeof ruleMatchSchema>;
@@ -71,6 +77,10 @@ export const ruleSchema = z.object({
   endedAt: z.number().nullable(),
   endedBy: ownerSchema.nullable(),
   allowed: z.number().int().min(0),
+  /** A card's rule: the request it was made from (null for one made on the Rules screen). */
+  fromApproval: z.string().nullable(),
+  /** A card's rule with `match.input`: that request's arguments as people read them (`argumentsText`, ≤ 4 096 characters). */
+  arguments: z.string().nullable(),
 });
 export type Rule = z.infer<typeof ruleSchema>;
 
