@@ -1,16 +1,19 @@
 /**
  * What a request is, for matching, and the one glob every matcher uses: standing rules (the
  * gate, when a request arrives), high-risk patterns (the team policy) and a rule's preview on
- * the card all read a request through `requestFacts` and compare with `globMatch`.
+ * the card all read a request through `requestFacts` and compare with `globMatch`; a command
+ * pattern reads the command through `readShell` (shell/commands.ts).
  *
- * Owns: the facts of a request and glob matching. Does not own: which rules or patterns exist,
- * or what a match does. Pure and environment-neutral: the Worker, the PWA and the SDK import it.
+ * Owns: the facts of a request, glob matching and what a high-risk pattern matches. Does not
+ * own: which rules or patterns exist, what a match does, or parsing the shell. Pure and
+ * environment-neutral: the Worker, the PWA and the SDK import it.
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { ApprovalSnapshot } from "./approval.js";
 import { canonicalJson } from "./canonical-json.js";
 import type { HighRiskPattern } from "./human/policy.js";
+import { readShell, type ShellReading } from "./shell/commands.js";
 
 /** What a rule or a risk pattern may name of a request; `null` where the request does not say. */
 export interface RequestFacts {
@@ -21,18 +24,64 @@ export interface RequestFacts {
   cwd: string | null;
   host: string | null;
   agent: string | null;
+  /**
+   * Paths the tool call may write, as given: its diff paths, and, unless its kind only reads
+   * (`READ_ONLY_KINDS`), its locations and the path-named strings of its `rawInput`. What a
+   * command writes is read from the command itself (`readShell`).
+   */
+  writes: string[];
+  /** Every string in `rawInput`, at any depth (values, not keys). */
+  inputs: string[];
 }
 
 export function requestFacts(snapshot: ApprovalSnapshot): RequestFacts {
   const { toolCall, session } = snapshot;
+  const kind = typeof toolCall.kind === "string" ? toolCall.kind : null;
   return {
-    kind: typeof toolCall.kind === "string" ? toolCall.kind : null,
+    kind,
     title: typeof toolCall.title === "string" ? toolCall.title : null,
     command: commandOf(toolCall.rawInput),
     cwd: cwdOf(toolCall.rawInput) ?? session.cwd,
     host: session.host,
     agent: session.agent?.name ?? null,
+    writes: writesOf(toolCall, kind),
+    inputs: stringsIn(toolCall.rawInput),
   };
+}
+
+/** Kinds of tool call that change no file: their locations are what they read. */
+const READ_ONLY_KINDS = new Set(["read", "search", "fetch", "think", "switch_mode"]);
+
+/** `rawInput` keys that name a path (`file_path`, `notebook_path`, `paths`, `destination`, …). */
+const PATH_KEY = /path|file|dir|dest|target/i;
+
+function writesOf(toolCall: ApprovalSnapshot["toolCall"], kind: string | null): string[] {
+  const diffs = records(toolCall.content).flatMap((c) =>
+    c.type === "diff" && typeof c.path === "string" ? [c.path] : [],
+  );
+  if (kind !== null && READ_ONLY_KINDS.has(kind)) return diffs;
+  const locations = records(toolCall.locations).flatMap((l) => (typeof l.path === "string" ? [l.path] : []));
+  const raw = toolCall.rawInput;
+  const named =
+    raw && typeof raw === "object" && !Array.isArray(raw)
+      ? Object.entries(raw).flatMap(([key, value]) => (PATH_KEY.test(key) ? stringsIn(value) : []))
+      : [];
+  return [...diffs, ...locations, ...named];
+}
+
+/** The objects of a list the agent sent (the snapshot keeps its tool call as sent). */
+function records(value: unknown): Record<string, unknown>[] {
+  return Array.isArray(value)
+    ? value.filter((v): v is Record<string, unknown> => typeof v === "object" && v !== null)
+    : [];
+}
+
+/** Every string in a JSON value, depth-first (nesting is bounded by the request's size limit). */
+function stringsIn(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.flatMap(stringsIn);
+  if (value && typeof value === "object") return Object.values(value).flatMap(stringsIn);
+  return [];
 }
 
 function commandOf(rawInput: unknown): string | null {
@@ -50,9 +99,6 @@ function cwdOf(rawInput: unknown): string | null {
 }
 
 type ToolCall = ApprovalSnapshot["toolCall"];
-
-const records = (value: unknown): Record<string, unknown>[] =>
-  Array.isArray(value) ? value.map((v) => (v && typeof v === "object" ? (v as Record<string, unknown>) : {})) : [];
 
 /**
  * Every argument of a request, as a standing rule binds them: its `rawInput` whole, the paths
@@ -91,20 +137,32 @@ export function commandCoversInput(toolCall: ToolCall): boolean {
   return Object.keys(raw).every((key) => COMMAND_INPUT_KEYS.has(key)) && locations.length === 0 && diffs.length === 0;
 }
 
-/** Runs of whitespace count as one space, and leading and trailing space is ignored. */
-export function normalizeSpace(text: string): string {
-  return text.trim().replace(/\s+/g, " ");
+/**
+ * How text is compared: `ignoreCase`; `lineBreaks` keeps a run of whitespace holding a line
+ * break apart from a space (for commands, where a line break ends a command and a space does not).
+ */
+export interface MatchOptions {
+  ignoreCase?: boolean;
+  lineBreaks?: boolean;
+}
+
+/** Runs of whitespace count as one space (one line break with `lineBreaks`); leading and trailing space is ignored. */
+export function normalizeSpace(text: string, options: MatchOptions = {}): string {
+  const trimmed = text.trim();
+  if (!options.lineBreaks) return trimmed.replace(/\s+/g, " ");
+  return trimmed.replace(/\s+/g, (run) => (/[\n\r]/.test(run) ? "\n" : " "));
 }
 
 /**
- * Glob match over the whole text: `*` is any run of characters (`/` included), `?` one
- * character, `\` makes the next character literal. Whitespace is normalized on both sides.
- * Linear in practice and never a regex, so a pattern cannot make matching blow up.
+ * Glob match over the whole text: `*` is any run of characters (`/` and line breaks included),
+ * `?` one character, `\` makes the next character literal. Whitespace is normalized on both
+ * sides (`normalizeSpace`). Linear in practice and never a regex, so a pattern cannot make
+ * matching blow up.
  */
-export function globMatch(pattern: string, text: string, options: { ignoreCase?: boolean } = {}): boolean {
+export function globMatch(pattern: string, text: string, options: MatchOptions = {}): boolean {
   const fold = (s: string) => (options.ignoreCase ? s.toLowerCase() : s);
-  const p = tokens(fold(normalizeSpace(pattern)));
-  const t = fold(normalizeSpace(text));
+  const p = tokens(fold(normalizeSpace(pattern, options)));
+  const t = fold(normalizeSpace(text, options));
   let pi = 0;
   let ti = 0;
   let starAt = -1;
@@ -141,8 +199,8 @@ function tokens(pattern: string): string[] {
 }
 
 /** A glob that matches exactly this text: a rule derived from a request keeps its arguments literal. */
-export function globLiteral(text: string): string {
-  return normalizeSpace(text).replace(/[\\*?]/g, (c) => `\\${c}`);
+export function globLiteral(text: string, options: Pick<MatchOptions, "lineBreaks"> = {}): string {
+  return normalizeSpace(text, options).replace(/[\\*?]/g, (c) => `\\${c}`);
 }
 
 /** Whether `path` is `prefix` or inside it (a path prefix, not a string prefix: `/a` does not cover `/ab`). */
@@ -151,25 +209,81 @@ export function pathWithin(path: string, prefix: string): boolean {
   return path === base || path.startsWith(base.endsWith("/") ? base : `${base}/`);
 }
 
-/** The parts of a command chain, each tried on its own: `cd x && rm -rf y` holds `rm -rf y`. */
-export function commandParts(command: string): string[] {
-  const parts = command
-    .split(/&&|\|\||[;|\n]/)
-    .map(normalizeSpace)
-    .filter(Boolean);
-  return [normalizeSpace(command), ...parts];
-}
-
-/** Whether a request is high-risk under these patterns (ignoring case; a fact the request lacks never matches). */
+/**
+ * Whether a request is high-risk under these patterns (ignoring case; a fact the request lacks
+ * never matches). The command is read once, and only when a pattern needs it.
+ */
 export function isHighRisk(patterns: readonly HighRiskPattern[], facts: RequestFacts): boolean {
-  return patterns.some((pattern) => riskPatternMatches(pattern, facts));
+  let reading: ShellReading | null | undefined;
+  const shell = () => {
+    if (reading === undefined) reading = facts.command === null ? null : readShell(facts.command);
+    return reading;
+  };
+  return patterns.some((pattern) => riskPatternMatches(pattern, facts, shell));
 }
 
-function riskPatternMatches(pattern: HighRiskPattern, facts: RequestFacts): boolean {
-  const glob = (p: string, text: string | null) => text !== null && globMatch(p, text, { ignoreCase: true });
+const matchesIgnoringCase = (pattern: string, text: string) => globMatch(pattern, text, { ignoreCase: true });
+
+function riskPatternMatches(pattern: HighRiskPattern, facts: RequestFacts, shell: () => ShellReading | null): boolean {
+  const glob = (p: string, text: string | null) => text !== null && matchesIgnoringCase(p, text);
   if (pattern.kind !== undefined && !glob(pattern.kind, facts.kind)) return false;
   if (pattern.title !== undefined && !glob(pattern.title, facts.title)) return false;
-  if (pattern.command === undefined) return true;
-  const command = pattern.command;
-  return facts.command !== null && commandParts(facts.command).some((part) => glob(command, part));
+  if (pattern.input !== undefined) {
+    const input = pattern.input;
+    if (!facts.inputs.some((text) => matchesIgnoringCase(input, text))) return false;
+  }
+  if (pattern.command !== undefined && !commandMatches(pattern.command, facts.command, shell())) return false;
+  if (pattern.writes !== undefined && !writesMatch(pattern.writes, facts.writes, shell())) return false;
+  return true;
+}
+
+/**
+ * A command pattern matches the whole command line or any simple command in it (`readShell`);
+ * a script that could not be parsed matches when the pattern appears anywhere in it.
+ */
+function commandMatches(pattern: string, command: string | null, reading: ShellReading | null): boolean {
+  if (command === null || reading === null) return false;
+  if (matchesIgnoringCase(pattern, command)) return true;
+  if (reading.commands.some((text) => matchesIgnoringCase(pattern, text))) return true;
+  return reading.opaque.some((text) => appearsIn(pattern, text));
+}
+
+/** A writes pattern matches any path written, by the tool call or by its command's redirections. */
+function writesMatch(pattern: string, writes: readonly string[], reading: ShellReading | null): boolean {
+  const paths = reading ? [...writes, ...reading.writes] : writes;
+  if (paths.some((path) => pathMatches(pattern, path))) return true;
+  return reading?.opaque.some((text) => appearsIn(pattern, text)) ?? false;
+}
+
+/**
+ * Whether the glob matches the path or any tail of it after a `/`, so `.ssh/*` matches
+ * `/home/ada/.ssh/config` and `~/.ssh/config`; a pattern starting with `/` matches from the root
+ * only. The path is normalized first: `\` as `/`, no empty, `.` or `..` segments.
+ */
+export function pathMatches(pattern: string, path: string): boolean {
+  const normal = normalizePath(path);
+  if (matchesIgnoringCase(pattern, normal)) return true;
+  for (let i = normal.indexOf("/"); i !== -1; i = normal.indexOf("/", i + 1)) {
+    if (matchesIgnoringCase(pattern, normal.slice(i + 1))) return true;
+  }
+  return false;
+}
+
+function normalizePath(path: string): string {
+  const out: string[] = [];
+  for (const segment of path.replace(/\\/g, "/").split("/")) {
+    if (segment === "" || segment === ".") continue;
+    if (segment === ".." && out.length > 0 && out.at(-1) !== "..") out.pop();
+    else out.push(segment);
+  }
+  return (path.startsWith("/") || path.startsWith("\\") ? "/" : "") + out.join("/");
+}
+
+/**
+ * Whether the glob matches somewhere inside text that could not be parsed: as written, and with
+ * quotes and backslashes removed (`git push "--force"` inside a line the parser refused).
+ */
+function appearsIn(pattern: string, text: string): boolean {
+  const anywhere = `*${pattern.replace(/\\$/, "")}*`;
+  return matchesIgnoringCase(anywhere, text) || matchesIgnoringCase(anywhere, text.replace(/["'\\]/g, ""));
 }

@@ -54,6 +54,20 @@ describe("ruleMatches", () => {
     expect(ruleMatches({ command: "cd a && make" }, target(facts("cd a && make")))).toBe(true);
   });
 
+  it("a literal command rule does not allow the same text with a line break where it had a space", () => {
+    const spaced = derivedMatch(facts("ssh staging ./deploy.sh")) as NonNullable<ReturnType<typeof derivedMatch>>;
+    expect(ruleMatches(spaced, target(facts("ssh staging ./deploy.sh")))).toBe(true);
+    expect(ruleMatches(spaced, target(facts("ssh  staging\t./deploy.sh")))).toBe(true);
+    expect(ruleMatches(spaced, target(facts("ssh staging\n./deploy.sh")))).toBe(false);
+    expect(ruleMatches({ command: "ssh staging ./deploy.sh" }, target(facts("ssh staging\r\n./deploy.sh")))).toBe(
+      false,
+    );
+    const broken = derivedMatch(facts("ssh staging\n./deploy.sh")) as NonNullable<ReturnType<typeof derivedMatch>>;
+    expect(broken.command).toBe("ssh staging\n./deploy.sh");
+    expect(ruleMatches(broken, target(facts("ssh staging\n./deploy.sh")))).toBe(true);
+    expect(ruleMatches(broken, target(facts("ssh staging ./deploy.sh")))).toBe(false);
+  });
+
   it("a title-only rule never allows a request that carries a command", () => {
     expect(ruleMatches({ title: "Read *" }, target(facts(null, { title: "Read file", kind: "read" })))).toBe(true);
     expect(ruleMatches({ title: "Read *" }, target(facts("rm -r x", { title: "Read file" })))).toBe(false);

@@ -65,6 +65,9 @@ export interface RuleTarget {
  */
 const SHELL_CONTROL = /[;&|<>`\n\r]|\$\(/;
 
+/** In a command a line break ends a command, so `a b` never matches `a⏎b` (nor a rule made from one the other). */
+const COMMAND_SPACE = { lineBreaks: true } as const;
+
 /** Whether `glob` has a `*` or `?` that is not escaped. */
 export function hasWildcard(glob: string): boolean {
   for (let i = 0; i < glob.length; i++) {
@@ -102,7 +105,7 @@ export function ruleMatches(match: RuleMatch, target: Omit<RuleTarget, "ownerUse
   if (match.command === undefined) return facts.command === null;
   if (facts.command === null) return false;
   if (hasWildcard(match.command) && SHELL_CONTROL.test(facts.command)) return false;
-  return globMatch(match.command, facts.command);
+  return globMatch(match.command, facts.command, COMMAND_SPACE);
 }
 
 /** Whether the rule may apply to this request at `now`: standing, in scope, and matching. */
@@ -125,7 +128,7 @@ export function applicableRule(rules: readonly StandingRule[], target: RuleTarge
 export function derivedMatch(facts: RuleFacts): RuleMatch {
   const named =
     facts.command !== null && normalizeSpace(facts.command) !== ""
-      ? { command: globLiteral(facts.command) }
+      ? { command: globLiteral(facts.command, COMMAND_SPACE) }
       : facts.title !== null && normalizeSpace(facts.title) !== ""
         ? { title: globLiteral(facts.title) }
         : {};

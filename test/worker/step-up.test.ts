@@ -57,8 +57,8 @@ const FORCE_PUSH = {
   rawInput: { command: "git push --force origin main" },
 };
 
-/** A team (its owner with a passkey), an agent session, and `count` high-risk requests. */
-async function highRiskSetup(policy: object = {}, count = 1) {
+/** A team (its owner with a passkey), an agent session, and `count` high-risk requests (force pushes unless told). */
+async function highRiskSetup(policy: object = {}, count = 1, toolCall: typeof FORCE_PUSH | object = FORCE_PUSH) {
   const owner = await withPasskey(await signUp("Ada"));
   if (Object.keys(policy).length > 0) {
     const put = await api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify(policy) });
@@ -68,7 +68,7 @@ async function highRiskSetup(policy: object = {}, count = 1) {
   const sessionId = unique("sess");
   const agent = await connectAgent(key, sessionId);
   for (let i = 1; i <= count; i++) {
-    await agent.ask(i, permissionParams(sessionId, { toolCall: { ...FORCE_PUSH, toolCallId: `push-${i}` } }));
+    await agent.ask(i, permissionParams(sessionId, { toolCall: { ...toolCall, toolCallId: `push-${i}` } }));
   }
   const approvals = (await pendingApprovals(owner, sessionId)).sort((a, b) => a.createdAt - b.createdAt);
   return { owner, agent, sessionId, approvals };
@@ -108,6 +108,33 @@ describe("risk tiers", () => {
     expect(options.status).toBe(400);
     expect(await json(options)).toMatchObject({ error: "step_up_not_needed" });
     expect((await decideWith(owner, normal as Approval, "allow")).status).toBe(200);
+  });
+});
+
+describe("high-risk matching sees through the shape of a command and covers tools without one", () => {
+  it.each([
+    [
+      "a force push inside bash -c",
+      { kind: "execute", title: "Bash", rawInput: { command: "bash -c 'git push --force'" } },
+    ],
+    [
+      "a +refspec push behind a wrapper",
+      { kind: "execute", rawInput: { command: "nohup /usr/bin/git push origin +main &" } },
+    ],
+    ["a write to ~/.ssh", { kind: "edit", locations: [{ path: "/home/ada/.ssh/authorized_keys" }], rawInput: {} }],
+  ])("%s opens high-risk and its allow needs the step-up", async (_, toolCall) => {
+    const { owner, agent, approvals } = await highRiskSetup({}, 1, toolCall);
+    const approval = approvals[0] as Approval;
+    expect(approval.risk).toBe("high");
+    const refused = await decideWith(owner, approval, "allow");
+    expect(refused.status).toBe(403);
+    expect(await json(refused)).toMatchObject({ error: "step_up_required" });
+    const { assertion } = await stepUpFor(owner, approval);
+    expect((await decideWith(owner, approval, "allow", assertion)).status).toBe(200);
+    expect(await agent.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "allow" } },
+    });
   });
 });
 

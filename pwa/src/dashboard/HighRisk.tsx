@@ -1,12 +1,19 @@
 /**
- * The policy's risk tier settings: the high-risk patterns (globs over a request's kind, command
- * and title; every field a pattern names must match) and how many people must allow such a
- * request. Part of the Policy screen; saved with the rest of the policy.
+ * The policy's risk tier settings: the high-risk patterns (globs over a request's kind, command,
+ * title, the paths it writes and its tool's input; every field a pattern names must match) and
+ * how many people must allow such a request. Part of the Policy screen; saved with the rest of
+ * the policy.
  */
 import { DEFAULT_HIGH_RISK, type HighRiskPattern, type TeamPolicy } from "../api";
 
-const FIELDS = ["command", "kind", "title"] as const;
-const PLACEHOLDER = { command: "e.g. git push --force*", kind: "e.g. delete", title: "e.g. *production*" };
+const FIELDS = ["command", "kind", "title", "writes", "input"] as const;
+const PLACEHOLDER = {
+  command: "e.g. git push --force*",
+  kind: "e.g. delete",
+  title: "e.g. *production*",
+  writes: "e.g. .ssh/*",
+  input: "e.g. *DROP TABLE*",
+};
 
 /** Drops empty fields, and patterns left with none (the server refuses those). */
 export function cleanPatterns(patterns: HighRiskPattern[]): HighRiskPattern[] {
@@ -36,8 +43,11 @@ export function HighRiskFields({
         <p class="muted small">
           A request matching any pattern is high-risk: the card, board and notification mark it, the lock screen offers
           no action, no rule allows it, and allowing it asks for a passkey bound to that request. Globs: <code>*</code>{" "}
-          any text, <code>?</code> one character, case ignored; a command pattern is also tried on each part of a chain
-          (<code>cd x &amp;&amp; rm -rf y</code>). Every field a pattern fills must match.
+          any text, <code>?</code> one character, case ignored. A command pattern is tried on every command the line
+          runs (<code>cd x &amp;&amp; rm -rf y</code>, <code>bash -c '…'</code>, <code>$(…)</code>, <code>sudo …</code>,
+          quotes removed, <code>/usr/bin/git</code> as <code>git</code>); <code>writes</code> on every path the request
+          may write (<code>.ssh/*</code> matches <code>~/.ssh/config</code>); <code>input</code> on every string in the
+          tool's input. Every field a pattern fills must match.
         </p>
       </div>
       <div class="setting-control">

@@ -35,21 +35,29 @@ export type LimitName = keyof TeamLimits;
 /**
  * A high-risk pattern (docs/state-machine.md "Risk tiers"): globs of `sdk/src/request-match.ts`
  * over the request's facts, matched ignoring case; every field it names must match. A `command`
- * pattern is also tried on each part of a command chain (`a && b`, `a; b`, `a | b`).
+ * pattern is tried on the whole command line and on every simple command the shell would run in
+ * it (`sdk/src/shell/commands.ts`); `writes` on every path the request may write (at any `/`
+ * boundary); `input` on every string in the tool's `rawInput`.
  */
 export const highRiskPatternSchema = z
   .object({
     kind: z.string().min(1).max(64).optional(),
     command: z.string().min(1).max(256).optional(),
     title: z.string().min(1).max(256).optional(),
+    writes: z.string().min(1).max(256).optional(),
+    input: z.string().min(1).max(256).optional(),
   })
   .strict()
-  .refine((p) => p.kind !== undefined || p.command !== undefined || p.title !== undefined, {
-    message: "a high-risk pattern names at least one of kind, command, title",
+  .refine((p) => Object.values(p).some((field) => field !== undefined), {
+    message: "a high-risk pattern names at least one of kind, command, title, writes, input",
   });
 export type HighRiskPattern = z.infer<typeof highRiskPatternSchema>;
 
-/** What counts as high-risk until a team says otherwise: destructive and history-rewriting commands. */
+/**
+ * What counts as high-risk until a team says otherwise: destructive and history-rewriting
+ * commands; writes to keys, secrets, shell start-up files and CI workflows (whatever tool makes
+ * them); MCP tools whose arguments drop or empty a database table.
+ */
 export const DEFAULT_HIGH_RISK: HighRiskPattern[] = [
   { command: "git push --force*" },
   { command: "git push -f*" },
@@ -65,6 +73,12 @@ export const DEFAULT_HIGH_RISK: HighRiskPattern[] = [
   { command: "*TRUNCATE TABLE*" },
   { command: "terraform destroy*" },
   { command: "kubectl delete*" },
+  ...[".ssh", ".ssh/*", ".env*", "*.pem", ".github/workflows/*"].map((writes) => ({ writes })),
+  ...[".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin"].map(
+    (writes) => ({ writes }),
+  ),
+  { writes: ".config/fish/config.fish" },
+  ...["*DROP TABLE*", "*DROP DATABASE*", "*TRUNCATE *"].map((input) => ({ title: "mcp_*", input })),
 ];
 
 /** Who an escalation step reaches: the session's owner, every member who may decide, or these members. */

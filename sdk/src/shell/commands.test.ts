@@ -1,0 +1,133 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_HIGH_RISK } from "../human/policy.js";
+import { isHighRisk, requestFacts } from "../request-match.js";
+import { readShell } from "./commands.js";
+
+const session = { title: null, agent: null, host: null, cwd: null };
+const highRisk = (command: string) =>
+  isHighRisk(
+    DEFAULT_HIGH_RISK,
+    requestFacts({ toolCall: { toolCallId: "t", kind: "execute", title: "Bash", rawInput: { command } }, session }),
+  );
+
+/** Commands the default patterns name, each reshaped so that splitting on `&& || ; |` and newlines missed it. */
+const RESHAPED = [
+  "true & rm -rf ~",
+  "sleep 1 & git push --force",
+  "bash -c 'git push --force'",
+  'sh -c "rm -rf /"',
+  "zsh -lc 'git push -f origin main'",
+  "bash -o pipefail -c 'kubectl delete ns prod'",
+  'eval "git push -f"',
+  "echo $(rm -rf /)",
+  'x="$(git reset --hard HEAD~3)"',
+  "echo `git push -f`",
+  'ls > "$(terraform destroy -auto-approve)"',
+  "( rm -rf build )",
+  "{ rm -rf build; }",
+  "if true; then git push --force; fi",
+  "for d in a b; do rm -rf $d; done",
+  "env A=1 git push -f",
+  "env -i PATH=/bin sudo rm -rf /var",
+  "sudo -u deploy git push --force",
+  "find . -name '*.tmp' | xargs -0 rm -rf",
+  "find . -type d -exec rm -rf {} ;",
+  "nohup git push -f &",
+  "time git push -f",
+  "command git push --force",
+  "exec git push -f",
+  "nice -n 10 terraform destroy",
+  "timeout 30 kubectl delete pod web-1",
+  "/usr/bin/git push -f",
+  "/bin/rm -rf /tmp/x",
+  'git push "--force"',
+  "git push '-f' origin main",
+  "g\\it push -f",
+  "git  push  -f",
+  "git push origin +main",
+  "git push origin +HEAD:main",
+  "git push -uf origin main",
+  "git push --mirror backup",
+  "git -C /repo push --force",
+  "git -c core.sshCommand=ssh push -f",
+  "rm -r -v -f build",
+  "rm -vrf build",
+  "rm --recursive --force build",
+  "kubectl -n prod delete deployment web",
+  "terraform -chdir=infra destroy",
+  "ssh prod 'kubectl delete ns x'",
+  "su - root -c 'rm -rf /srv'",
+  "watch -n 5 'git push -f'",
+  "env -S 'git push -f'",
+  "bash -c \"sh -c 'git push --force'\"",
+  'psql -c "DROP\n  TABLE users"',
+  // Not parsed (process substitution): a pattern anywhere in it is enough.
+  "diff <(git push -f) x",
+  'diff <(ls) <(git push "--force")',
+];
+
+/** Commands that merely look alike: still normal. */
+const NORMAL = [
+  "git push origin main",
+  "git push --follow-tags origin main",
+  "echo 'git push --force is dangerous'",
+  "grep -rn 'rm -rf' .",
+  "rm -r build",
+  "rm -f build.log",
+  "git status && git diff",
+  "bash ./scripts/deploy.sh",
+  "kubectl get pods -n prod",
+  "terraform plan",
+  "sudo apt-get update",
+  "ls -la | grep rm",
+];
+
+describe("high-risk matching sees through the shape of a command", () => {
+  it("has a table of at least 30 reshaped commands", () => {
+    expect(RESHAPED.length).toBeGreaterThanOrEqual(30);
+  });
+
+  it.each(RESHAPED)("%j is high-risk under the default patterns", (command) => {
+    expect(highRisk(command)).toBe(true);
+  });
+
+  it.each(NORMAL)("%j stays normal", (command) => {
+    expect(highRisk(command)).toBe(false);
+  });
+});
+
+describe("readShell", () => {
+  it("lists every simple command with quotes removed and programs by name", () => {
+    expect(readShell('cd /repo && /usr/bin/git  push "origin" main & echo $(date)')).toEqual({
+      commands: ["cd /repo", "git push origin main", "echo $(date)", "date"],
+      opaque: [],
+      writes: [],
+    });
+  });
+
+  it("reads output redirections and tee as writes, not file descriptors", () => {
+    expect(readShell("echo k >> ~/.ssh/authorized_keys 2>&1; echo x | tee -a .bashrc").writes).toEqual([
+      "~/.ssh/authorized_keys",
+      ".bashrc",
+    ]);
+  });
+
+  it("keeps what it cannot parse, or what nests too deep, as opaque text", () => {
+    expect(readShell("diff <(ls) x")).toEqual({ commands: [], opaque: ["diff <(ls) x"], writes: [] });
+    expect(readShell("bash -c 'echo (' ").opaque).toEqual(["echo ("]);
+    const deep = `${"sudo ".repeat(20)}git push -f`;
+    expect(readShell(deep)).toEqual({ commands: [], opaque: [deep], writes: [] });
+    expect(highRisk(deep)).toBe(true);
+  });
+
+  it("does not parse a line longer than 4 KiB: a pattern anywhere in it matches", () => {
+    const long = Array.from({ length: 2_000 }, (_, i) => `echo ${i}`).join(" && ");
+    expect(readShell(`${long} && git push -f`)).toEqual({
+      commands: [],
+      opaque: [`${long} && git push -f`],
+      writes: [],
+    });
+    expect(highRisk(`${long} && git push -f`)).toBe(true);
+    expect(highRisk(`${long} && git push`)).toBe(false);
+  });
+});

@@ -1,0 +1,386 @@
+/**
+ * What a shell command line runs, read once for matching: every simple command it contains,
+ * wherever it sits (a chain, `&`, a pipeline, a subshell, a group, a function, a loop, a `$(…)`
+ * or backtick substitution, a `bash -c`/`sh -c`/`eval`/`su -c`/`ssh host …`/`watch` string, or
+ * behind a wrapper like `env`, `sudo`, `xargs`, `nohup`, `time`, `command`, `exec`, `nice`,
+ * `timeout`, `find -exec`), with quotes removed and the program's path reduced to its name
+ * (`/usr/bin/git` is `git`); a few canonical spellings (`git push origin +main` also reads as
+ * `git push --force origin +main`, `rm -r -v -f x` as `rm -rf x`); and the files it redirects
+ * output to (`>`, `>>`, `tee`). Parsed by `@ericcornelissen/bash-parser` (pure JavaScript: the
+ * same in workerd, Node and the browser).
+ *
+ * Owns: the reading. Does not own: patterns or what a match means (`request-match.ts`). What
+ * is not read stays as text in `opaque` (a line the parser refuses, a line longer than
+ * `MAX_PARSED_CHARS`, nesting deeper than `MAX_DEPTH`, more than `MAX_COMMANDS` commands):
+ * callers match that text anywhere.
+ */
+/// <reference path="./bash-parser.d.ts" />
+import parseBash from "@ericcornelissen/bash-parser";
+
+/** What a command line runs: argv texts to match, text that could not be read, files written. */
+export interface ShellReading {
+  /** Each simple command (and its canonical spellings) as its words joined by single spaces. */
+  readonly commands: readonly string[];
+  /** Scripts that were not parsed, as written: a pattern found anywhere in one matches. */
+  readonly opaque: readonly string[];
+  /** Targets of output redirections and `tee`, as written (quotes removed). */
+  readonly writes: readonly string[];
+}
+
+/**
+ * The parser's time grows faster than the text (a 4 KiB line takes milliseconds, a 40 KiB heredoc
+ * seconds), so a longer line is not parsed: it is read as opaque text.
+ */
+const MAX_PARSED_CHARS = 4_096;
+/** `bash -c "sh -c '…'"` nests; past this depth the rest is read as opaque text. */
+const MAX_DEPTH = 8;
+/** Past this many commands the whole line is read as opaque text (bounds matching work). */
+const MAX_COMMANDS = 2_000;
+
+/** A reading as it is made; `overflow` when a limit is met (the whole line is then opaque). */
+interface Reader {
+  commands: string[];
+  opaque: string[];
+  writes: string[];
+  overflow: boolean;
+}
+
+/** The last readings, by command line: a request's command is read on open and again by rules. */
+const recent = new Map<string, ShellReading>();
+const RECENT_READINGS = 64;
+
+export function readShell(command: string): ShellReading {
+  const known = recent.get(command);
+  if (known) return known;
+  const reading = read(command);
+  if (recent.size >= RECENT_READINGS) recent.delete(recent.keys().next().value as string);
+  recent.set(command, reading);
+  return reading;
+}
+
+function read(command: string): ShellReading {
+  const reader: Reader = { commands: [], opaque: [], writes: [], overflow: false };
+  readScript(command, 0, reader);
+  if (reader.overflow) return { commands: [], opaque: [command], writes: [] };
+  return { commands: reader.commands, opaque: reader.opaque, writes: reader.writes };
+}
+
+function readScript(script: string, depth: number, reader: Reader): void {
+  if (script.trim() === "") return;
+  if (depth > MAX_DEPTH || script.length > MAX_PARSED_CHARS) {
+    reader.opaque.push(script);
+    return;
+  }
+  let tree: unknown;
+  try {
+    tree = parseBash(script, { mode: "bash" });
+  } catch {
+    // A parse error, or a stack overflow on absurd nesting: either way, not readable.
+    reader.opaque.push(script);
+    return;
+  }
+  walk(tree, depth, reader);
+}
+
+type Node = Record<string, unknown>;
+const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null;
+
+/** Every `Command` node anywhere in the tree, substitutions included (their `commandAST`). */
+function walk(value: unknown, depth: number, reader: Reader): void {
+  if (reader.overflow) return;
+  if (Array.isArray(value)) {
+    for (const item of value) walk(item, depth, reader);
+    return;
+  }
+  if (!isNode(value)) return;
+  if (value.type === "Command") readCommandNode(value, depth, reader);
+  for (const [key, child] of Object.entries(value)) {
+    // Arithmetic is a JavaScript tree (babylon's): it runs no command.
+    if (key !== "arithmeticAST" && key !== "loc") walk(child, depth, reader);
+  }
+}
+
+function readCommandNode(node: Node, depth: number, reader: Reader): void {
+  const words = [node.name, ...(Array.isArray(node.suffix) ? node.suffix : [])].filter(isNode);
+  const argv: string[] = [];
+  for (const word of words) {
+    if (word.type === "Redirect") readRedirect(word, reader);
+    else argv.push(wordText(word));
+  }
+  for (const word of Array.isArray(node.prefix) ? node.prefix.filter(isNode) : []) {
+    if (word.type === "Redirect") readRedirect(word, reader);
+  }
+  if (argv.length > 0) readArgv([commandName(argv[0] as string), ...argv.slice(1)], depth, reader);
+}
+
+/** A word with quotes removed: the parser removes them itself unless the word holds an expansion. */
+function wordText(word: Node): string {
+  const text = typeof word.text === "string" ? word.text : "";
+  return Array.isArray(word.expansion) ? text.replace(/["'\\]/g, "") : text;
+}
+
+/** A program named by path is matched by its name. */
+const commandName = (word: string) => word.slice(word.lastIndexOf("/") + 1);
+
+function readRedirect(redirect: Node, reader: Reader): void {
+  const op = isNode(redirect.op) && typeof redirect.op.text === "string" ? redirect.op.text : "";
+  const target = isNode(redirect.file) ? wordText(redirect.file) : "";
+  // `2>&1`, `>&-`: a file descriptor, not a file.
+  if (op.includes(">") && target !== "" && !/^(\d+|-)$/.test(target)) reader.writes.push(target);
+}
+
+/** One simple command: itself, its canonical spellings, and what it runs in turn. */
+function readArgv(argv: string[], depth: number, reader: Reader): void {
+  if (argv.length === 0) return;
+  if (reader.commands.length >= MAX_COMMANDS || depth > MAX_DEPTH) {
+    reader.overflow = true;
+    return;
+  }
+  const text = argv.join(" ");
+  reader.commands.push(text);
+  for (const form of canonicalForms(argv)) {
+    const formText = form.join(" ");
+    if (formText !== text) reader.commands.push(formText);
+  }
+  const name = argv[0] as string;
+  if (name === "tee") reader.writes.push(...argv.slice(1).filter((a) => !a.startsWith("-")));
+  const inner = innerOf(argv);
+  for (const script of inner.scripts) readScript(script, depth + 1, reader);
+  for (const command of inner.commands) {
+    if (command.length > 0) readArgv([commandName(command[0] as string), ...command.slice(1)], depth + 1, reader);
+  }
+}
+
+/** What a command runs in its turn: other commands (argv), or scripts (shell text). */
+interface Inner {
+  commands: string[][];
+  scripts: string[];
+}
+
+const NONE: Inner = { commands: [], scripts: [] };
+
+/**
+ * Commands that run the rest of their arguments as a command: options taking a separate
+ * argument, leading positional arguments (`timeout 10 …`), `NAME=value` words (`env`), and
+ * options whose argument is a script (`env -S`, `su -c`, `flock -c`).
+ */
+interface Wrapper {
+  withArgument?: readonly string[];
+  positionals?: number;
+  assignments?: boolean;
+  script?: readonly string[];
+}
+
+const WRAPPERS: Record<string, Wrapper> = {
+  env: { withArgument: ["-u", "--unset", "-C", "--chdir"], assignments: true, script: ["-S", "--split-string"] },
+  sudo: {
+    withArgument: [
+      ...["-u", "--user", "-g", "--group", "-p", "--prompt", "-C", "--close-from", "-D", "--chdir", "-h", "--host"],
+      ...["-r", "--role", "-t", "--type", "-U", "--other-user", "-T", "--command-timeout", "-R", "--chroot"],
+    ],
+  },
+  doas: { withArgument: ["-u", "-C"] },
+  xargs: {
+    withArgument: [
+      ...["-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a"],
+      ...["--arg-file", "--delimiter", "--max-args", "--max-lines", "--max-procs", "--max-chars"],
+    ],
+  },
+  nohup: {},
+  setsid: {},
+  builtin: {},
+  command: {},
+  caffeinate: {},
+  unbuffer: {},
+  chronic: {},
+  exec: { withArgument: ["-a"] },
+  time: { withArgument: ["-f", "--format", "-o", "--output"] },
+  nice: { withArgument: ["-n", "--adjustment"] },
+  ionice: { withArgument: ["-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"] },
+  stdbuf: { withArgument: ["-i", "-o", "-e", "--input", "--output", "--error"] },
+  timeout: { withArgument: ["-s", "--signal", "-k", "--kill-after"], positionals: 1 },
+  chroot: { withArgument: ["--userspec", "--groups"], positionals: 1 },
+  flock: {
+    withArgument: ["-w", "--timeout", "-E", "--conflict-exit-code"],
+    positionals: 1,
+    script: ["-c", "--command"],
+  },
+  su: {
+    withArgument: ["-s", "--shell", "-g", "--group", "-G", "--supp-group"],
+    positionals: 1,
+    script: ["-c", "--command"],
+  },
+};
+
+const SHELLS = new Set(["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"]);
+/** Shell options that take a separate argument (`bash -o pipefail -c …`). */
+const SHELL_ARGUMENT_OPTIONS = new Set(["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]);
+const SSH_ARGUMENT_OPTIONS = new Set(
+  [
+    "-B",
+    "-b",
+    "-c",
+    "-D",
+    "-E",
+    "-e",
+    "-F",
+    "-I",
+    "-i",
+    "-J",
+    "-L",
+    "-l",
+    "-m",
+    "-O",
+    "-o",
+    "-p",
+    "-Q",
+    "-R",
+    "-S",
+  ].concat(["-W", "-w"]),
+);
+
+function innerOf(argv: string[]): Inner {
+  const [name = "", ...args] = argv;
+  if (SHELLS.has(name)) return shellScript(args);
+  if (name === "eval") return { commands: [], scripts: [args.join(" ")] };
+  if (name === "ssh") return sshCommand(args);
+  if (name === "watch") return watchCommand(args);
+  if (name === "find") return { commands: findExecs(args), scripts: [] };
+  const wrapper = WRAPPERS[name];
+  if (!wrapper) return NONE;
+  const inner = wrapped(args, wrapper);
+  // xargs adds its input as arguments: `xargs rm -rf` removes something.
+  return name === "xargs" ? { ...inner, commands: inner.commands.map((c) => [...c, "…"]) } : inner;
+}
+
+/** `bash -c 'script'`, `sh -ec 'script'`, `zsh -o x -c 'script'`; a script file is not read. */
+function shellScript(args: string[]): Inner {
+  let inline = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === "--") continue;
+    if (SHELL_ARGUMENT_OPTIONS.has(arg)) i++;
+    else if (/^-[A-Za-z]*c[A-Za-z]*$/.test(arg) || arg === "--command") inline = true;
+    else if (!arg.startsWith("-") && !arg.startsWith("+")) return inline ? { commands: [], scripts: [arg] } : NONE;
+  }
+  return NONE;
+}
+
+/** `ssh [options] host command…`: the remote shell runs the rest as one line. */
+function sshCommand(args: string[]): Inner {
+  let i = 0;
+  while (i < args.length && (args[i] as string).startsWith("-"))
+    i += SSH_ARGUMENT_OPTIONS.has(args[i] as string) ? 2 : 1;
+  const rest = args.slice(i + 1);
+  return rest.length > 0 ? { commands: [], scripts: [rest.join(" ")] } : NONE;
+}
+
+/** `watch [options] command…` runs the rest through `sh -c` (or as argv with `-x`: read both ways alike). */
+function watchCommand(args: string[]): Inner {
+  let i = 0;
+  while (i < args.length && (args[i] as string).startsWith("-"))
+    i += ["-n", "--interval"].includes(args[i] as string) ? 2 : 1;
+  const rest = args.slice(i);
+  return rest.length > 0 ? { commands: [], scripts: [rest.join(" ")] } : NONE;
+}
+
+/** `find … -exec cmd {} ;` (also `-execdir`, `-ok`, `-okdir`, ending at `;` or `+`). */
+function findExecs(args: string[]): string[][] {
+  const commands: string[][] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (!["-exec", "-execdir", "-ok", "-okdir"].includes(args[i] as string)) continue;
+    const end = args.findIndex((a, j) => j > i && (a === ";" || a === "+"));
+    const stop = end === -1 ? args.length : end;
+    commands.push(args.slice(i + 1, stop));
+    i = stop;
+  }
+  return commands;
+}
+
+/** The command a wrapper runs: past its options, their arguments, its positionals and `NAME=value` words. */
+function wrapped(args: string[], wrapper: Wrapper): Inner {
+  const scripts: string[] = [];
+  let positionals = wrapper.positionals ?? 0;
+  let i = 0;
+  for (; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === "--") {
+      i++;
+      break;
+    }
+    if (arg.startsWith("-")) {
+      const [option = arg, attached] = arg.startsWith("--") ? arg.split(/=(.*)/s) : [arg];
+      if (wrapper.script?.includes(option)) {
+        const script = attached ?? args[++i];
+        if (script !== undefined) scripts.push(script);
+      } else if (attached === undefined && wrapper.withArgument?.includes(option)) {
+        i++;
+      }
+      continue;
+    }
+    if (wrapper.assignments && /^[A-Za-z_][A-Za-z0-9_]*=/.test(arg)) continue;
+    if (positionals > 0) {
+      positionals--;
+      continue;
+    }
+    break;
+  }
+  const rest = args.slice(i);
+  return { commands: rest.length > 0 ? [rest] : [], scripts };
+}
+
+/**
+ * Spellings that mean the same as a form the patterns name: a tool's global options before its
+ * subcommand dropped (`git -C dir push` is `git push`), a force push however it is asked for
+ * (`-f` in a cluster, `+refspec`, `--mirror`) also as `git push --force …`, and `rm` with
+ * recursive and force in any spelling also as `rm -rf …`.
+ */
+function canonicalForms(argv: string[]): string[][] {
+  const [name = "", ...args] = argv;
+  if (name === "rm") return rmForms(args);
+  const globals = GLOBAL_OPTIONS[name];
+  if (!globals) return [];
+  const rest = withoutLeadingOptions(args, globals);
+  const forms = [[name, ...rest]];
+  if (name === "git" && rest[0] === "push" && isForcePush(rest.slice(1))) {
+    forms.push([name, "push", "--force", ...rest.slice(1)]);
+  }
+  return forms;
+}
+
+/** Global options that take a separate argument, of the tools whose subcommands the patterns name. */
+const GLOBAL_OPTIONS: Record<string, readonly string[]> = {
+  git: ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--exec-path"],
+  kubectl: [
+    ...["-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server", "--token"],
+    ...["--as", "--as-group", "--as-uid", "-v", "--request-timeout", "--certificate-authority"],
+  ],
+  terraform: [],
+};
+
+function withoutLeadingOptions(args: string[], withArgument: readonly string[]): string[] {
+  let i = 0;
+  while (i < args.length && (args[i] as string).startsWith("-")) i += withArgument.includes(args[i] as string) ? 2 : 1;
+  return args.slice(i);
+}
+
+function isForcePush(args: string[]): boolean {
+  return args.some(
+    (arg) =>
+      arg.startsWith("--force") ||
+      arg === "--mirror" ||
+      /^-[A-Za-z]*f[A-Za-z]*$/.test(arg) ||
+      (arg.startsWith("+") && arg.length > 1),
+  );
+}
+
+function rmForms(args: string[]): string[][] {
+  const end = args.indexOf("--");
+  const before = end === -1 ? args : args.slice(0, end);
+  const options = before.filter((a) => a.startsWith("-") && a !== "-");
+  const operands = [...before.filter((a) => !options.includes(a)), ...(end === -1 ? [] : args.slice(end + 1))];
+  const short = options.filter((o) => !o.startsWith("--")).join("");
+  const recursive = /[rR]/.test(short) || options.includes("--recursive");
+  const force = short.includes("f") || options.includes("--force");
+  return recursive && force ? [["rm", "-rf", ...operands]] : [];
+}
