@@ -76,9 +76,10 @@ export class Revocations {
   }
 
   /**
-   * Tells the next REVOCATION_FANOUT_PER_RUN gates due (`first`'s before others). Rows are
-   * claimed before the first call (due again only after TELLING_MS), so an alarm running
-   * alongside takes others; each leaves once its gate acknowledged, or waits its backoff.
+   * Tells the next REVOCATION_FANOUT_PER_RUN gates due (key `first`'s before others); how many
+   * requests of `first` they denied. Rows are claimed before the first call (due again only
+   * after TELLING_MS), so an alarm running alongside takes others; each leaves once its gate
+   * acknowledged, or waits its backoff.
    */
   private async fanOut(now: number, first = ""): Promise<number> {
     const teamId = this.host.teamId();
@@ -107,7 +108,7 @@ export class Revocations {
       told.forEach((t, j) => {
         const row = batch[j] as Waiting;
         if (t.status === "fulfilled") {
-          denied += t.value;
+          if (row.key_id === first) denied += t.value;
           sql.exec("DELETE FROM revocation_fanout WHERE key_id = ? AND session_id = ?", row.key_id, row.session_id);
           return;
         }
