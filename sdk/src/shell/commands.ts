@@ -71,15 +71,12 @@ function readScript(script: string, depth: number, reader: Reader): void {
     reader.opaque.push(script);
     return;
   }
-  let tree: unknown;
   try {
-    tree = parseBash(script, { mode: "bash" });
+    walk(parseBash(script, { mode: "bash" }), depth, reader);
   } catch {
     // A parse error, or a stack overflow on absurd nesting: either way, not readable.
     reader.opaque.push(script);
-    return;
   }
-  walk(tree, depth, reader);
 }
 
 type Node = Record<string, unknown>;
@@ -215,29 +212,7 @@ const WRAPPERS: Record<string, Wrapper> = {
 const SHELLS = new Set(["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"]);
 /** Shell options that take a separate argument (`bash -o pipefail -c …`). */
 const SHELL_ARGUMENT_OPTIONS = new Set(["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]);
-const SSH_ARGUMENT_OPTIONS = new Set(
-  [
-    "-B",
-    "-b",
-    "-c",
-    "-D",
-    "-E",
-    "-e",
-    "-F",
-    "-I",
-    "-i",
-    "-J",
-    "-L",
-    "-l",
-    "-m",
-    "-O",
-    "-o",
-    "-p",
-    "-Q",
-    "-R",
-    "-S",
-  ].concat(["-W", "-w"]),
-);
+const SSH_ARGUMENT_OPTIONS = new Set("BbcDEeFIiJLlmOopQRSWw".split("").map((letter) => `-${letter}`));
 
 function innerOf(argv: string[]): Inner {
   const [name = "", ...args] = argv;
