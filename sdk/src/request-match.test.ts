@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_HIGH_RISK } from "./human/policy.js";
-import { globLiteral, globMatch, isHighRisk, pathMatches, pathWithin, requestFacts } from "./request-match.js";
+import { globLiteral, globMatch, pathWithin, requestFacts } from "./request-match.js";
+import { isHighRisk, pathMatches } from "./risk-match.js";
 
 describe("globMatch", () => {
   it("matches stars, question marks and literals over the whole text", () => {

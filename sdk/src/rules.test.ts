@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_HIGH_RISK } from "./human/policy.js";
 import { ruleMatchSchema } from "./human/rules.js";
+import { type RequestFacts, requestFacts } from "./request-match.js";
+import { isHighRisk } from "./risk-match.js";
 import {
   applicableRule,
   argumentsText,
@@ -136,7 +138,11 @@ describe("cardRule", () => {
       ...(more.truncated && { truncated: { bytesNotStored: 10 } }),
     },
   });
-  const who = { deciderUserId: "u1", ownerUserId: "u1", highRisk: DEFAULT_HIGH_RISK };
+  const who = {
+    deciderUserId: "u1",
+    ownerUserId: "u1",
+    isHighRisk: (f: RequestFacts) => isHighRisk(DEFAULT_HIGH_RISK, f),
+  };
 
   it("offers the derived match on your own request with allow_once, never otherwise", () => {
     expect(cardRule(card("npm test"), who)).toEqual({

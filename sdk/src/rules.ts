@@ -7,19 +7,17 @@
  * request's input fingerprint (`inputFingerprint`), so one click never allows other arguments.
  *
  * Owns: the meaning of a match, its scope and expiry, and the words for it. Does not own: which
- * rules exist (the hub's copy, D1's record), high-risk patterns (the caller checks `isHighRisk`
+ * rules exist (the hub's copy, D1's record), high-risk patterns (the caller passes its `isHighRisk`
  * first), or what an allowed request does. Pure and environment-neutral.
  */
 import type { Approval, ApprovalSnapshot, Owner } from "./approval.js";
 import { canonicalJson } from "./canonical-json.js";
-import type { HighRiskPattern } from "./human/policy.js";
 import type { RuleMatch, RuleScope } from "./human/rules.js";
 import {
   commandCoversInput,
   globLiteral,
   globMatch,
   inputFingerprint,
-  isHighRisk,
   normalizeSpace,
   pathWithin,
   type RequestFacts,
@@ -154,15 +152,18 @@ export function coversEveryArgument(match: RuleMatch, facts: RuleFacts): boolean
 }
 
 /**
+ * Whether a request is high-risk under the team's policy: `isHighRisk` of `risk-match.ts` over
+ * the patterns, passed in so that this module (and the PWA's card) does not carry the shell parser.
+ */
+export type HighRiskTest = (facts: RequestFacts) => boolean;
+
+/**
  * What of a request a rule reads, or null when no rule may touch it: its card was cut to the
  * stored-bytes limit (what a rule would need could be missing), or it is high-risk.
  */
-export function ruleFactsOf(
-  approval: Pick<Approval, "snapshot">,
-  highRisk: readonly HighRiskPattern[],
-): RuleFacts | null {
+export function ruleFactsOf(approval: Pick<Approval, "snapshot">, isHighRisk: HighRiskTest): RuleFacts | null {
   if (approval.snapshot.truncated) return null;
-  if (isHighRisk(highRisk, requestFacts(approval.snapshot))) return null;
+  if (isHighRisk(requestFacts(approval.snapshot))) return null;
   return ruleFacts(approval.snapshot);
 }
 
@@ -179,7 +180,7 @@ export function cardRule(
   c: {
     deciderUserId: string;
     ownerUserId: string;
-    highRisk: readonly HighRiskPattern[];
+    isHighRisk: HighRiskTest;
     optionId?: string;
     match?: RuleMatch;
   },
@@ -191,7 +192,7 @@ export function cardRule(
   if (c.deciderUserId !== c.ownerUserId) {
     return { ok: false, message: "a rule from a card covers your own sessions: only the session's owner makes one" };
   }
-  const facts = ruleFactsOf(approval, c.highRisk);
+  const facts = ruleFactsOf(approval, c.isHighRisk);
   if (!facts) return { ok: false, message: "no rule allows a high-risk or truncated request" };
   const match = c.match ?? derivedMatch(facts);
   if (!ruleMatches(match, { facts, sessionId: approval.sessionId })) {

@@ -6,11 +6,12 @@
  * it yet; short of the quorum, the allow is recorded and the request stays pending.
  *
  * Owns: these rules, no state, no I/O. Does not own: verifying the passkey assertion (the
- * Worker, `worker/team/step-up.ts`), the patterns or their matching (`sdk/src/request-match.ts`),
+ * Worker, `worker/team/step-up.ts`), the patterns or their matching (`sdk/src/risk-match.ts`),
  * storage and transitions (store.ts, state-machine.ts).
  */
 import type { Approval, ApprovalSnapshot, DecidedBy, Quorum, Risk } from "../../sdk/src/approval";
-import { isHighRisk, requestFacts } from "../../sdk/src/request-match";
+import { requestFacts } from "../../sdk/src/request-match";
+import { isHighRisk } from "../../sdk/src/risk-match";
 import { highRiskOf, type TeamPolicy } from "../policy";
 import type { DecisionInput } from "./api";
 

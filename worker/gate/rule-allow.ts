@@ -11,12 +11,16 @@
 import type { Approval } from "../../sdk/src/approval";
 import { DEFAULT_HIGH_RISK, type TeamPolicy } from "../../sdk/src/human/policy";
 import type { RuleMatch } from "../../sdk/src/human/rules";
-import { applicableRule, cardRule, ruleFactsOf, type StandingRule } from "../../sdk/src/rules";
+import { isHighRisk } from "../../sdk/src/risk-match";
+import { applicableRule, cardRule, type HighRiskTest, ruleFactsOf, type StandingRule } from "../../sdk/src/rules";
 import type { Resolution } from "./rules";
 import type { ServedSession } from "./store";
 
-/** The session's high-risk patterns (a policy stored before they existed has the defaults). */
-const highRiskOf = (policy: TeamPolicy) => policy.highRisk ?? DEFAULT_HIGH_RISK;
+/** High-risk under the session's patterns (a policy stored before they existed has the defaults). */
+const highRiskTest =
+  (policy: TeamPolicy): HighRiskTest =>
+  (facts) =>
+    isHighRisk(policy.highRisk ?? DEFAULT_HIGH_RISK, facts);
 
 /** The resolution a standing rule gives a new approval, or null when a human must decide. */
 export function ruleResolution(
@@ -27,7 +31,7 @@ export function ruleResolution(
 ): Resolution | null {
   if (rules.length === 0) return null;
   const allowOnce = approval.options.find((o) => o.kind === "allow_once");
-  const facts = allowOnce && ruleFactsOf(approval, highRiskOf(meta.policy));
+  const facts = allowOnce && ruleFactsOf(approval, highRiskTest(meta.policy));
   if (!allowOnce || !facts) return null;
   const rule = applicableRule(rules, { facts, sessionId: meta.sessionId, ownerUserId: meta.ownerUserId }, now);
   if (!rule) return null;
@@ -48,7 +52,7 @@ export function cardRuleMatch(
   return cardRule(approval, {
     deciderUserId: d.userId,
     ownerUserId: meta.ownerUserId,
-    highRisk: highRiskOf(meta.policy),
+    isHighRisk: highRiskTest(meta.policy),
     optionId: d.optionId,
     ...(d.match && { match: d.match }),
   });

@@ -10,25 +10,35 @@
  * whether the server agrees (it checks again: `409 rule_not_possible`).
  */
 import { useEffect, useMemo, useState } from "preact/hooks";
-import type { HighRiskPattern } from "../../../sdk/src/human/policy";
 import { RULE_DEFAULT_MS } from "../../../sdk/src/human/rules";
 import { requestFacts } from "../../../sdk/src/request-match";
-import { argumentsText, cardRule, describeMatch, ruleOfferLabel } from "../../../sdk/src/rules";
+import { argumentsText, cardRule, describeMatch, type HighRiskTest, ruleOfferLabel } from "../../../sdk/src/rules";
 import { type ApprovalView, api, type RuleMatch } from "../api";
 import { useMe } from "../viewer";
 import { SafeText } from "./SafeText";
 
-/** The team's high-risk patterns, read once per page load (null until known: no offer before). */
-let highRisk: Promise<HighRiskPattern[]> | null = null;
-function useHighRisk(): HighRiskPattern[] | null {
-  const [patterns, setPatterns] = useState<HighRiskPattern[] | null>(null);
+/**
+ * High-risk under the team's patterns, the gate's own test: the patterns read once per page load,
+ * with the matcher (and its shell parser, a chunk of its own) loaded beside them. Null until
+ * both are here: no offer before.
+ */
+let highRisk: Promise<HighRiskTest> | null = null;
+function useHighRisk(): HighRiskTest | null {
+  const [test, setTest] = useState<{ isHighRisk: HighRiskTest } | null>(null);
   useEffect(() => {
-    highRisk ??= api.policy().then((p) => p.highRisk);
-    highRisk.then(setPatterns, () => {
-      highRisk = null;
-    });
+    highRisk ??= Promise.all([api.policy(), import("../../../sdk/src/risk-match")]).then(
+      ([policy, matcher]) =>
+        (facts) =>
+          matcher.isHighRisk(policy.highRisk, facts),
+    );
+    highRisk.then(
+      (isHighRisk) => setTest({ isHighRisk }),
+      () => {
+        highRisk = null;
+      },
+    );
   }, []);
-  return patterns;
+  return test?.isHighRisk ?? null;
 }
 
 export function RuleOffer({
@@ -41,16 +51,16 @@ export function RuleOffer({
   onAllowWithRule: (optionId: string, rule: { expiresInMs: number; match: RuleMatch }) => void;
 }) {
   const me = useMe();
-  const patterns = useHighRisk();
+  const isHighRisk = useHighRisk();
   const allowOnce = approval.options.find((o) => o.kind === "allow_once");
   const userId = me?.user.id;
   // cardRule hashes the request's arguments: once per request, not once per render.
   const offer = useMemo(
     () =>
-      userId && patterns && approval.owner
-        ? cardRule(approval, { deciderUserId: userId, ownerUserId: approval.owner.userId, highRisk: patterns })
+      userId && isHighRisk && approval.owner
+        ? cardRule(approval, { deciderUserId: userId, ownerUserId: approval.owner.userId, isHighRisk })
         : null,
-    [approval, userId, patterns],
+    [approval, userId, isHighRisk],
   );
   if (!allowOnce || !offer?.ok) return null;
   const { toolCall } = approval.snapshot;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_HIGH_RISK } from "../human/policy.js";
-import { isHighRisk, requestFacts } from "../request-match.js";
+import { requestFacts } from "../request-match.js";
+import { isHighRisk } from "../risk-match.js";
 import { readShell } from "./commands.js";
 
 const session = { title: null, agent: null, host: null, cwd: null };
@@ -118,6 +119,11 @@ describe("readShell", () => {
     const deep = `${"sudo ".repeat(20)}git push -f`;
     expect(readShell(deep)).toEqual({ commands: [], opaque: [deep], writes: [] });
     expect(highRisk(deep)).toBe(true);
+    const nested = `${"(".repeat(1_000)}git push -f${")".repeat(1_000)}`;
+    expect(readShell(nested)).toEqual({ commands: [], opaque: [nested], writes: [] });
+    expect(highRisk(nested)).toBe(true);
+    const shallow = `${"(".repeat(30)}git push -f${")".repeat(30)}`;
+    expect(readShell(shallow).commands).toContain("git push -f");
   });
 
   it("does not parse a line longer than 4 KiB: a pattern anywhere in it matches", () => {

@@ -11,8 +11,8 @@
  *
  * Owns: the reading. Does not own: patterns or what a match means (`request-match.ts`). What
  * is not read stays as text in `opaque` (a line the parser refuses, a line longer than
- * `MAX_PARSED_CHARS`, nesting deeper than `MAX_DEPTH`, more than `MAX_COMMANDS` commands):
- * callers match that text anywhere.
+ * `MAX_PARSED_CHARS` or with brackets nested deeper than `MAX_BRACKETS`, scripts nested deeper
+ * than `MAX_DEPTH`, more than `MAX_COMMANDS` commands): callers match that text anywhere.
  */
 /// <reference path="./bash-parser.d.ts" />
 import parseBash from "@ericcornelissen/bash-parser";
@@ -32,6 +32,8 @@ export interface ShellReading {
  * seconds), so a longer line is not parsed: it is read as opaque text.
  */
 const MAX_PARSED_CHARS = 4_096;
+/** Deeply nested brackets are the parser's slowest case (seconds for 2,000 `(`): not parsed. */
+const MAX_BRACKETS = 32;
 /** `bash -c "sh -c '…'"` nests; past this depth the rest is read as opaque text. */
 const MAX_DEPTH = 8;
 /** Past this many commands the whole line is read as opaque text (bounds matching work). */
@@ -45,11 +47,16 @@ interface Reader {
   overflow: boolean;
 }
 
-/** The last readings, by command line: a request's command is read on open and again by rules. */
+/**
+ * The last readings, by command line: a request's command is read on open and again by rules.
+ * Only lines short enough to parse are kept (a longer one costs nothing to read, and keeping it
+ * would hold on to its text).
+ */
 const recent = new Map<string, ShellReading>();
 const RECENT_READINGS = 64;
 
 export function readShell(command: string): ShellReading {
+  if (command.length > MAX_PARSED_CHARS) return { commands: [], opaque: [command], writes: [] };
   const known = recent.get(command);
   if (known) return known;
   const reading = read(command);
@@ -67,19 +74,27 @@ function read(command: string): ShellReading {
 
 function readScript(script: string, depth: number, reader: Reader): void {
   if (script.trim() === "") return;
-  if (depth > MAX_DEPTH || script.length > MAX_PARSED_CHARS) {
+  if (depth > MAX_DEPTH || script.length > MAX_PARSED_CHARS || bracketDepth(script) > MAX_BRACKETS) {
     reader.opaque.push(script);
     return;
   }
-  let tree: unknown;
   try {
-    tree = parseBash(script, { mode: "bash" });
+    walk(parseBash(script, { mode: "bash" }), depth, reader);
   } catch {
     // A parse error, or a stack overflow on absurd nesting: either way, not readable.
     reader.opaque.push(script);
-    return;
   }
-  walk(tree, depth, reader);
+}
+
+/** How deep `(` and `{` nest, counted over the raw text (quotes too: overcounting only means not parsing). */
+function bracketDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (const c of text) {
+    if (c === "(" || c === "{") deepest = Math.max(deepest, ++depth);
+    else if ((c === ")" || c === "}") && depth > 0) depth--;
+  }
+  return deepest;
 }
 
 type Node = Record<string, unknown>;
@@ -215,29 +230,7 @@ const WRAPPERS: Record<string, Wrapper> = {
 const SHELLS = new Set(["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"]);
 /** Shell options that take a separate argument (`bash -o pipefail -c …`). */
 const SHELL_ARGUMENT_OPTIONS = new Set(["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]);
-const SSH_ARGUMENT_OPTIONS = new Set(
-  [
-    "-B",
-    "-b",
-    "-c",
-    "-D",
-    "-E",
-    "-e",
-    "-F",
-    "-I",
-    "-i",
-    "-J",
-    "-L",
-    "-l",
-    "-m",
-    "-O",
-    "-o",
-    "-p",
-    "-Q",
-    "-R",
-    "-S",
-  ].concat(["-W", "-w"]),
-);
+const SSH_ARGUMENT_OPTIONS = new Set("BbcDEeFIiJLlmOopQRSWw".split("").map((letter) => `-${letter}`));
 
 function innerOf(argv: string[]): Inner {
   const [name = "", ...args] = argv;
