@@ -8,7 +8,7 @@
 import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { OutboxOp } from "../../worker/db";
-import { OUTBOX_RETRY_MS } from "../../worker/gate/rules";
+import { DEAD_LETTER_KEEP_MS, OUTBOX_RETRY_MS } from "../../worker/gate/rules";
 import { DEFAULT_POLICY } from "../../worker/policy";
 import {
   api,
@@ -317,6 +317,35 @@ describe("dead letters: a row that fails alone", () => {
     expect(await json(replayed)).toEqual({ replayed: 1, deadLetters: 0 });
     expect(await d1State(approval.id)).toBe("denied");
     expect(await deadLetters(stub)).toEqual([]);
+  });
+});
+
+describe("dead letters are bounded", () => {
+  it("drops a dead letter that keeps failing after 30 days, on the gate's alarm, and reports the count", async () => {
+    const { owner, sessionId, approval } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const lift = await refuseApprovalRow(approval.id);
+    const clock = simulatedClock();
+    try {
+      expect((await decide(owner, approval, "allow")).status).toBe(200);
+      await vi.waitFor(async () => expect(await deadLetters(stub)).toHaveLength(1));
+      // Its replays keep failing: the alarm comes back for them, later each time, and keeps it.
+      const firstReplay = (await alarmOf(stub)) ?? 0;
+      clock.advanceTo(firstReplay);
+      await runDurableObjectAlarm(stub);
+      expect(await deadLetters(stub)).toHaveLength(1);
+      expect(await alarmOf(stub)).toBeGreaterThan(firstReplay);
+
+      clock.advanceBy(DEAD_LETTER_KEEP_MS + MINUTE);
+      await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+      await runDurableObjectAlarm(stub);
+      expect(await deadLetters(stub)).toEqual([]);
+      // (The owner's web session is over by now: the hub is asked directly.)
+      await vi.waitFor(async () => expect(await hubStub(owner.teamId).deadLettered(owner.teamId)).toEqual([]));
+    } finally {
+      clock.restore();
+      await lift();
+    }
   });
 });
 

@@ -16,10 +16,11 @@
  * A failed flush backs off (5 s doubling to 5 min) by a persisted retry time (`meta('outbox_backoff')`):
  * changes do not flush meanwhile, and the alarm flushes only once that time has passed, however
  * often it wakes for other work. A failure is never counted against a row by itself: D1 or the hub
- * being down (or slow) is no row's fault, however long it lasts. After a batch fails, its rows go
- * one by one; a row that fails alone while a row behind it (at most ALONE_PROBES behind) lands is
- * its own fault, and only it is set aside (`outbox_dead`, a dead letter), so it blocks nothing.
- * When the row and the rows tried behind it all fail alone, it is an outage: nothing is set aside.
+ * being down (or slow) is no row's fault, however long it lasts. After a batch fails (and on each
+ * retry of a streak), rows go one by one until one lands; a row that fails alone while a row
+ * behind it (at most ALONE_PROBES behind) lands is its own fault, and only it is set aside
+ * (`outbox_dead`, a dead letter), so it blocks nothing. When the row and the rows tried behind it
+ * all fail alone, it is an outage: nothing is set aside. Once a row lands, batches resume.
  *
  * Dead letters are replayed, each alone, after the next flush that lands (then 1 min doubling to
  * 6 h while some keep failing; the alarm comes for it), and at once on demand
@@ -216,12 +217,13 @@ export class Outbox {
   }
 
   /**
-   * Each row alone, in order. Rows that failed alone are set aside once a row behind them lands;
-   * when the row and ALONE_PROBES rows behind it all fail (or no row is left behind it), it is an
+   * Rows alone, in order, until one lands: the rows before it that failed alone are set aside,
+   * and the rest go in batches again (after an outage, the first row that lands ends it). When
+   * the row and ALONE_PROBES rows behind it all fail (or no row is left behind it), it is an
    * outage: nothing is set aside, the failure is thrown.
    */
   private async oneByOne(rows: OutboxRow[]): Promise<void> {
-    let failedAlone: OutboxRow[] = [];
+    const failedAlone: OutboxRow[] = [];
     let error: unknown;
     for (const row of rows) {
       try {
@@ -233,10 +235,9 @@ export class Outbox {
         continue;
       }
       if (failedAlone.length > 0) this.setAside(failedAlone, error);
-      failedAlone = [];
       this.delivered = row.seq;
+      return;
     }
-    if (failedAlone.length === 0) return;
     this.store.countFailure(failedAlone.map((r) => r.seq));
     throw error;
   }
