@@ -89,8 +89,9 @@ export class Presence {
   }
 
   /**
-   * Outbox rows were dead-lettered: the hub hears the session's count now, for the dashboard.
-   * Only the hub: D1 is what failed, and a new outbox row would only fail behind them.
+   * Outbox rows were dead-lettered, or a request quarantined: the hub hears the session's count
+   * now, for the dashboard. Only the hub: D1 may be what failed, and a new outbox row would only
+   * fail behind them.
    */
   noteDeadLetters(now: number): void {
     const meta = this.host.store.meta();
@@ -108,7 +109,8 @@ export class Presence {
         pending: this.host.store.pendingCount(),
         at: now,
         policyVersion: meta.policyVersion ?? 0,
-        deadLetters: this.host.store.deadLetterCount(),
+        // Rows D1 will not get: the outbox's dead letters and the requests set aside (quarantined).
+        deadLetters: this.host.store.deadLetterCount() + this.host.store.quarantinedCount(),
       },
     });
   }

@@ -76,6 +76,11 @@ function machine(policy = DEFAULT_POLICY) {
     objectId: "a".repeat(64),
     tellHub: (_teamId, n) => void news.push(n.kind),
     deliver: (row: PendingRow, answer) => delivered.push({ id: row.id, answer: answer as RequestPermissionResponse }),
+    reachable: () => true,
+    transaction: (work) => work(),
+    quarantine: (_row, error) => {
+      throw error;
+    },
   });
   const open = (holder: Partial<Holder> = {}, now = 1_000, options = OPTIONS) => {
     const opened = m.open(
