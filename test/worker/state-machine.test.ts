@@ -21,7 +21,8 @@ import { DEFAULT_POLICY } from "../../worker/policy";
 import { gateStub, unique } from "./helpers";
 
 /** The machine over a fresh gate's own storage (the gate itself stays idle: no socket, no alarm). */
-function machine(sql: SqlStorage, policy = DEFAULT_POLICY) {
+function machine(storage: DurableObjectStorage, policy = DEFAULT_POLICY) {
+  const sql = storage.sql;
   const meta: ServedSession = { teamId: "team", sessionId: "sess", ownerUserId: "owner", policy, info: EMPTY_INFO };
   const store = new GateStore(sql);
   const outboxStore = new OutboxStore(sql);
@@ -35,6 +36,12 @@ function machine(sql: SqlStorage, policy = DEFAULT_POLICY) {
     objectId: "a".repeat(64),
     tellHub: (_teamId, n) => void news.push(n.kind),
     deliver: (row: PendingRow, answer) => delivered.push({ id: row.id, answer: answer as RequestPermissionResponse }),
+    // No socket here: every holder counts as heard from (gate-faults.test.ts tests the check).
+    reachable: () => true,
+    transaction: (work) => storage.transactionSync(work),
+    quarantine: (_row, error) => {
+      throw error;
+    },
   });
   const open = (holder: Partial<Holder> = {}, now = 1_000, options = OPTIONS) => {
     const opened = m.open(
@@ -74,7 +81,7 @@ type Machine = ReturnType<typeof machine>;
 /** Runs `test` inside a fresh gate, over its storage. */
 function onGate<T>(test: (t: Machine, sql: SqlStorage) => T | Promise<T>): Promise<T> {
   return runInDurableObject(gateStub("team", unique("sess")), (_gate, state) =>
-    test(machine(state.storage.sql), state.storage.sql),
+    test(machine(state.storage), state.storage.sql),
   );
 }
 

@@ -52,6 +52,21 @@ const MIGRATIONS: MigrationStep[] = [
   `CREATE TABLE IF NOT EXISTS ladders (approval_id TEXT PRIMARY KEY, ladder TEXT NOT NULL, receipts TEXT NOT NULL,
      progress TEXT, next_at INTEGER);
    CREATE INDEX IF NOT EXISTS ladders_next ON ladders (next_at);`,
+  // Containment and bounds (resolved-cap.ts, store.ts): a row's stored size in bytes (set when it
+  // resolves), counted from an index that covers it, so the cap on resolved rows reads no row;
+  // that index replaces the (state, expires_at) one, which it starts with. Pending rows whose
+  // resolution threw are set aside in `quarantined`, so they block nothing behind them.
+  (sql) => {
+    if (!hasColumn(sql, "approvals", "bytes")) {
+      sql.exec("ALTER TABLE approvals ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0");
+    }
+    sql.exec(`UPDATE approvals SET bytes = length(CAST(record AS BLOB)) + length(CAST(agent_options AS BLOB))
+      + COALESCE(length(CAST(answer AS BLOB)), 0) + COALESCE(length(CAST(step_ups AS BLOB)), 0)
+      WHERE state <> 'pending'`);
+    sql.exec(`CREATE INDEX IF NOT EXISTS approvals_state_expiry_bytes ON approvals (state, expires_at, bytes);
+      DROP INDEX IF EXISTS approvals_state_expiry;
+      CREATE TABLE IF NOT EXISTS quarantined (approval_id TEXT PRIMARY KEY, at INTEGER NOT NULL, error TEXT NOT NULL);`);
+  },
 ];
 
 /** The version every object reaches on its next start. */

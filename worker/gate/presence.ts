@@ -89,8 +89,9 @@ export class Presence {
   }
 
   /**
-   * The session's dead-letter count changed (rows set aside, replayed or pruned): the hub hears
-   * it now, for the dashboard. Only the hub: the index row would wait in the outbox anyway.
+   * The session's dead-letter count changed (outbox rows set aside, replayed or pruned, or a
+   * request quarantined): the hub hears it now, for the dashboard. Only the hub: D1 may be what
+   * failed, and the index row would wait in the outbox anyway.
    */
   noteDeadLetters(now: number): void {
     const meta = this.host.store.meta();
@@ -108,7 +109,8 @@ export class Presence {
         pending: this.host.store.pendingCount(),
         at: now,
         policyVersion: meta.policyVersion ?? 0,
-        deadLetters: this.host.outbox.deadLetterCount(),
+        // Rows D1 will not get: the outbox's dead letters and the requests set aside (quarantined).
+        deadLetters: this.host.outbox.deadLetterCount() + this.host.store.quarantinedCount(),
       },
     });
   }

@@ -10,7 +10,8 @@
  * wrapper that always ends in the post-change step (`afterChange`: schedule the alarm, flush
  * the outbox), so no path can forget it. It owns no rule, no SQL and no protocol: see
  * state-machine.ts, admission.ts, store.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts,
- * escalation.ts.
+ * escalation.ts, resolved-cap.ts, alarm-backoff.ts. A failure in one handler never stops the
+ * others: a failing alarm backs off, a failing start-up sweep leaves the gate serving.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../../sdk/src/approval";
@@ -19,6 +20,7 @@ import { HEARTBEAT_INTERVAL_MS, type HelloParams, METHODS } from "../../sdk/src/
 import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";
+import { AlarmBackoff } from "./alarm-backoff";
 import type {
   AgentCaller,
   DecisionInput,
@@ -37,6 +39,7 @@ import { migrate } from "./migrations";
 import { Outbox, type ReplayResult } from "./outbox";
 import { OutboxStore } from "./outbox-store";
 import { Presence } from "./presence";
+import { ResolvedCap } from "./resolved-cap";
 import { SocketAgents } from "./socket-agents";
 import { joinOf, Sockets } from "./sockets";
 import { StateMachine } from "./state-machine";
@@ -58,6 +61,10 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly mail: HubMail;
   /** Agents that poll over HTTP instead of holding a socket (a field, not exposed over RPC). */
   readonly http: HttpAgents;
+  /** The cap on resolved rows (count and bytes), checked by the alarm. */
+  private readonly cap: ResolvedCap;
+  /** The failing alarm's backoff (persisted). */
+  private readonly alarmBackoff: AlarmBackoff;
   /** The alarm this instance set; unknown (null) after a restart, so the first schedule sets one. */
   private alarmAt: number | null = null;
 
@@ -78,6 +85,8 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     });
     const hub = (teamId: string, news: GateNews) => this.mail.post(teamId, news);
     this.store = store;
+    this.cap = new ResolvedCap(ctx.storage.sql);
+    this.alarmBackoff = new AlarmBackoff(ctx.storage.sql);
     this.sockets = new Sockets(ctx);
     this.outbox = new Outbox(new OutboxStore(ctx.storage.sql), {
       hub: hubOf,
@@ -93,11 +102,20 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       deliver: (row, answer) => {
         this.sockets.answer(row.socket_id, row.rpc_id, answer);
         this.http.polls.wake(row.id);
+        this.cap.noteResolved();
+      },
+      reachable: (row, now) => row.socket_id === "" || this.sockets.heardFrom(row.socket_id, now),
+      transaction: (work) => ctx.storage.transactionSync(work),
+      quarantine: (row, error, now) => {
+        store.quarantine(row.id, String(error).slice(0, 500), now);
+        // The id and the kind of error only: a parse error's message quotes the row (tool arguments).
+        console.error(`gate: ${row.id} quarantined, its resolution threw (${(error as Error)?.name ?? "error"})`);
+        this.presence.noteDeadLetters(now);
       },
       opened: (approval, meta, now) => {
         this.escalation.start(approval, meta, now);
-        // The first step runs now, after this change: never awaited on the agent's path.
-        ctx.waitUntil(this.escalateDue(now));
+        // The first step runs after this change committed: never awaited on the agent's path.
+        ctx.waitUntil(Promise.resolve().then(() => this.escalateDue(now)));
       },
     });
     this.escalation = new Escalation({
@@ -130,7 +148,12 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       progress: (approvalId) => this.escalation.progress(approvalId),
       hello: (info) => this.presence.hello(info),
     });
-    this.change(() => this.agents.resolveOrphans(Date.now()));
+    try {
+      this.change(() => this.agents.resolveOrphans(Date.now()));
+    } catch (error) {
+      // A gate that cannot end its orphans now still serves; the alarm's sweep tries again.
+      console.error(`gate: orphans not resolved at start (${(error as Error)?.name ?? "error"})`);
+    }
   }
 
   // ── platform handlers ────────────────────────────────────────────────────
@@ -156,11 +179,20 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   /** One alarm serves expiry, leases, heartbeat checks, presence reports, outbox retries, escalation and retention. */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
-    // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
-    await this.changeAsync(async () => {
-      this.sweepDue(Date.now());
-      await Promise.all([this.outbox.onAlarm(Date.now()).catch(() => undefined), this.escalation.tick(Date.now())]);
-    });
+    try {
+      // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
+      await this.changeAsync(async () => {
+        this.sweepDue(Date.now());
+        await Promise.all([this.outbox.onAlarm(Date.now()).catch(() => undefined), this.escalation.tick(Date.now())]);
+      });
+      this.alarmBackoff.succeeded();
+    } catch (error) {
+      // Not rethrown (the runtime would retry at once): the next alarm waits out the backoff.
+      const retryAt = this.alarmBackoff.failed(Date.now());
+      console.error(`gate: alarm failed ${this.alarmBackoff.failures} time(s) in a row (${(error as Error)?.name})`);
+      this.alarmAt = retryAt;
+      await this.ctx.storage.setAlarm(retryAt);
+    }
   }
 
   // ── RPC: the human side ──────────────────────────────────────────────────
@@ -244,13 +276,35 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     return this.changeAsync(() => this.outbox.flush());
   }
 
+  /**
+   * Each step in its own storage transaction, and a step that throws stops none of the others
+   * (a statement that fails outside one would undo the whole event's writes); the first error
+   * is thrown once every step ran, so the alarm backs off.
+   */
   private sweepDue(now: number): void {
     const wasConnected = this.sockets.anyOpen();
-    this.machine.lapseDue(now);
-    this.agents.closeSilent(now);
-    this.agents.resolveOrphans(now);
-    this.presence.reportIfDue(now, wasConnected);
-    if (this.store.pruneResolvedBefore(now - this.retentionMs()) > 0) this.escalation.pruneResolved();
+    const steps = [
+      () => this.machine.lapseDue(now),
+      () => this.agents.closeSilent(now),
+      () => this.agents.resolveOrphans(now),
+      () => this.presence.reportIfDue(now, wasConnected),
+      () => this.prune(now),
+    ];
+    const errors = steps.flatMap((step) => {
+      try {
+        this.machine.atomically(step);
+        return [];
+      } catch (error) {
+        return [error];
+      }
+    });
+    if (errors.length > 0) throw errors[0];
+  }
+
+  /** Resolved rows past retention, then past the cap (count and bytes), with their ladders. */
+  private prune(now: number): void {
+    const pruned = this.store.pruneResolvedBefore(now - this.retentionMs()) + (this.cap.due() ? this.cap.enforce() : 0);
+    if (pruned > 0) this.escalation.pruneResolved();
   }
 
   /** How long resolved rows are kept: the team's `limits.retentionDays`. */
@@ -306,8 +360,9 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       this.escalation.dueAt(),
     ].filter((at) => at !== null);
     if (due.socketHeld > 0) candidates.push(now + HEARTBEAT_INTERVAL_MS);
+    if (this.cap.pressing()) candidates.push(now);
     if (candidates.length === 0) return;
-    const at = Math.min(...candidates);
+    const at = this.alarmBackoff.floor(Math.min(...candidates));
     // An alarm that fires early just reschedules, so only ever move it earlier: one storage
     // write per burst of requests, and none on the decision path.
     if (this.alarmAt !== null && this.alarmAt > now && this.alarmAt <= at) return;

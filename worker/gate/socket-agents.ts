@@ -11,7 +11,7 @@
 
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import { parseFrame, type RpcMessage, rpcError, rpcIdKey } from "../../sdk/src/jsonrpc";
-import { HEARTBEAT_INTERVAL_MS, RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
+import { RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
 import { randomBase62 } from "../crypto";
 import type { Admission } from "./admission";
 import { dispatch, type RpcHost } from "./agent-rpc";
@@ -20,6 +20,16 @@ import type { Presence } from "./presence";
 import { closeQuietly, identityOf, reciprocateClose, type SocketIdentity, type Sockets, send } from "./sockets";
 import type { Refusal, StateMachine } from "./state-machine";
 import type { GateStore } from "./store";
+
+/**
+ * The most frames (and characters) one socket may have waiting behind a request being admitted:
+ * past either, the socket is closed (1013, try again later) and what it held ends, instead of
+ * its frames piling up in memory while the team's hub is slow.
+ */
+export const WAITING_FRAMES_MAX = 64;
+export const WAITING_CHARS_MAX = 1024 * 1024;
+/** The close code for a socket that sent too much while it had to wait. */
+export const CLOSE_FLOODED = 1013;
 
 export interface SocketHost {
   store: GateStore;
@@ -36,6 +46,8 @@ export class SocketAgents {
    * team's quotas holds back the frames after it (a cancel of it included), never reorders them.
    */
   private queue: Promise<void> = Promise.resolve();
+  /** What each socket has waiting in `queue`, by socket id. */
+  private readonly waiting = new Map<string, { frames: number; chars: number }>();
 
   constructor(private readonly gate: SocketHost) {
     this.rpc = { ...gate, request: (identity, id, params) => this.request(identity, id, params) };
@@ -60,14 +72,35 @@ export class SocketAgents {
     return new Response(null, { status: 101, webSocket: client });
   }
 
-  /** Handles a frame after those before it; resolves once it is handled. */
+  /**
+   * Handles a frame after those before it; resolves once it is handled. A socket with too much
+   * waiting already is closed instead (`WAITING_FRAMES_MAX`, `WAITING_CHARS_MAX`).
+   */
   message(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    const handled = this.queue.then(() => this.handle(ws, message));
+    const { socketId } = identityOf(ws) as SocketIdentity;
+    const size = typeof message === "string" ? message.length : message.byteLength;
+    const waiting = this.waiting.get(socketId) ?? { frames: 0, chars: 0 };
+    if (waiting.frames >= WAITING_FRAMES_MAX || waiting.chars + size > WAITING_CHARS_MAX) {
+      this.drop(ws, CLOSE_FLOODED, "too many frames waiting; reconnect and retry", Date.now());
+      return Promise.resolve();
+    }
+    waiting.frames++;
+    waiting.chars += size;
+    this.waiting.set(socketId, waiting);
+    const handled = this.queue
+      .then(() => this.handle(ws, message))
+      .finally(() => {
+        waiting.frames--;
+        waiting.chars -= size;
+        if (waiting.frames === 0) this.waiting.delete(socketId);
+      });
     this.queue = handled.catch(() => undefined);
     return handled;
   }
 
   private async handle(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    // A socket closed while this frame waited (by the gate, or its peer): nobody to answer.
+    if (ws.readyState !== WebSocket.READY_STATE_OPEN) return;
     const identity = identityOf(ws) as SocketIdentity;
     identity.lastMessageAt = Date.now();
     ws.serializeAttachment(identity);
@@ -120,7 +153,7 @@ export class SocketAgents {
       return rpcError(id, RPC_ERROR.invalidRequest, `id ${rpcKey} is already pending on this socket`);
     }
     const holder = { socketId: identity.socketId, rpcKey, keyId: identity.keyId, leaseUntil: null };
-    const alive = () => this.gate.sockets.liveIds().has(identity.socketId);
+    const alive = () => this.gate.sockets.heardFrom(identity.socketId, Date.now());
     const opened = await this.gate.admission.open(meta, holder, params, Date.now(), alive);
     return "refused" in opened ? refusalReply(id, opened) : null;
   }
@@ -128,14 +161,19 @@ export class SocketAgents {
   /** Closes sockets silent (half-open) for two heartbeats, ending what they held. */
   closeSilent(now: number): void {
     for (const { ws, identity } of this.gate.sockets.all()) {
-      if (now - this.gate.sockets.lastSeen(ws, identity) <= 2 * HEARTBEAT_INTERVAL_MS) continue;
-      closeQuietly(ws, 4000, "no heartbeat");
-      this.gate.machine.resolveAll(
-        this.gate.store.pendingOnSocket(identity.socketId),
-        { state: "denied", reason: "agent_disconnected" },
-        now,
-      );
+      if (this.gate.sockets.silent(ws, identity, now)) this.drop(ws, 4000, "no heartbeat", now);
     }
+  }
+
+  /** Closes a socket from this side and ends what it held now (its peer may never answer the close). */
+  private drop(ws: WebSocket, code: number, reason: string, now: number): void {
+    closeQuietly(ws, code, reason);
+    const { socketId } = identityOf(ws) as SocketIdentity;
+    this.gate.machine.resolveAll(
+      this.gate.store.pendingOnSocket(socketId),
+      { state: "denied", reason: "agent_disconnected" },
+      now,
+    );
   }
 
   /**
@@ -145,9 +183,8 @@ export class SocketAgents {
    */
   resolveOrphans(now: number): void {
     const live = this.gate.sockets.liveIds();
-    for (const row of this.gate.store.pendingSocketHeld()) {
-      if (!live.has(row.socket_id)) this.gate.machine.resolve(row, { state: "denied", reason: "service_restart" }, now);
-    }
+    const orphans = this.gate.store.pendingSocketHeld().filter((row) => !live.has(row.socket_id));
+    this.gate.machine.resolveAll(orphans, { state: "denied", reason: "service_restart" }, now);
   }
 
   /** A revoked key's sockets close. */

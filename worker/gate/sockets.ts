@@ -9,7 +9,7 @@
  */
 
 import { rpcResult } from "../../sdk/src/jsonrpc";
-import type { RpcId } from "../../sdk/src/protocol";
+import { HEARTBEAT_INTERVAL_MS, type RpcId } from "../../sdk/src/protocol";
 import type { GateJoin } from "./api";
 
 /** Per-socket identity, kept in the socket's attachment so it survives hibernation. */
@@ -20,6 +20,9 @@ export interface SocketIdentity {
   connectedAt: number;
   lastMessageAt: number;
 }
+
+/** A socket not heard from for longer (no frame, no ping) is half-open: closed by the sweep, never answered. */
+export const SILENT_AFTER_MS = 2 * HEARTBEAT_INTERVAL_MS;
 
 export const socketTag = (socketId: string) => `socket:${socketId}`;
 export const keyTag = (keyId: string) => `key:${keyId}`;
@@ -68,6 +71,22 @@ export class Sockets {
   lastSeen(ws: WebSocket, identity: SocketIdentity): number {
     const lastPing = this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
     return Math.max(lastPing, identity.lastMessageAt);
+  }
+
+  /** Whether `ws` has been silent too long at `now` (no frame, no ping for SILENT_AFTER_MS). */
+  silent(ws: WebSocket, identity: SocketIdentity, now: number): boolean {
+    return now - this.lastSeen(ws, identity) > SILENT_AFTER_MS;
+  }
+
+  /**
+   * Whether a frame sent to socket `socketId` now can reach its agent: the socket is open (not
+   * closing, not closed) and was heard from within SILENT_AFTER_MS.
+   */
+  heardFrom(socketId: string, now: number): boolean {
+    return this.ctx.getWebSockets(socketTag(socketId)).some((ws) => {
+      const identity = identityOf(ws);
+      return ws.readyState === WebSocket.READY_STATE_OPEN && identity !== null && !this.silent(ws, identity, now);
+    });
   }
 
   /** A JSON-RPC result to the socket that sent request `rpcKey` (none for HTTP-held requests). */

@@ -2,7 +2,10 @@
  * The approval state machine: open → pending → (decide | lapse | cancel | disconnect | revoke)
  * → resolved. `resolve` is the one way out of `pending`, and every exit writes the same things:
  * the record, the agent's answer (delivered on its socket or to its long polls), the D1 index
- * row and the audit event (outbox), and the news for the team's hub.
+ * row and the audit event (outbox), and the news for the team's hub. Each transition's writes
+ * are one storage transaction, and what leaves the object (the answer, the hub's news) leaves
+ * only once it committed: a throw half-way writes nothing and tells nobody. A row whose
+ * resolution throws among several is set aside (quarantined), so it blocks none of the others.
  *
  * Owns: the transitions. Does not own: the rules they follow (rules.ts), storage (store.ts),
  * transports (socket-agents.ts, http-agents.ts) or when to flush and wake (the shell).
@@ -59,13 +62,26 @@ export interface MachineHost {
   objectId: string;
   /** News for the team's hub, in the background (the gate's `HubMail`). */
   tellHub(teamId: string, news: GateNews): void;
-  /** Hands a resolved request's answer to whoever waits for it: its socket, its long polls. */
+  /** Hands a resolved request's answer to whoever waits for it (its socket, its long polls), once per resolution. */
   deliver(row: PendingRow, answer: AgentAnswer): void;
+  /**
+   * Whether the agent can still receive the row's answer now: an HTTP-held row always (its
+   * answer waits for the next poll); a socket-held one while its socket is open and was heard
+   * from within two heartbeats.
+   */
+  reachable(row: PendingRow, now: number): boolean;
+  /** Runs `work` as one storage transaction (nested: a savepoint); a throw rolls all of it back. */
+  transaction<T>(work: () => T): T;
+  /** Sets aside a row whose resolution threw, and reports it. */
+  quarantine(row: PendingRow, error: unknown, now: number): void;
   /** A request is now pending (its escalation ladder starts). */
   opened?(approval: Approval, meta: ServedSession, now: number): void;
 }
 
 export class StateMachine {
+  /** What the transaction being run hands out once it commits (null outside one). */
+  private effects: Array<() => void> | null = null;
+
   constructor(private readonly host: MachineHost) {}
 
   private get store() {
@@ -131,26 +147,30 @@ export class StateMachine {
     const checked = this.check(meta, params);
     if ("refused" in checked) return checked;
     const approval = this.draft(meta, holder, params, now, id, checked.lifetimeMs);
-    this.store.insertPending(approval, holder, isElicitation(params) ? [] : params.options);
-    this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
-    this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
-    const byRule = ruleResolution(meta, approval, rules, rulesAt);
-    if (byRule) return this.resolve(this.store.pendingById(approval.id) as PendingRow, byRule, now) ?? approval;
-    this.host.tellHub(meta.teamId, {
-      kind: "created",
-      news: {
-        approval,
-        ownerUserId: meta.ownerUserId,
-        recipients: meta.policy.notify,
-        lockScreen: meta.policy.lockScreen,
-        ladder: this.host.opened !== undefined,
-      },
+    return this.atomically(() => {
+      this.store.insertPending(approval, holder, isElicitation(params) ? [] : params.options);
+      this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
+      this.host.outbox.enqueue(auditOp(meta, approval, `key:${holder.keyId}`, "approval.requested", now));
+      const byRule = ruleResolution(meta, approval, rules, rulesAt);
+      if (byRule) return this.resolve(this.store.pendingById(approval.id) as PendingRow, byRule, now) ?? approval;
+      this.afterCommit(() =>
+        this.host.tellHub(meta.teamId, {
+          kind: "created",
+          news: {
+            approval,
+            ownerUserId: meta.ownerUserId,
+            recipients: meta.policy.notify,
+            lockScreen: meta.policy.lockScreen,
+            ladder: this.host.opened !== undefined,
+          },
+        }),
+      );
+      if (approval.type !== "elicitation" && approval.options.length === 0) {
+        // Team policy hid every option the agent offered: nobody could ever decide it.
+        this.resolve(this.store.pendingById(approval.id) as PendingRow, { state: "denied", reason: "invalid" }, now);
+      } else this.host.opened?.(approval, meta, now);
+      return approval;
     });
-    if (approval.type !== "elicitation" && approval.options.length === 0) {
-      // Team policy hid every option the agent offered: nobody could ever decide it.
-      this.resolve(this.store.pendingById(approval.id) as PendingRow, { state: "denied", reason: "invalid" }, now);
-    } else this.host.opened?.(approval, meta, now);
-    return approval;
   }
 
   /**
@@ -158,30 +178,69 @@ export class StateMachine {
    * can interleave: each request is claimed, and answered, exactly once.
    */
   resolve(row: PendingRow, r: Resolution, now: number): Approval | null {
-    const approval = resolvedApproval(JSON.parse(row.record) as Approval, r, now);
-    const answer = this.answerFor(row, r);
-    const stepUps = this.store.resolve(row.id, r.state, approval, answer);
-    if (!stepUps) return null;
-    this.host.deliver(row, answer);
-    const meta = this.store.meta();
-    if (meta) {
-      const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : r.rule ? `rule:${r.rule.id}` : "system";
-      this.host.outbox.enqueue({
-        op: "approval",
-        teamId: meta.teamId,
-        ownerUserId: meta.ownerUserId,
-        approval,
-        ...(stepUps.length > 0 && { stepUps }),
+    return this.atomically(() => {
+      const approval = resolvedApproval(JSON.parse(row.record) as Approval, r, now);
+      const answer = this.answerFor(row, r);
+      const stepUps = this.store.resolve(row.id, r.state, approval, answer);
+      if (!stepUps) return null;
+      const meta = this.store.meta();
+      if (meta) {
+        const actor = r.decidedBy ? `user:${r.decidedBy.userId}` : r.rule ? `rule:${r.rule.id}` : "system";
+        this.host.outbox.enqueue({
+          op: "approval",
+          teamId: meta.teamId,
+          ownerUserId: meta.ownerUserId,
+          approval,
+          ...(stepUps.length > 0 && { stepUps }),
+        });
+        this.host.outbox.enqueue(auditOp(meta, approval, actor, `approval.${r.state}`, now));
+      }
+      this.afterCommit(() => {
+        this.host.deliver(row, answer);
+        if (meta) this.host.tellHub(meta.teamId, { kind: "resolved", approval, ownerUserId: meta.ownerUserId });
       });
-      this.host.outbox.enqueue(auditOp(meta, approval, actor, `approval.${r.state}`, now));
-      this.host.tellHub(meta.teamId, { kind: "resolved", approval, ownerUserId: meta.ownerUserId });
-    }
-    return approval;
+      return approval;
+    });
   }
 
-  /** Resolves every row with the same resolution. */
+  /**
+   * Resolves every row with the same resolution, each in its own transaction: a row whose
+   * resolution throws is quarantined and the others still end.
+   */
   resolveAll(rows: PendingRow[], r: Resolution, now: number): void {
-    for (const row of rows) this.resolve(row, r, now);
+    for (const row of rows) {
+      try {
+        this.resolve(row, r, now);
+      } catch (error) {
+        this.host.quarantine(row, error, now);
+      }
+    }
+  }
+
+  /**
+   * Runs `work` as one storage transaction (inside another: a savepoint of it). What it hands
+   * out with `afterCommit` leaves once the outermost transaction committed, and never when
+   * the part that queued it rolled back. The shell runs each step of its sweep this way.
+   */
+  atomically<T>(work: () => T): T {
+    const outer = this.effects;
+    const mine: Array<() => void> = [];
+    this.effects = mine;
+    let result: T;
+    try {
+      result = this.host.transaction(work);
+    } finally {
+      this.effects = outer;
+    }
+    if (outer) outer.push(...mine);
+    else for (const effect of mine) effect();
+    return result;
+  }
+
+  /** Hands `effect` to the transaction being run, to run once it committed (at once outside one). */
+  private afterCommit(effect: () => void): void {
+    if (this.effects) this.effects.push(effect);
+    else effect();
   }
 
   /** The answer the agent gets for a row ending this way (recomputed for rows stored without one). */
@@ -201,7 +260,7 @@ export class StateMachine {
     const meta = this.store.meta();
     const row = this.store.row(d.approvalId);
     if (!meta || !row || meta.teamId !== d.teamId) return { ok: false, error: "not_found" };
-    const lapsed = this.lapse(row, now);
+    const lapsed = this.lapse(row, now) ?? this.disconnected(row, now);
     if (lapsed) return { ok: false, error: "already_resolved", approval: lapsed };
     const current = JSON.parse(row.record) as Approval;
     if (row.state !== "pending") {
@@ -233,9 +292,12 @@ export class StateMachine {
     }
     if ("partial" in check)
       return { ok: true, approval: this.recordPartialAllow(meta, current, check.partial, d, now) };
-    // The proof keeps the step-ups that allowed (a deny needs none, whatever it carried).
-    if (d.stepUp && check.resolution.state === "allowed") this.store.addStepUp(row.id, d.stepUp);
-    const approval = this.resolve(row, check.resolution, now);
+    const resolution = check.resolution;
+    const approval = this.atomically(() => {
+      // The proof keeps the step-ups that allowed (a deny needs none, whatever it carried).
+      if (d.stepUp && resolution.state === "allowed") this.store.addStepUp(row.id, d.stepUp);
+      return this.resolve(row, resolution, now);
+    });
     if (!approval) return { ok: false, error: "already_decided", approval: current };
     return card?.ok ? { ok: true, approval, ruleMatch: card.match } : { ok: true, approval };
   }
@@ -253,13 +315,23 @@ export class StateMachine {
     now: number,
   ): Approval {
     const approval = { ...current, quorum };
-    // checkDecision let only a step-up'd allow through to here.
-    this.store.addStepUp(current.id, d.stepUp as NonNullable<DecisionInput["stepUp"]>, approval);
-    const stepUps = this.store.stepUps(current.id);
-    this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval, stepUps });
-    this.host.outbox.enqueue(auditOp(meta, approval, `user:${d.userId}`, "approval.allow_recorded", now));
-    this.host.tellHub(meta.teamId, { kind: "updated", approval, ownerUserId: meta.ownerUserId });
-    return approval;
+    return this.atomically(() => {
+      // checkDecision let only a step-up'd allow through to here.
+      this.store.addStepUp(current.id, d.stepUp as NonNullable<DecisionInput["stepUp"]>, approval);
+      const stepUps = this.store.stepUps(current.id);
+      this.host.outbox.enqueue({
+        op: "approval",
+        teamId: meta.teamId,
+        ownerUserId: meta.ownerUserId,
+        approval,
+        stepUps,
+      });
+      this.host.outbox.enqueue(auditOp(meta, approval, `user:${d.userId}`, "approval.allow_recorded", now));
+      this.afterCommit(() =>
+        this.host.tellHub(meta.teamId, { kind: "updated", approval, ownerUserId: meta.ownerUserId }),
+      );
+      return approval;
+    });
   }
 
   /** Resolves a pending row whose lifetime or HTTP lease is over; the resolved approval, or null. */
@@ -267,6 +339,17 @@ export class StateMachine {
     if (row.state !== "pending") return null;
     const lapse = lapseOf(row as StoredRow & { expires_at: number }, now);
     return lapse ? this.resolve(row, lapse, now) : null;
+  }
+
+  /**
+   * Ends a pending socket-held request whose agent could not receive an answer now (its socket
+   * closed, closing, or silent for two heartbeats and not yet swept): `agent_disconnected`,
+   * before any decision claims it, so no allow is recorded that the agent never got. The
+   * resolved approval, or null when the agent can still be answered.
+   */
+  private disconnected(row: StoredRow, now: number): Approval | null {
+    if (row.state !== "pending" || this.host.reachable(row, now)) return null;
+    return this.resolve(row, { state: "denied", reason: "agent_disconnected" }, now);
   }
 
   /** Ends what is due at `now` among pending requests: expired lifetimes, then lapsed leases. */

@@ -1,9 +1,10 @@
 /**
  * Every SQL statement of a SessionGate's own SQLite, and the mapping between rows and values.
  *
- * Owns: reads and writes of `meta`, `approvals` (and pruning them past retention), `tool_calls`,
- * `revoked_keys` (the outbox's tables: `outbox-store.ts`; the escalation ladder's `ladders`:
- * `ladder-store.ts`). Does not own: the schema (migrations.ts) or any
+ * Owns: reads and writes of `meta`, `approvals` (and pruning them past retention), `quarantined`,
+ * `tool_calls`, `revoked_keys` (the outbox's tables: `outbox-store.ts`; the escalation ladder's
+ * `ladders`: `ladder-store.ts`; the cap on resolved rows: `resolved-cap.ts`). Does not own: the
+ * schema (migrations.ts) or any
  * decision about what to write (state-machine.ts, outbox.ts, ...). Synchronous, like the
  * storage under it: a caller that reads and then writes cannot be interleaved.
  */
@@ -50,6 +51,9 @@ export interface Holder {
 
 /** Every state a resolved row can have (constants, so they can stand in the SQL). */
 const RESOLVED_STATES = ["allowed", "denied", "cancelled", "expired"] as const;
+
+/** A pending row that is not set aside (quarantined): the rows every pending query and count sees. */
+const LIVE_PENDING = "state = 'pending' AND id NOT IN (SELECT approval_id FROM quarantined)";
 
 /** The most recent tool calls kept for decorating later requests. */
 const KEPT_TOOL_CALLS = 256;
@@ -124,13 +128,16 @@ export class GateStore {
 
   /**
    * Moves a row out of `pending` with its resolved record and the agent's answer, in one
-   * statement; its verified step-ups, or null when it was no longer pending (someone else
-   * claimed it, and nothing is written).
+   * statement (its stored size too, for the cap on resolved rows); its verified step-ups, or
+   * null when it was no longer pending (someone else claimed it, and nothing is written).
    */
   resolve(id: string, state: string, approval: Approval, answer: unknown): VerifiedStepUp[] | null {
     const row = this.sql
       .exec(
-        "UPDATE approvals SET state = ?, record = ?, answer = ? WHERE id = ? AND state = 'pending' RETURNING step_ups, expires_at",
+        `UPDATE approvals SET state = ?1, record = ?2, answer = ?3,
+           bytes = length(CAST(?2 AS BLOB)) + length(CAST(?3 AS BLOB)) + length(CAST(agent_options AS BLOB))
+             + COALESCE(length(CAST(step_ups AS BLOB)), 0)
+         WHERE id = ?4 AND state = 'pending' RETURNING step_ups, expires_at`,
         state,
         JSON.stringify(approval),
         JSON.stringify(answer),
@@ -178,7 +185,7 @@ export class GateStore {
   }
 
   pendingCount(): number {
-    return this.sql.exec("SELECT COUNT(*) AS n FROM approvals WHERE state = 'pending'").one().n as number;
+    return this.sql.exec(`SELECT COUNT(*) AS n FROM approvals WHERE ${LIVE_PENDING}`).one().n as number;
   }
 
   pendingAll(): PendingRow[] {
@@ -219,7 +226,7 @@ export class GateStore {
     return this.sql
       .exec<{ expiry: number | null; lease: number | null; socketHeld: number }>(
         `SELECT MIN(expires_at) AS expiry, MIN(lease_until) AS lease, COUNT(*) - COUNT(lease_until) AS socketHeld
-           FROM approvals WHERE state = 'pending'`,
+           FROM approvals WHERE ${LIVE_PENDING}`,
       )
       .one();
   }
@@ -240,11 +247,13 @@ export class GateStore {
     return row.at;
   }
 
-  /** Deletes resolved rows whose time was over before `before`; how many went. */
+  /** Deletes resolved rows (and quarantined ones) whose time was over before `before`; how many went. */
   pruneResolvedBefore(before: number): number {
     const pruned = this.sql
       .exec("DELETE FROM approvals WHERE state <> 'pending' AND expires_at < ? RETURNING id", before)
       .toArray().length;
+    this.sql.exec("DELETE FROM approvals WHERE expires_at < ? AND id IN (SELECT approval_id FROM quarantined)", before);
+    this.sql.exec("DELETE FROM quarantined WHERE approval_id NOT IN (SELECT id FROM approvals)");
     // Read afresh after every prune, so a cached time that was never written cannot loop the alarm.
     this.oldestResolved = undefined;
     return pruned;
@@ -252,8 +261,22 @@ export class GateStore {
 
   private pending(where: string, ...bindings: SqlStorageValue[]): PendingRow[] {
     return this.sql
-      .exec<PendingRow>(`SELECT * FROM approvals WHERE state = 'pending' AND ${where} ORDER BY expires_at`, ...bindings)
+      .exec<PendingRow>(`SELECT * FROM approvals WHERE ${LIVE_PENDING} AND ${where} ORDER BY expires_at`, ...bindings)
       .toArray();
+  }
+
+  // ── quarantine ───────────────────────────────────────────────────────────
+
+  /**
+   * Sets aside a pending row whose resolution threw: no pending query, count or alarm sees it
+   * again, so it blocks nothing behind it. It stays stored, for inspection.
+   */
+  quarantine(id: string, error: string, now: number): void {
+    this.sql.exec("INSERT OR IGNORE INTO quarantined (approval_id, at, error) VALUES (?, ?, ?)", id, now, error);
+  }
+
+  quarantinedCount(): number {
+    return this.sql.exec("SELECT COUNT(*) AS n FROM quarantined").one().n as number;
   }
 
   // ── tool calls ───────────────────────────────────────────────────────────
