@@ -28,6 +28,15 @@ export interface Env {
   MAIL_API_URL?: string;
   MAIL_API_KEY?: string;
   MAIL_FROM?: string;
+  /**
+   * Operator ceilings (`worker/ceilings.ts`, docs/limits.md): whole numbers as text, in
+   * wrangler.toml `[vars]`; unset or not a whole number ≥ 1, the documented default.
+   */
+  MAX_STORED_BYTES_PER_TEAM_PER_DAY?: string;
+  MAX_KEYS_PER_TEAM?: string;
+  MAX_TEAMS_PER_PERSON?: string;
+  MAX_MEMBERS_PER_TEAM?: string;
+  MAX_RETENTION_DAYS?: string;
 }
 
 /** A signed-in human, from the session cookie. */

@@ -16,6 +16,7 @@ export const ERRORS = {
   option_not_offered: { status: 400, message: "that option was not offered" },
   invalid_content: { status: 400, message: "the answer does not fit the agent's form" },
   step_up_failed: { status: 400, message: "the passkey step-up could not be verified; ask for a new one" },
+  over_ceiling: { status: 400, message: "over a ceiling of this server; its operator sets them" },
   step_up_not_needed: { status: 400, message: "this request is not high-risk, or no longer pending: no step-up" },
   // RFC 8628 device-code polling answers (400 by the RFC).
   authorization_pending: { status: 400, message: "waiting for someone to approve the code" },

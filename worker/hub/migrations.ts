@@ -7,7 +7,7 @@
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
  * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout, `quotas.ts`
- * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `escalation.ts` escalations/live_cards, `claims.ts` claims; the
+ * quota_pending/quota_buckets, `daily-bytes.ts` quota_days, `vouching.ts` ended_web_sessions/revoked_keys, `escalation.ts` escalations/live_cards, `claims.ts` claims; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -71,6 +71,8 @@ const MIGRATIONS: MigrationStep[] = [
   `CREATE TABLE IF NOT EXISTS ended_web_sessions (token_hash TEXT PRIMARY KEY, ended_at INTEGER NOT NULL);`,
   // Agent keys revoked lately (vouching.ts), so an agent's key vouched by the hub skips D1.
   `CREATE TABLE IF NOT EXISTS revoked_keys (key_id TEXT PRIMARY KEY, revoked_at INTEGER NOT NULL);`,
+  // The bytes the team's admitted requests stored today (daily-bytes.ts), under the operator's ceiling.
+  `CREATE TABLE IF NOT EXISTS quota_days (day INTEGER PRIMARY KEY, bytes INTEGER NOT NULL);`,
 ];
 
 /** The version every hub reaches on its next start. */
