@@ -7,7 +7,7 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { pinHost, securityHeaders } from "./edge";
 import { DomainError } from "./errors";
-import { apiError, limitBody } from "./http";
+import { apiError, internalErrorMessage, limitBody } from "./http";
 import { agentRoutes } from "./routes/agent";
 import { approvalRoutes } from "./routes/approvals";
 import { auditRoutes } from "./routes/audit";
@@ -74,7 +74,7 @@ const app = new Hono<AppEnv>()
     }
     if (err instanceof HTTPException) return apiError(c, "bad_request", err.message);
     console.error("unhandled error", err instanceof Error ? err.name : "unknown");
-    return apiError(c, "internal_error", "something went wrong; nothing was decided");
+    return apiError(c, "internal_error", internalErrorMessage(c.req.method));
   });
 
 /**

@@ -67,7 +67,7 @@ export const ERRORS = {
   rate_limited: { status: 429, message: "too many requests; try again later" },
   too_many_pending: { status: 429, message: "this session has too many pending requests" },
   quota_exceeded: { status: 429, message: "over one of the team's limits; retry after Retry-After seconds" },
-  internal_error: { status: 500, message: "something went wrong; nothing was decided" },
+  internal_error: { status: 500, message: "something went wrong" },
   push_unavailable: { status: 503, message: "Web Push is not configured on this server" },
   rules_unavailable: { status: 503, message: "the team's rules could not be updated everywhere; try again" },
   rule_not_created: { status: 503, message: "the request was allowed once, but the rule could not be made" },
