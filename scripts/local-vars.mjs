@@ -19,3 +19,17 @@ export function localVars() {
     RATE_LIMIT_SECRET: randomBytes(32).toString("base64url"),
   };
 }
+
+/** Listen addresses only this machine can reach. */
+const LOOPBACK_LISTENERS = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i;
+
+/**
+ * The dev outbox's token for a server listening on `ip`: none on loopback (only this machine can
+ * connect), a fresh one on anything else (`0.0.0.0`, a LAN address), where any host on the
+ * network could send `Host: localhost` and `CF-Connecting-IP: 127.0.0.1`.
+ * @param {string} ip
+ * @returns {string | null}
+ */
+export function outboxTokenFor(ip) {
+  return LOOPBACK_LISTENERS.test(ip) ? null : randomBytes(32).toString("base64url");
+}

@@ -4,12 +4,14 @@
  * local database in `.wrangler/state`, and runs the Worker on wrangler's local runtime at
  * http://localhost:8787 (`dev-server.mjs`: as `wrangler dev` does, rebuilt when a source file
  * changes, but with no DevTools inspector unless `-- --inspector-port 9229` asks for one).
- * Other arguments go to dev-server.mjs (`-- --ip 0.0.0.0` for a phone on the same network).
+ * Other arguments go to dev-server.mjs (`-- --ip 0.0.0.0` for a phone on the same network; then
+ * the dev outbox asks for a fresh token, printed here with its URL).
  */
 import { execFileSync, spawn } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { localVars } from "./local-vars.mjs";
+import { parseArgs } from "node:util";
+import { localVars, outboxTokenFor } from "./local-vars.mjs";
 import { applyMigrations, ROOT } from "./local-worker.mjs";
 
 const devVars = join(ROOT, ".dev.vars");
@@ -39,6 +41,20 @@ if (!existsSync(devVars)) {
 execFileSync("npm", ["run", "--silent", "build:pwa"], { cwd: ROOT, stdio: "inherit" });
 await applyMigrations(undefined, "inherit");
 const port = process.env.PORT ?? "8787";
+// The last --ip given wins (dev-server.mjs reads it so); off loopback, the outbox needs a token.
+const { values: listen } = parseArgs({
+  args: ["--ip", "localhost", ...process.argv.slice(2)],
+  options: { ip: { type: "string", multiple: true } },
+  strict: false,
+});
+const ip = /** @type {string[]} */ (listen.ip).at(-1) ?? "localhost";
+const outboxToken = outboxTokenFor(ip);
+if (outboxToken) {
+  const host = ip === "0.0.0.0" || ip === "::" ? "<this machine's address>" : ip;
+  console.log(
+    `listening on ${ip}: the dev outbox needs its token: http://${host}:${port}/v1/dev/outbox?token=${outboxToken}`,
+  );
+}
 const server = spawn(
   process.execPath,
   [
@@ -50,6 +66,7 @@ const server = spawn(
     "--watch",
     "--log-level",
     "log",
+    ...(outboxToken ? ["--var", `DEV_OUTBOX_TOKEN:${outboxToken}`] : []),
     ...process.argv.slice(2),
   ],
   {

@@ -3,11 +3,12 @@
  * (421 otherwise, so DNS rebinding cannot pass the Origin check), answers carry
  * `X-Content-Type-Options: nosniff` and, over HTTPS, HSTS. And what "local" means for local mode.
  *
- * Owns: those headers, host pinning, `isLocalRequest`. Does not own: parsing addresses
+ * Owns: those headers, host pinning, `isLocalRequest` (with the outbox token off loopback). Does not own: parsing addresses
  * (client-address.ts), the Origin check (auth.ts).
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { hostName, isLoopbackAddress, isLoopbackHost } from "./client-address";
+import { sha256Hex } from "./crypto";
 import { DomainError } from "./errors";
 import type { AppEnv, Env } from "./types";
 
@@ -56,11 +57,21 @@ const portOf = (host: string) => /:(\d+)$/.exec(host.replace(/^\[.*\]/, ""))?.[1
  * Local mode (`DEV_OUTBOX` exactly "1") and a request from this machine to a loopback name, not
  * through a proxy or tunnel. `wrangler dev` sets `CF-Connecting-IP` to the socket's address
  * (127.0.0.1) unless the client sent one; behind Cloudflare (a deployment or a cloudflared
- * tunnel) it is the real client's.
+ * tunnel) it is the real client's. A server listening on more than loopback can be sent both
+ * headers by any host on the network, so there (`DEV_OUTBOX_TOKEN` set) the request must also
+ * carry the token `npm start` printed.
  */
 export function isLocalRequest(c: Context<AppEnv>): boolean {
   if (c.env.DEV_OUTBOX !== "1") return false;
   if (!isLoopbackAddress(c.req.header("CF-Connecting-IP"))) return false;
   if (!isLoopbackHost(new URL(c.req.url).host)) return false;
-  return FORWARDED_HEADERS.every((name) => c.req.header(name) === undefined);
+  if (!FORWARDED_HEADERS.every((name) => c.req.header(name) === undefined)) return false;
+  return c.env.DEV_OUTBOX_TOKEN === undefined || carriesToken(c, c.env.DEV_OUTBOX_TOKEN);
+}
+
+/** `Authorization: Bearer <token>` or `?token=<token>`; their hashes are compared, so the time taken tells nothing of the token. */
+function carriesToken(c: Context<AppEnv>, token: string): boolean {
+  const bearer = /^Bearer\s+(\S+)$/i.exec(c.req.header("Authorization") ?? "")?.[1];
+  const sent = bearer ?? c.req.query("token") ?? "";
+  return token.length > 0 && sha256Hex(sent) === sha256Hex(token);
 }

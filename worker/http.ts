@@ -20,6 +20,16 @@ export function apiError(c: Context, error: ErrorCode, message?: string, extra?:
 }
 
 /**
+ * The sentence of an unexpected failure: a read changed nothing and decided nothing; a write may
+ * have taken effect before it failed (a decision made, then a later step broke), so it says so.
+ */
+export function internalErrorMessage(method: string): string {
+  return ["GET", "HEAD", "OPTIONS"].includes(method.toUpperCase())
+    ? "something went wrong; nothing was decided or changed"
+    : "something went wrong; it may have taken effect: reload to see before trying again";
+}
+
+/**
  * Validates a JSON body or the query with a zod schema; bad input gets a 400 that names the field.
  *
  * @example

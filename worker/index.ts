@@ -7,14 +7,14 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { pinHost, securityHeaders } from "./edge";
 import { DomainError } from "./errors";
-import { apiError, limitBody } from "./http";
+import { apiError, internalErrorMessage, limitBody } from "./http";
 import { agentRoutes } from "./routes/agent";
 import { approvalRoutes } from "./routes/approvals";
 import { auditRoutes } from "./routes/audit";
 import { authRoutes } from "./routes/auth";
 import { deviceRoutes } from "./routes/device";
 import { historyRoutes } from "./routes/history";
-import { CLAUDE_HOOK_PATH, hookRoutes } from "./routes/hooks";
+import { CLAUDE_HOOK_PATH, hookFailure, hookRoutes } from "./routes/hooks";
 import { keyRoutes } from "./routes/keys";
 import { liveRoutes } from "./routes/live";
 import { memberRoutes } from "./routes/members";
@@ -40,7 +40,7 @@ const limitHumanBodies = limitBody(HUMAN_BODY_BYTES);
 
 const app = new Hono<AppEnv>()
   .use("*", securityHeaders, pinHost)
-  // The Claude hook endpoint answers an oversized body itself: a 413 would let Claude carry on.
+  // The Claude hook endpoint reads its body itself, after the key (≤ 64 KiB): a 413 would let Claude carry on.
   .use("/v1/*", (c, next) =>
     AGENT_PERMISSIONS.test(c.req.path) || c.req.path === CLAUDE_HOOK_PATH ? next() : limitHumanBodies(c, next),
   )
@@ -66,13 +66,15 @@ const app = new Hono<AppEnv>()
   .get("/v1/health", (c) => c.json({ ok: true }))
   .notFound((c) => apiError(c, "not_found", "no such route"))
   .onError((err, c) => {
+    // Claude Code takes any non-2xx as "no decision": the hook's failures (a 421 host too) are 200 denies.
+    if (c.req.path === CLAUDE_HOOK_PATH) return hookFailure(c, err);
     if (err instanceof DomainError) {
       for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value);
       return apiError(c, err.code, err.message || undefined, err.extra);
     }
     if (err instanceof HTTPException) return apiError(c, "bad_request", err.message);
     console.error("unhandled error", err instanceof Error ? err.name : "unknown");
-    return apiError(c, "internal_error", "something went wrong; nothing was decided");
+    return apiError(c, "internal_error", internalErrorMessage(c.req.method));
   });
 
 /**

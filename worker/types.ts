@@ -20,6 +20,11 @@ export interface Env {
   RATE_LIMIT_SECRET?: string;
   /** Local mode: mail goes to the console and `GET /v1/dev/outbox`. Never set in production. */
   DEV_OUTBOX?: string;
+  /**
+   * Local mode on a listener other than loopback (`npm start -- --ip 0.0.0.0`): the token the
+   * outbox also asks for (`Authorization: Bearer` or `?token=`), which `npm start` prints.
+   */
+  DEV_OUTBOX_TOKEN?: string;
   /** The public origin, e.g. https://tapgate.example.com; defaults to the request's origin. */
   APP_ORIGIN?: string;
   /** The WebAuthn relying party id (a registrable domain); defaults to APP_ORIGIN's hostname. */
@@ -28,6 +33,15 @@ export interface Env {
   MAIL_API_URL?: string;
   MAIL_API_KEY?: string;
   MAIL_FROM?: string;
+  /**
+   * Operator ceilings (`worker/ceilings.ts`, docs/limits.md): whole numbers as text, in
+   * wrangler.toml `[vars]`; unset or not a whole number ≥ 1, the documented default.
+   */
+  MAX_STORED_BYTES_PER_TEAM_PER_DAY?: string;
+  MAX_KEYS_PER_TEAM?: string;
+  MAX_TEAMS_PER_PERSON?: string;
+  MAX_MEMBERS_PER_TEAM?: string;
+  MAX_RETENTION_DAYS?: string;
 }
 
 /** A signed-in human, from the session cookie. */

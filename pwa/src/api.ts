@@ -238,7 +238,7 @@ export const api = {
   },
   signIn: (email: string) => post(mailSentAnswerSchema, "/v1/auth/signin", { email }),
   signUp: (b: SignupBody) => post(mailSentAnswerSchema, "/v1/auth/signup", b),
-  linkPreview: (token: string) => get(linkPreviewSchema, `/v1/auth/link?token=${enc(token)}`),
+  linkPreview: (token: string) => post(linkPreviewSchema, "/v1/auth/link/preview", { token }),
   /** `confirm`: switch from the account this browser is signed in as (else `409 signed_in_as_other`). */
   confirmLink: (token: string, confirm = false) =>
     post(okAnswerSchema, "/v1/auth/link", confirm ? { token, confirm } : { token }),
@@ -311,8 +311,7 @@ export const api = {
   createInvite: (role: Role, email?: string) =>
     post(createdInviteSchema, "/v1/invites", email ? { role, email } : { role }),
   revokeInvite: (id: string) => del(okAnswerSchema, `/v1/invites/${enc(id)}`),
-  previewInvite: (token: string) =>
-    request(invitePreviewSchema, "GET", `/v1/invites/preview?token=${enc(token)}`, undefined, true),
+  previewInvite: (token: string) => request(invitePreviewSchema, "POST", "/v1/invites/preview", { token }, true),
   acceptInvite: (token: string) => post(acceptedInviteSchema, "/v1/invites/accept", { token }),
 
   keys: (scope: "mine" | "team") => get(keyListSchema, `/v1/keys?scope=${scope}`),

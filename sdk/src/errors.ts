@@ -16,6 +16,7 @@ export const ERRORS = {
   option_not_offered: { status: 400, message: "that option was not offered" },
   invalid_content: { status: 400, message: "the answer does not fit the agent's form" },
   step_up_failed: { status: 400, message: "the passkey step-up could not be verified; ask for a new one" },
+  over_ceiling: { status: 400, message: "over a ceiling of this server; its operator sets them" },
   step_up_not_needed: { status: 400, message: "this request is not high-risk, or no longer pending: no step-up" },
   // RFC 8628 device-code polling answers (400 by the RFC).
   authorization_pending: { status: 400, message: "waiting for someone to approve the code" },
@@ -70,7 +71,7 @@ export const ERRORS = {
   rate_limited: { status: 429, message: "too many requests; try again later" },
   too_many_pending: { status: 429, message: "this session has too many pending requests" },
   quota_exceeded: { status: 429, message: "over one of the team's limits; retry after Retry-After seconds" },
-  internal_error: { status: 500, message: "something went wrong; nothing was decided" },
+  internal_error: { status: 500, message: "something went wrong" },
   push_unavailable: { status: 503, message: "Web Push is not configured on this server" },
   rules_unavailable: { status: 503, message: "the team's rules could not be updated everywhere; try again" },
   rule_not_created: { status: 503, message: "the request was allowed once, but the rule could not be made" },

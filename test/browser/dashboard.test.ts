@@ -153,7 +153,11 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     expect(await member.getAttribute("data-role")).toBe("approver");
     await owner.getByTestId("invites-empty").waitFor();
     // The link works once.
-    const again = await fetch(`${app.direct}/v1/invites/preview?token=${new URL(url).searchParams.get("token")}`);
+    const again = await fetch(`${app.direct}/v1/invites/preview`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ token: new URL(url).searchParams.get("token") }),
+    });
     expect(again.status).toBe(404);
   });
 

@@ -286,3 +286,23 @@ describe("durable route-side audit", () => {
     expect(actions.filter((id) => id.startsWith("device_approved:"))).toHaveLength(1);
   });
 });
+
+describe("an unexpected failure's answer", () => {
+  it("says nothing was decided only when nothing could have been: a failed write says to reload first", async () => {
+    const owner = await signUp("Broken");
+    const trigger = `broken_keys_${owner.teamId.replace(/\W/g, "")}`;
+    await env.DB.exec(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON api_keys WHEN NEW.team_id = '${owner.teamId}' BEGIN SELECT RAISE(ABORT, 'keys down'); END;`,
+    );
+    try {
+      const res = await post("/v1/keys", { label: "while D1 is down" }, owner.cookie);
+      expect(res.status).toBe(500);
+      const body = await json<{ error: string; message: string }>(res);
+      expect(body.error).toBe("internal_error");
+      expect(body.message).not.toContain("nothing was decided");
+      expect(body.message).toContain("may have taken effect");
+    } finally {
+      await env.DB.exec(`DROP TRIGGER ${trigger}`);
+    }
+  });
+});

@@ -2,10 +2,11 @@
  * Claude Code's HTTP hook endpoint in workerd: payloads shaped as Claude Code posts them, held
  * until a human decides, and a 200 deny (never a non-2xx or an empty 2xx) on every failure.
  */
-import { SELF } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
-import { holdFor } from "../../worker/routes/hooks";
+import app from "../../worker/index";
+import { HOOK_BODY_BYTES, holdFor } from "../../worker/routes/hooks";
 import { createKey, decide, json, ORIGIN, pendingApprovals, signUp, unique } from "./helpers";
 
 function preToolUse(sessionId: string, toolInput: Record<string, unknown> = { command: "git push origin main" }) {
@@ -122,25 +123,68 @@ describe("POST /v1/hooks/claude-code", () => {
     expect(approval).toBeUndefined();
   });
 
-  it("no key, an empty key (a variable allowedEnvVars does not list), a bad key: a 200 deny", async () => {
+  it("no key, an empty key (a variable allowedEnvVars does not list), a bad key: a 200 deny, before the body is read", async () => {
     const input = preToolUse(unique("claude-http"));
     for (const authorization of [undefined, "Bearer ", "Bearer"]) {
+      // The body is not read without a key, so its event is unknown: the top-level block every event honours.
       expect(await denial(await post(input, { authorization }))).toEqual({
-        hookSpecificOutput: {
-          hookEventName: "PreToolUse",
-          permissionDecision: "deny",
-          permissionDecisionReason:
-            'Tapgate: no API key: set TAPGATE_API_KEY and list it in the hook\'s "allowedEnvVars"',
-        },
+        decision: "block",
+        reason: 'Tapgate: no API key: set TAPGATE_API_KEY and list it in the hook\'s "allowedEnvVars"',
       });
     }
     const bad = await denial(await post(input, { key: `tg_${"x".repeat(43)}` }));
-    expect(bad).toMatchObject({
+    expect(bad).toMatchObject({ decision: "block", reason: expect.stringContaining("unknown or revoked") });
+    // A body too large or not JSON at all is never looked at: the key's problem is the answer.
+    for (const body of ["x".repeat(1024 * 1024), "not json"]) {
+      const unread = await denial(await post(body, { key: `tg_${"x".repeat(43)}` }));
+      expect(unread).toMatchObject({ decision: "block", reason: expect.stringContaining("unknown or revoked") });
+    }
+  });
+
+  it("a body over 64 KiB is a deny in the event's shape, read no further; at 64 KiB it is held", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const base = preToolUse(unique("claude-http"), { command: "" });
+    const room = HOOK_BODY_BYTES - JSON.stringify(base).length;
+    const over = await denial(
+      await post(preToolUse(unique("claude-http"), { command: "x".repeat(room + 1) }), { key }),
+    );
+    expect(over).toMatchObject({
       hookSpecificOutput: {
+        hookEventName: "PreToolUse",
         permissionDecision: "deny",
-        permissionDecisionReason: expect.stringContaining("unknown or revoked"),
+        permissionDecisionReason: `Tapgate: the hook input is larger than ${HOOK_BODY_BYTES} bytes`,
       },
     });
+    const sessionId = unique("claude-http");
+    const fits = { ...preToolUse(sessionId, { command: "" }) };
+    fits.tool_input = { command: "x".repeat(HOOK_BODY_BYTES - JSON.stringify(fits).length) };
+    expect(JSON.stringify(fits).length).toBe(HOOK_BODY_BYTES);
+    const held = post(fits, { key, query: "?timeout=600" });
+    const approval = await pendingOf(owner, sessionId);
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
+    expect(await denial(await held)).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
+  });
+
+  it("a host the server does not answer for is a 200 deny, never 421 (Claude would carry on)", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const res = await app.request(
+      "https://rebound.example/v1/hooks/claude-code",
+      {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+        body: JSON.stringify(preToolUse(unique("claude-http"))),
+      },
+      { ...env, APP_ORIGIN: ORIGIN },
+    );
+    expect(await denial(res)).toEqual({
+      decision: "block",
+      reason: "Tapgate: this server answers only for tapgate.test",
+    });
+    // Other routes keep their 421.
+    const other = await app.request("https://rebound.example/v1/health", {}, { ...env, APP_ORIGIN: ORIGIN });
+    expect(other.status).toBe(421);
   });
 
   it("malformed input: a deny in the event's shape when the event is known, else decision block", async () => {

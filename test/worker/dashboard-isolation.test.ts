@@ -1,7 +1,7 @@
 /** Tenant isolation on every dashboard route: another team's ids answer 404 and change nothing. */
 import { describe, expect, it } from "vitest";
 import { DEFAULT_POLICY } from "../../worker/policy";
-import { api, askOnce, json, pendingApprovals, signUp, tokenOf } from "./helpers";
+import { api, askOnce, json, pendingApprovals, previewInvite, signUp, tokenOf } from "./helpers";
 import { addMember, seedApprovals } from "./team-helpers";
 
 describe("dashboard tenant isolation", () => {
@@ -52,7 +52,7 @@ describe("dashboard tenant isolation", () => {
       await api("/v1/members", { cookie: a.owner.cookie }),
     );
     expect(members.members).toContainEqual(expect.objectContaining({ userId: aMember.userId, role: "approver" }));
-    expect((await api(`/v1/invites/preview?token=${tokenOf(aInvite.url)}`)).status).toBe(200);
+    expect((await previewInvite(tokenOf(aInvite.url))).status).toBe(200);
     const keys = await json<{ keys: Array<{ id: string; revokedAt: number | null }> }>(
       await api("/v1/keys", { cookie: a.owner.cookie }),
     );

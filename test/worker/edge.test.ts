@@ -49,6 +49,26 @@ describe("the dev outbox", () => {
     }
   });
 
+  it("off loopback (`npm start -- --ip 0.0.0.0`), a LAN host sending loopback headers needs the printed token", async () => {
+    const DEV_OUTBOX_TOKEN = "lan-outbox-token-0123456789abcdefghijklmnopq";
+    const member = await signUp("Lan");
+    const url = `http://localhost:8787/v1/dev/outbox?to=${encodeURIComponent(member.email)}`;
+    // What any host on the network can send to a server listening on 0.0.0.0.
+    for (const headers of [LOOPBACK, { ...LOOPBACK, Authorization: "Bearer wrong" }]) {
+      const res = await withEnv({ DEV_OUTBOX_TOKEN }, url, { headers });
+      expect(res.status, JSON.stringify(headers)).toBe(404);
+    }
+    expect((await withEnv({ DEV_OUTBOX_TOKEN }, `${url}&token=wrong`, { headers: LOOPBACK })).status).toBe(404);
+    const bearer = await withEnv({ DEV_OUTBOX_TOKEN }, url, {
+      headers: { ...LOOPBACK, Authorization: `Bearer ${DEV_OUTBOX_TOKEN}` },
+    });
+    expect(bearer.status).toBe(200);
+    expect((await json<{ messages: unknown[] }>(bearer)).messages).toHaveLength(1);
+    expect(
+      (await withEnv({ DEV_OUTBOX_TOKEN }, `${url}&token=${DEV_OUTBOX_TOKEN}`, { headers: LOOPBACK })).status,
+    ).toBe(200);
+  });
+
   it("is there only when DEV_OUTBOX is exactly 1", async () => {
     expect((await outbox()).status).toBe(200);
     for (const value of [undefined, "", "0", "true", "yes", " 1"]) {

@@ -51,6 +51,11 @@ export async function confirmLink(link: string): Promise<Response> {
   return api("/v1/auth/link", { method: "POST", body: JSON.stringify({ token: tokenOf(link) }) });
 }
 
+/** `POST /v1/invites/preview`: the invite's token in the body (never a URL, which logs keep). */
+export function previewInvite(token: string): Promise<Response> {
+  return api("/v1/invites/preview", { method: "POST", body: JSON.stringify({ token }) });
+}
+
 export function cookieOf(response: Response): string {
   const setCookie = response.headers.get("Set-Cookie") ?? "";
   return setCookie.split(";")[0] ?? "";

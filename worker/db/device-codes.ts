@@ -1,6 +1,7 @@
 /** D1 access: device codes (`tapgate login`). */
 import type { AuditEvent } from "../audit-chain";
 import { auditOutboxStatements } from "./audit";
+import { countedKeys } from "./keys";
 
 export type DeviceCodeStatus = "pending" | "approved" | "denied" | "consumed";
 
@@ -175,7 +176,7 @@ export type DeviceExchange =
       team: { id: string; name: string };
       user: { id: string; name: string; email: string };
     }
-  | { outcome: "authorization_pending" | "slow_down" | "expired_token" | "access_denied" };
+  | { outcome: "authorization_pending" | "slow_down" | "expired_token" | "access_denied" | "over_ceiling" };
 
 /**
  * One poll of the terminal. An approved code is consumed and its key created in the same
@@ -193,6 +194,8 @@ export async function exchangeDeviceCode(
     key: { id: string; hash: string; prefix: string };
     now: number;
     minIntervalMs: number;
+    /** The team's key ceiling: the code is consumed only while the team has fewer keys (`countedKeys`). */
+    keyCeiling: number;
   },
   audit?: (approved: ApprovedCode) => AuditEvent,
 ): Promise<DeviceExchange> {
@@ -209,9 +212,10 @@ export async function exchangeDeviceCode(
       .prepare(
         `UPDATE device_codes SET status = 'consumed', key_id = ?2, last_polled_at = ?3
           WHERE device_code_hash = ?1 AND status = 'approved' AND expires_at > ?3 AND team_id = ?4 AND user_id = ?5
+            AND ${countedKeys("?4", "?3")} < ?6
           RETURNING id`,
       )
-      .bind(x.deviceCodeHash, x.key.id, x.now, approved?.teamId ?? null, approved?.userId ?? null),
+      .bind(x.deviceCodeHash, x.key.id, x.now, approved?.teamId ?? null, approved?.userId ?? null, x.keyCeiling),
     db
       .prepare(
         `INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at)
@@ -231,11 +235,11 @@ export async function exchangeDeviceCode(
     db
       .prepare(
         `SELECT d.status, d.expires_at, d.client_name, d.team_id, t.name AS team_name,
-                d.user_id, u.name AS user_name, u.email
+                d.user_id, u.name AS user_name, u.email, ${countedKeys("d.team_id", "?2")} AS keys
            FROM device_codes d LEFT JOIN teams t ON t.id = d.team_id LEFT JOIN users u ON u.id = d.user_id
           WHERE d.device_code_hash = ?1`,
       )
-      .bind(x.deviceCodeHash),
+      .bind(x.deviceCodeHash, x.now),
     ...auditOutboxStatements(db, approved ? audit?.(approved) : undefined, keyMade),
   ]);
   const row = current?.results[0] as
@@ -248,6 +252,7 @@ export async function exchangeDeviceCode(
         user_id: string;
         user_name: string;
         email: string;
+        keys: number;
       }
     | undefined;
   if (consumed?.results.length && row) {
@@ -262,6 +267,8 @@ export async function exchangeDeviceCode(
   }
   if (!row || row.status === "consumed" || row.expires_at <= x.now) return { outcome: "expired_token" };
   if (row.status === "denied") return { outcome: "access_denied" };
+  // Approved, but the team has as many keys as the server allows: the code waits for one to be revoked.
+  if (row.status === "approved" && row.keys >= x.keyCeiling) return { outcome: "over_ceiling" };
   if (!polled?.results.length) return { outcome: "slow_down" };
   return { outcome: "authorization_pending" };
 }

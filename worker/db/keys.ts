@@ -18,25 +18,47 @@ export interface ApiKeyRow {
 export const KEY_OWNER_IS_MEMBER =
   "EXISTS (SELECT 1 FROM memberships m WHERE m.team_id = api_keys.team_id AND m.user_id = api_keys.user_id)";
 
+/** How long a revoked key still counts against the team's key ceiling: making and revoking keys in a loop is bounded too. */
+export const KEY_CEILING_WINDOW_MS = 24 * 60 * 60 * 1000;
+
 /**
- * Makes a key for a member of the team, with `audit` (the event that records it) queued in the
- * same batch and only if the key was made; false (nothing made) when the user is not a member.
+ * The keys that count against the ceiling, in SQL over `api_keys` (team `?team`, now `?now`):
+ * live keys, and keys made within `KEY_CEILING_WINDOW_MS` whatever became of them.
+ */
+export const countedKeys = (team: string, now: string) =>
+  `(SELECT COUNT(*) FROM api_keys ck WHERE ck.team_id = ${team}
+     AND (ck.revoked_at IS NULL OR ck.created_at > ${now} - ${KEY_CEILING_WINDOW_MS}))`;
+
+/**
+ * Makes a key for a member of the team while the team has fewer than `ceiling` counted keys
+ * (`countedKeys`, in the same statement), with `audit` (the event that records it) queued in
+ * the same batch and only if the key was made. Says why nothing was made otherwise.
  */
 export async function createApiKey(
   db: D1Database,
   k: { id: string; teamId: string; userId: string; hash: string; prefix: string; label: string; now: number },
+  ceiling: number,
   audit?: AuditEvent,
-): Promise<boolean> {
+): Promise<"made" | "not_member" | "over_ceiling"> {
   const insert = db
     .prepare(
       `INSERT INTO api_keys (id, team_id, user_id, key_hash, prefix, label, created_at)
        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
-        WHERE EXISTS (SELECT 1 FROM memberships WHERE team_id = ?2 AND user_id = ?3)`,
+        WHERE EXISTS (SELECT 1 FROM memberships WHERE team_id = ?2 AND user_id = ?3)
+          AND ${countedKeys("?2", "?7")} < ?8`,
     )
-    .bind(k.id, k.teamId, k.userId, k.hash, k.prefix, k.label, k.now);
+    .bind(k.id, k.teamId, k.userId, k.hash, k.prefix, k.label, k.now, ceiling);
   const made = { sql: "EXISTS (SELECT 1 FROM api_keys WHERE id = ?5)", binds: [k.id] };
-  const [result] = await db.batch([insert, ...auditOutboxStatements(db, audit, made)]);
-  return (result?.meta.changes ?? 0) > 0;
+  const member = db
+    .prepare("SELECT EXISTS (SELECT 1 FROM memberships WHERE team_id = ?1 AND user_id = ?2) AS member")
+    .bind(k.teamId, k.userId);
+  const [result, checked] = await db.batch<{ member?: number }>([
+    insert,
+    member,
+    ...auditOutboxStatements(db, audit, made),
+  ]);
+  if ((result?.meta.changes ?? 0) > 0) return "made";
+  return checked?.results[0]?.member ? "over_ceiling" : "not_member";
 }
 
 /** The team's keys, or (with `userId`) only that user's. */

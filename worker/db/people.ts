@@ -34,11 +34,39 @@ export async function createUserWithTeam(
   return { userId, teamId };
 }
 
-/** Another team for an existing user, who owns it. */
-export async function createTeam(db: D1Database, t: { userId: string; name: string; now: number }): Promise<string> {
+/**
+ * Another team for an existing user, who owns it, while they made fewer than `ceiling` teams
+ * (counted in the statement that inserts the team); null when they did not.
+ */
+export async function createTeam(
+  db: D1Database,
+  t: { userId: string; name: string; now: number; ceiling: number },
+): Promise<string | null> {
   const teamId = newId("team");
-  await db.batch(newTeamStatements(db, { teamId, ...t }));
-  return teamId;
+  const [, ...rest] = newTeamStatements(db, { teamId, ...t });
+  const team = db
+    .prepare(
+      `INSERT INTO teams (id, name, created_at, created_by) SELECT ?1, ?2, ?3, ?4
+        WHERE (SELECT COUNT(*) FROM teams WHERE created_by = ?4) < ?5`,
+    )
+    .bind(teamId, t.name, t.now, t.userId, t.ceiling);
+  try {
+    await db.batch([team, ...rest]);
+    return teamId;
+  } catch (err) {
+    // With no team row, the owner's membership (a foreign key to it) fails, and the batch with it.
+    if ((await teamsMadeBy(db, t.userId)) >= t.ceiling) return null;
+    throw err;
+  }
+}
+
+/** How many teams the person made (`teams.created_by`). */
+export async function teamsMadeBy(db: D1Database, userId: string): Promise<number> {
+  const row = await db
+    .prepare("SELECT COUNT(*) AS n FROM teams WHERE created_by = ?")
+    .bind(userId)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
 }
 
 /**
@@ -58,7 +86,9 @@ function newTeamStatements(db: D1Database, t: { teamId: string; userId: string; 
     },
   ]);
   return [
-    db.prepare("INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)").bind(t.teamId, t.name, t.now),
+    db
+      .prepare("INSERT INTO teams (id, name, created_at, created_by) VALUES (?, ?, ?, ?)")
+      .bind(t.teamId, t.name, t.now, t.userId),
     db
       .prepare("INSERT INTO memberships (team_id, user_id, role, created_at) VALUES (?, ?, 'owner', ?)")
       .bind(t.teamId, t.userId, t.now),

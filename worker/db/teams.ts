@@ -298,7 +298,7 @@ export async function previewInvite(db: D1Database, tokenHash: string, now: numb
 
 export type InviteAcceptance =
   | { outcome: "joined"; inviteId: string; teamId: string; role: Role }
-  | { outcome: "already_member" | "other_address" | "invalid" };
+  | { outcome: "already_member" | "other_address" | "invalid" | "team_full" };
 
 /**
  * Uses the invite up and adds the user with its role, in one batch: the token is consumed only
@@ -309,7 +309,7 @@ export type InviteAcceptance =
  */
 export async function acceptInvite(
   db: D1Database,
-  a: { tokenHash: string; userId: string; now: number },
+  a: { tokenHash: string; userId: string; now: number; memberCeiling: number },
   audit?: (invite: { inviteId: string; teamId: string; role: Role }) => AuditEvent,
 ): Promise<InviteAcceptance> {
   const invite = await db
@@ -320,15 +320,22 @@ export async function acceptInvite(
     sql: "EXISTS (SELECT 1 FROM invites WHERE id = ?5 AND used_by = ?6 AND used_at = ?7)",
     binds: [invite?.inviteId ?? null, a.userId, a.now],
   };
-  const [consumed, , pending] = await db.batch<{ id?: string; team_id?: string; role?: Role; mine?: number }>([
+  const [consumed, , pending] = await db.batch<{
+    id?: string;
+    team_id?: string;
+    role?: Role;
+    mine?: number;
+    member?: number;
+  }>([
     db
       .prepare(
         `UPDATE invites AS i SET used_at = ?2, used_by = ?3
           WHERE i.token_hash = ?1 AND ${PENDING_INVITE} AND ${FOR_USER}
             AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.team_id = i.team_id AND m.user_id = ?3)
+            AND (SELECT COUNT(*) FROM memberships m WHERE m.team_id = i.team_id) < ?4
          RETURNING id, team_id, role`,
       )
-      .bind(a.tokenHash, a.now, a.userId),
+      .bind(a.tokenHash, a.now, a.userId, a.memberCeiling),
     db
       .prepare(
         `INSERT INTO memberships (team_id, user_id, role, created_at)
@@ -337,7 +344,11 @@ export async function acceptInvite(
       )
       .bind(a.tokenHash, a.now, a.userId),
     db
-      .prepare(`SELECT i.id, ${FOR_USER} AS mine FROM invites i WHERE i.token_hash = ?1 AND ${PENDING_INVITE}`)
+      .prepare(
+        `SELECT i.id, ${FOR_USER} AS mine,
+                EXISTS (SELECT 1 FROM memberships m WHERE m.team_id = i.team_id AND m.user_id = ?3) AS member
+           FROM invites i WHERE i.token_hash = ?1 AND ${PENDING_INVITE}`,
+      )
       .bind(a.tokenHash, a.now, a.userId),
     ...auditOutboxStatements(db, invite ? audit?.(invite) : undefined, usedNow),
   ]);
@@ -346,5 +357,7 @@ export async function acceptInvite(
     return { outcome: "joined", inviteId: row.id as string, teamId: row.team_id as string, role: row.role as Role };
   const live = pending?.results[0];
   if (!live) return { outcome: "invalid" };
-  return live.mine ? { outcome: "already_member" } : { outcome: "other_address" };
+  if (!live.mine) return { outcome: "other_address" };
+  // A live invite for this person, not used: they are in the team already, or it is full.
+  return live.member ? { outcome: "already_member" } : { outcome: "team_full" };
 }

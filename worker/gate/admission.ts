@@ -20,6 +20,7 @@ import { limitsOf } from "../policy";
 import type { GateHub, GateNews, QuotaVerdict } from "./hub";
 import type { Refusal, StateMachine } from "./state-machine";
 import type { Holder, ServedSession } from "./store";
+import { jsonBytes } from "./stored-snapshot";
 
 /** The longest the hub may take to admit a request; later is a refusal. */
 export const ADMIT_TIMEOUT_MS = 2_000;
@@ -98,6 +99,7 @@ export class Admission {
       ownerUserId: meta.ownerUserId,
       expiresAt: card.expiresAt,
       limits: limitsOf(meta.policy),
+      storedBytes: jsonBytes(card),
       ...(decidable(card) && { card }),
     });
     if (!verdict.ok) {

@@ -141,6 +141,8 @@ export interface QuotaAsk {
   expiresAt: number;
   /** The team's limits as the gate's copy of the policy has them. */
   limits: TeamLimits;
+  /** The bytes the request stores (its card as held), against the operator's daily ceiling; absent from an older gate. */
+  storedBytes?: number;
   /**
    * The request as its gate would hold it, when a human could decide it: admitted, and with no
    * standing rule to apply, the hub shows it on the live feed at once (`LiveFeed.showAdmitted`).

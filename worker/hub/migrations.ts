@@ -7,7 +7,7 @@
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
  * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout, `quotas.ts`
- * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `revocations.ts` revocation_fanout, `escalation.ts` escalations/live_cards, `claims.ts` claims; the
+ * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `revocations.ts` revocation_fanout, `daily-bytes.ts` quota_days, `escalation.ts` escalations/live_cards, `claims.ts` claims; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -76,6 +76,8 @@ const MIGRATIONS: MigrationStep[] = [
   `CREATE TABLE IF NOT EXISTS revocation_fanout (key_id TEXT NOT NULL, session_id TEXT NOT NULL,
      attempts INTEGER NOT NULL, next_at INTEGER NOT NULL, PRIMARY KEY (key_id, session_id));
    CREATE INDEX IF NOT EXISTS revocation_fanout_next ON revocation_fanout (next_at);`,
+  // The bytes the team's admitted requests stored today (daily-bytes.ts), under the operator's ceiling.
+  `CREATE TABLE IF NOT EXISTS quota_days (day INTEGER PRIMARY KEY, bytes INTEGER NOT NULL);`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -12,12 +12,16 @@
  * burst of admissions costs one commit. An instance that dies before that write loses those
  * slots: the team's count is that much low until they would have expired, as with a lost release.
  *
+ * The operator's ceiling on the bytes a team stores per day is counted here too (`daily-bytes.ts`).
+ *
  * Owns: the `quota_pending` and `quota_buckets` tables and the verdicts. Does not own: the
  * limits (the team policy, sent by the gate with each ask), the bucket's arithmetic
  * (`token-bucket.ts`), or showing a refusal (the shell sends it on the live feed).
  */
 import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
-import type { QuotaAsk, QuotaRefusal } from "./api";
+import { ceilingsOf } from "../ceilings";
+import type { QuotaAsk, QuotaRefusal, QuotaVerdict } from "./api";
+import { DailyBytes } from "./daily-bytes";
 import type { HubHost } from "./host";
 import { type Bucket, type BucketRate, fullAt, take } from "./token-bucket";
 
@@ -49,7 +53,14 @@ export class Quotas {
   private readonly unwrittenBuckets = new Map<string, { bucket: Bucket; fullAt: number }>();
   private writeQueued = false;
 
-  constructor(private readonly host: HubHost) {}
+  private readonly daily: DailyBytes;
+  /** The operator's ceiling on the bytes the team stores per day. */
+  private readonly storedBytesPerDay: number;
+
+  constructor(private readonly host: HubHost) {
+    this.daily = new DailyBytes(host);
+    this.storedBytesPerDay = ceilingsOf(host.env).storedBytesPerTeamPerDay;
+  }
 
   /** Counts the request in, or says which limit it is over and when to try again. */
   admit(ask: QuotaAsk, now: number): { ok: true } | QuotaRefusal {
@@ -62,6 +73,9 @@ export class Quotas {
     const rate = rateOf(ask.limits);
     const taken = take(this.bucket(ask.keyId, now), rate, now);
     if (!taken.ok) return { ok: false, limit: "requestsPerKeyPerMinute", retryAfterMs: taken.retryAfterMs };
+    // Last: a request refused for another limit stores nothing and counts nothing today.
+    const stored = this.daily.take(ask.storedBytes ?? 0, this.storedBytesPerDay, now);
+    if (!stored.ok) return { ok: false, limit: "storedBytesPerTeamPerDay", retryAfterMs: stored.retryAfterMs };
     this.unwrittenBuckets.set(ask.keyId, { bucket: taken.bucket, fullAt: fullAt(taken.bucket, rate) });
     this.unwritten.set(ask.approvalId, { keyId: ask.keyId, sessionId: ask.sessionId, expiresAt: ask.expiresAt });
     this.queueWrite();
@@ -103,6 +117,7 @@ export class Quotas {
     }
     this.unwritten.clear();
     this.unwrittenBuckets.clear();
+    this.daily.write();
   }
 
   /** After the answers of this turn have left: a timer, not a microtask, which would run before them. */

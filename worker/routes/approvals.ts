@@ -73,15 +73,16 @@ export const approvalRoutes = new Hono<AppEnv>()
 function decisionRequest(c: Context<AppEnv>, approvalId: string, body: AnyDecisionBody): DecisionRequest {
   const w = c.get("web");
   const { stepUp, ...answer } = "stepUp" in body ? body : { ...body, stepUp: undefined };
+  // The client's fields first: who decides, in which team, comes from the session and is set after them.
   return {
+    ...answer,
+    ...(stepUp && { stepUp: { assertion: stepUp as AuthenticationResponseJSON, relyingParty: relyingParty(c) } }),
     approvalId,
     teamId: w.teamId,
     userId: w.userId,
     name: w.name,
     role: w.role,
     device: deviceName(c.req.header("X-Tapgate-Device")),
-    ...answer,
-    ...(stepUp && { stepUp: { assertion: stepUp as AuthenticationResponseJSON, relyingParty: relyingParty(c) } }),
   };
 }
 

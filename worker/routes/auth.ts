@@ -4,7 +4,7 @@ import {
   devOutboxQuerySchema,
   type LinkPreview,
   linkBodySchema,
-  linkPreviewQuerySchema,
+  linkPreviewBodySchema,
   type Me,
   signinBodySchema,
   signupBodySchema,
@@ -24,8 +24,9 @@ export const authRoutes = new Hono<AppEnv>()
   .post("/v1/auth/signin", requireSameOrigin, validate("json", signinBodySchema), async (c) =>
     signInByMail(c, c.req.valid("json").email),
   )
-  .get("/v1/auth/link", validate("query", linkPreviewQuerySchema), async (c) =>
-    c.json((await previewLink(c.env, c.req.valid("query").token)) satisfies LinkPreview),
+  // The token in the body, never the URL: request URLs are what logs keep.
+  .post("/v1/auth/link/preview", validate("json", linkPreviewBodySchema), async (c) =>
+    c.json((await previewLink(c.env, c.req.valid("json").token)) satisfies LinkPreview),
   )
   .post("/v1/auth/link", requireSameOrigin, validate("json", linkBodySchema), async (c) => {
     await confirmLink(c, c.req.valid("json"));

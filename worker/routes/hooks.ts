@@ -18,6 +18,7 @@ import { type Context, Hono } from "hono";
 import { z } from "zod";
 import {
   eventOf,
+  type HookEvent,
   type HookInput,
   hookInputSchema,
   hookOutput,
@@ -57,30 +58,91 @@ export function holdFor(timeoutS: number): { lifetimeMs: number; answerByMs: num
   return { lifetimeMs: Math.max(1_000, answerByMs - Math.min(1_000, margin / 2)), answerByMs };
 }
 
+/** The most the hook reads of a body, counted while it streams: more is a deny, and the rest is never read. */
+export const HOOK_BODY_BYTES = 64 * 1024;
+
 /** Claude can read only a hook answer with a decision: every failure is a deny, in the event's shape when known. */
-function answer(c: Context, input: unknown, decision: HookDecision) {
-  const event = eventOf(input);
+function answer(c: Context, event: HookEvent | undefined, decision: HookDecision) {
   // No event Tapgate answers: the top-level `decision: "block"` every blocking event honours.
   return c.json(event ? hookOutput(event, decision) : { decision: "block", reason: decision.reason }, 200);
 }
 
+/**
+ * A failure's deny: a refusal's own words (another user's session, a just-revoked key), else
+ * whether a human may have seen the request already (it was opened) or nothing was decided.
+ */
+function failed(err: unknown, opened: boolean): HookDecision {
+  if (err instanceof DomainError) return deny(`Tapgate: ${err.message}`);
+  console.error("claude http hook failed", err instanceof Error ? err.name : "");
+  return deny(
+    opened
+      ? "Tapgate: something went wrong while waiting for a decision; denied here (see the request on Tapgate)"
+      : "Tapgate: something went wrong; nothing was decided",
+  );
+}
+
+/**
+ * A failure the app's error handler caught on this path, before the body was read (a host the
+ * server does not answer for, the key's lookup failing): a 200 deny like every other, never the
+ * 421 or 500 other routes get.
+ */
+export const hookFailure = (c: Context, err: unknown) => answer(c, undefined, failed(err, false));
+
+/**
+ * The key first, with nothing read of the body; then the body, at most `HOOK_BODY_BYTES`; only
+ * then is anything parsed. A caller without a key costs no read, and a caller with one no more
+ * than the limit.
+ */
 export const hookRoutes = new Hono<AppEnv>().post(CLAUDE_HOOK_PATH, async (c) => {
-  const text = await c.req.text();
-  const input = parseJson(text);
+  const agent = await agentOrProblem(c);
+  if (typeof agent === "string") return answer(c, undefined, deny(`Tapgate: ${agent}`));
+  const body = await readAtMost(c.req.raw, HOOK_BODY_BYTES);
+  if ("tooLarge" in body) {
+    return answer(c, eventNamedIn(body.start), deny(`Tapgate: the hook input is larger than ${HOOK_BODY_BYTES} bytes`));
+  }
+  const input = parseJson(body.text);
+  const progress = { opened: false };
   try {
-    return answer(c, input, await decide(c, text, input));
+    return answer(c, eventOf(input), await decide(c, agent, body.text, input, progress));
   } catch (err) {
-    // A refusal from the session join (another user's session, a just-revoked key) or anything unexpected.
-    const message = err instanceof DomainError ? err.message : "something went wrong; nothing was decided";
-    if (!(err instanceof DomainError)) console.error("claude http hook failed", err instanceof Error ? err.name : "");
-    return answer(c, input, deny(`Tapgate: ${message}`));
+    return answer(c, eventOf(input), failed(err, progress.opened));
   }
 });
 
-async function decide(c: Context<AppEnv>, text: string, input: unknown): Promise<HookDecision> {
-  if (new TextEncoder().encode(text).length > LIMITS.frameBytes) {
-    return deny(`Tapgate: the hook input is larger than ${LIMITS.frameBytes} bytes`);
+/** The body's text, read chunk by chunk and no further than `maxBytes`; past it, the start (to find the event). */
+async function readAtMost(
+  request: Request,
+  maxBytes: number,
+): Promise<{ text: string } | { tooLarge: true; start: string }> {
+  const decoder = new TextDecoder();
+  if (!request.body) return { text: "" };
+  const reader = request.body.getReader();
+  let text = "";
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { text: text + decoder.decode() };
+    bytes += value.byteLength;
+    if (bytes > maxBytes) {
+      await reader.cancel();
+      return { tooLarge: true, start: text };
+    }
+    text += decoder.decode(value, { stream: true });
   }
+}
+
+/** The event an oversized body names near its start (Claude sends `hook_event_name` before the tool's input), for the deny's shape only. */
+function eventNamedIn(start: string): HookEvent | undefined {
+  return eventOf({ hook_event_name: /"hook_event_name"\s*:\s*"([A-Za-z]+)"/.exec(start)?.[1] });
+}
+
+async function decide(
+  c: Context<AppEnv>,
+  agent: Agent,
+  text: string,
+  input: unknown,
+  progress: { opened: boolean },
+): Promise<HookDecision> {
   if (input === undefined) return deny("Tapgate: the hook input is not JSON");
   const duplicate = findDuplicateKey(text);
   if (duplicate) return deny(`Tapgate: ${duplicateKeyMessage(duplicate)}`);
@@ -96,9 +158,7 @@ async function decide(c: Context<AppEnv>, text: string, input: unknown): Promise
     const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
     return deny(`Tapgate: invalid hook input (${where}${issue?.message})`);
   }
-  const agent = await agentOrProblem(c);
-  if (typeof agent === "string") return deny(`Tapgate: ${agent}`);
-  return hold(c, agent, parsed.data, holdFor(timeoutS));
+  return hold(c, agent, parsed.data, holdFor(timeoutS), progress);
 }
 
 /** The key's identity, or why there is none, worded for the person reading Claude's transcript. */
@@ -123,6 +183,7 @@ async function hold(
   agent: Agent,
   input: HookInput,
   { lifetimeMs, answerByMs }: ReturnType<typeof holdFor>,
+  progress: { opened: boolean },
 ): Promise<HookDecision> {
   const asked = Date.now();
   const deadline = asked + answerByMs;
@@ -135,6 +196,7 @@ async function hold(
   const info = { title: "Claude Code", agent: { name: "claude-code" }, ...(input.cwd && { cwd: input.cwd }) };
   const opened = (await session.gate.openOverHttp(session.join, params, info)) as unknown as HttpOpenResult;
   if (!opened.ok) return deny(`Tapgate: ${opened.message}`);
+  progress.opened = true;
   const caller = { teamId: agent.teamId, userId: agent.userId, keyId: agent.keyId };
   for (;;) {
     const left = deadline - Date.now();

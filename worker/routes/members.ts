@@ -7,7 +7,7 @@ import {
   acceptInviteBodySchema,
   inviteBodySchema,
   inviteParamSchema,
-  invitePreviewQuerySchema,
+  invitePreviewBodySchema,
   memberParamSchema,
   roleBodySchema,
 } from "../../sdk/src/human/team";
@@ -24,8 +24,9 @@ import type { AppEnv } from "../types";
 
 export const memberRoutes = new Hono<AppEnv>()
   // Signed out on purpose: the invite page shows whom it is from before the invitee signs in.
-  .get("/v1/invites/preview", validate("query", invitePreviewQuerySchema), async (c) => {
-    const preview = await previewInvite(c.env.DB, sha256Hex(c.req.valid("query").token), Date.now());
+  // The token in the body, never the URL: request URLs are what logs keep.
+  .post("/v1/invites/preview", validate("json", invitePreviewBodySchema), async (c) => {
+    const preview = await previewInvite(c.env.DB, sha256Hex(c.req.valid("json").token), Date.now());
     if (!preview) throw new DomainError("not_found", "this invite is invalid, used or expired");
     return c.json(preview);
   })

@@ -8,6 +8,7 @@
  * (`db/device-codes.ts`), the answers' wording for humans (`routes/device.ts`).
  */
 import { USER_CODE_ALPHABET, USER_CODE_LENGTH } from "../../sdk/src/human/device-code";
+import { ceilingsOf } from "../ceilings";
 import { coarseNetwork, countryCode } from "../coarse-address";
 import { hmacSha256Hex, newApiKey, newId, newSecret, randomString, sha256Hex } from "../crypto";
 import {
@@ -24,6 +25,7 @@ import { rateLimited, rateLimitSecret } from "../rate-limits";
 import type { Env, WebIdentity } from "../types";
 import { chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
+import { keysOverCeiling } from "./keys";
 
 export const CODE_TTL_MS = 10 * 60 * 1000;
 export const POLL_INTERVAL_S = 2;
@@ -35,7 +37,7 @@ const CODES_WINDOW_MS = 10 * 60 * 1000;
 const MISSES_PER_USER = 10;
 const MISSES_WINDOW_MS = 10 * 60 * 1000;
 
-const TOKEN_MESSAGES: Record<Exclude<DeviceExchange["outcome"], "issued">, string> = {
+const TOKEN_MESSAGES: Record<Exclude<DeviceExchange["outcome"], "issued" | "over_ceiling">, string> = {
   authorization_pending: "waiting for someone to approve the code",
   slow_down: `polling too fast: wait at least ${POLL_INTERVAL_S} s between polls`,
   expired_token: "this code is unknown, expired or already used; start again",
@@ -100,6 +102,7 @@ export async function exchangeCode(env: Env, deviceCode: string) {
       key: { id: keyId, hash, prefix },
       now,
       minIntervalMs: POLL_INTERVAL_S * 1000 - POLL_SLACK_MS,
+      keyCeiling: ceilingsOf(env).keysPerTeam,
     },
     (approved) =>
       auditEvents.keyCreated(
@@ -107,6 +110,7 @@ export async function exchangeCode(env: Env, deviceCode: string) {
         { keyId, label: approved.clientName, prefix, via: "device_code" },
       ),
   );
+  if (result.outcome === "over_ceiling") throw keysOverCeiling(ceilingsOf(env).keysPerTeam);
   if (result.outcome !== "issued") throw new DomainError(result.outcome, TOKEN_MESSAGES[result.outcome]);
   await chainQueued(env, result.team.id);
   return { key, keyId, prefix, team: result.team, user: result.user };

@@ -8,6 +8,7 @@
  * (`db/keys.ts`), the fan-out (the hub's `revocations.ts`), denying a session's requests (its
  * SessionGate), who may revoke whose key (the caller passes `userId` / `spareOwners`).
  */
+import { ceilingsOf, overCeiling } from "../ceilings";
 import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
 import { DomainError } from "../errors";
@@ -36,13 +37,24 @@ export async function createKey(env: Env, k: { teamId: string; userId: string; l
     { keyId: id, label: k.label, prefix },
   );
   // Checked in D1, not by the (cached) web session: a member removed a moment ago gets no key.
-  if (
-    !(await createApiKey(env.DB, { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now }, event))
-  ) {
+  const ceiling = ceilingsOf(env).keysPerTeam;
+  const row = { id, teamId: k.teamId, userId: k.userId, hash, prefix, label: k.label, now };
+  const made = await createApiKey(env.DB, row, ceiling, event);
+  if (made === "not_member") {
     throw new DomainError("unauthenticated", "you are no longer a member of this team; sign in again");
   }
+  if (made === "over_ceiling") throw keysOverCeiling(ceiling);
   await chainQueued(env, k.teamId);
   return { id, key, prefix, label: k.label, createdAt: now };
+}
+
+/** The team has as many keys as this server allows (revoked ones count for a day after they were made). */
+export function keysOverCeiling(ceiling: number): DomainError {
+  return overCeiling(
+    "keysPerTeam",
+    ceiling,
+    "API keys per team (keys made in the last 24 h count even once revoked); revoke one",
+  );
 }
 
 export interface RevokedKey {

@@ -11,6 +11,7 @@
 
 import type { Role } from "../../sdk/src/human/roles";
 import { forgetWebSession } from "../auth";
+import { ceilingsOf, overCeiling } from "../ceilings";
 import { newId, randomToken, sha256Hex } from "../crypto";
 import {
   acceptInvite as acceptInviteRow,
@@ -91,9 +92,12 @@ export async function revokeInvite(env: Env, w: WebIdentity, inviteId: string): 
 /** Joins the invite's team and moves the caller's web session there. */
 export async function acceptInvite(env: Env, w: WebIdentity, token: string) {
   const now = Date.now();
-  const accepted = await acceptInviteRow(env.DB, { tokenHash: sha256Hex(token), userId: w.userId, now }, (i) =>
+  const memberCeiling = ceilingsOf(env).membersPerTeam;
+  const row = { tokenHash: sha256Hex(token), userId: w.userId, now, memberCeiling };
+  const accepted = await acceptInviteRow(env.DB, row, (i) =>
     auditEvents.memberJoined({ teamId: i.teamId, actor: userActor(w.userId), at: now }, { userId: w.userId, ...i }),
   );
+  if (accepted.outcome === "team_full") throw overCeiling("membersPerTeam", memberCeiling, "members per team");
   if (accepted.outcome === "already_member") {
     throw new DomainError("already_member", "you are already a member of that team");
   }

@@ -10,6 +10,7 @@
  */
 import type { PolicyUpdate } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
+import { ceilingsOf } from "../ceilings";
 import { canonicalJson } from "../crypto";
 import { getTeamPolicy, listMembers, setTeamPolicy } from "../db";
 import { DomainError } from "../errors";
@@ -27,6 +28,7 @@ export async function changePolicy(
   c: { teamId: string; userId: string; role: Role; body: PolicyUpdate },
 ): Promise<TeamPolicy> {
   const { teamId } = c;
+  checkCeilings(env, c.body);
   await checkEscalationMembers(env, teamId, c.body);
   const keepLimits = c.body.limits === undefined || (await unchangedLimits(env, c));
   const policy: TeamPolicy = { ...c.body, limits: c.body.limits ?? DEFAULT_POLICY.limits };
@@ -40,6 +42,15 @@ export async function changePolicy(
   // that misses it still gets it, from the hub when it next reports, or at its next join.
   await hubFor(env, teamId).policyChanged();
   return after;
+}
+
+/** Owners choose limits within the server's ceilings (`400 over_ceiling {limit, ceiling}`). */
+function checkCeilings(env: Env, body: PolicyUpdate): void {
+  const ceiling = ceilingsOf(env).retentionDays;
+  if (body.limits === undefined || body.limits.retentionDays <= ceiling) return;
+  throw new DomainError("over_ceiling", `limits.retentionDays: this server keeps history at most ${ceiling} days`, {
+    extra: { limit: "retentionDays", ceiling },
+  });
 }
 
 /** An escalation step naming members names this team's members only (400 naming the field). */

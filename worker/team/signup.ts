@@ -130,11 +130,15 @@ const DEFAULT_TEAM_NAME = "My team";
 
 /**
  * The team a person signs in to: the first they joined, or, for someone removed from their last
- * team, a new one of their own (a web session always has a team).
+ * team, a new one of their own (a web session always has a team, so the ceiling on teams a
+ * person makes does not apply here; the team counts toward it).
  */
 export async function teamToSignInTo(db: D1Database, userId: string, now: number): Promise<string> {
   const member = await firstMembership(db, userId);
-  return member ? member.teamId : createTeam(db, { userId, name: DEFAULT_TEAM_NAME, now });
+  if (member) return member.teamId;
+  const teamId = await createTeam(db, { userId, name: DEFAULT_TEAM_NAME, now, ceiling: Number.MAX_SAFE_INTEGER });
+  if (!teamId) throw new Error("a team with no ceiling was not made");
+  return teamId;
 }
 
 /** The parked passkey, without its binding, if `browser` is the nonce of the browser that made it. */

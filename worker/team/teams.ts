@@ -5,6 +5,7 @@
  * Does not own: the SQL (`db/teams.ts`, `db/people.ts`), the identity cache (`auth.ts`).
  */
 import { forgetWebSession, webSessionTeams } from "../auth";
+import { ceilingsOf, overCeiling } from "../ceilings";
 import { createTeam, switchWebSession } from "../db";
 import { hubFor } from "../hub/api";
 import type { Env, WebIdentity } from "../types";
@@ -24,9 +25,11 @@ export async function switchTeam(env: Env, web: WebIdentity, teamId: string): Pr
   return true;
 }
 
-/** Another team, owned by the caller, who moves to it. */
+/** Another team, owned by the caller, who moves to it; `429 quota_exceeded` past the server's ceiling. */
 export async function createTeamAndSwitch(env: Env, web: WebIdentity, name: string): Promise<string> {
-  const teamId = await createTeam(env.DB, { userId: web.userId, name, now: Date.now() });
+  const ceiling = ceilingsOf(env).teamsPerPerson;
+  const teamId = await createTeam(env.DB, { userId: web.userId, name, now: Date.now(), ceiling });
+  if (!teamId) throw overCeiling("teamsPerPerson", ceiling, "teams made by one person");
   await switchTeam(env, web, teamId);
   return teamId;
 }

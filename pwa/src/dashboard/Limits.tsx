@@ -14,7 +14,9 @@ export const LIMIT_LABELS: Record<keyof TeamLimits, string> = {
   retentionDays: "history retention (days)",
 };
 
-export const limitLabel = (limit: QuotaLimit) => LIMIT_LABELS[limit];
+/** A refusal's limit: one of the team's, or the server's daily ceiling. */
+export const limitLabel = (limit: QuotaLimit) =>
+  limit === "storedBytesPerTeamPerDay" ? "stored bytes per team per day (this server's ceiling)" : LIMIT_LABELS[limit];
 
 const FIELDS: Array<{ key: keyof TeamLimits; min: number; max: number; help: string }> = [
   { key: "requestsPerKeyPerMinute", min: 1, max: 6000, help: "How fast one API key may create requests." },

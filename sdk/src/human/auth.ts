@@ -24,8 +24,8 @@ const linkToken = z.string().min(20).max(100);
  * send `confirm: true` (else `409 signed_in_as_other`): nobody is switched accounts unasked.
  */
 export const linkBodySchema = z.object({ token: linkToken, confirm: z.boolean().optional() });
-/** `GET /v1/auth/link?token=`: whom a link signs in, without using it up. */
-export const linkPreviewQuerySchema = z.object({ token: linkToken });
+/** `POST /v1/auth/link/preview {token}`: whom a link signs in, without using it up (a body: URLs are logged). */
+export const linkPreviewBodySchema = z.object({ token: linkToken });
 export const linkPreviewSchema = z.object({ email: z.string(), purpose: z.enum(["signup", "signin"]) });
 export type LinkPreview = z.infer<typeof linkPreviewSchema>;
 

@@ -164,6 +164,14 @@ export type PolicyBody = z.input<typeof policyBodySchema>;
 /** A validated `PUT /v1/policy` body: every field filled in but `limits`, which may be absent. */
 export type PolicyUpdate = z.infer<typeof policyBodySchema>;
 
-/** The limits a request can be refused for when it is created (`limit` of a quota refusal). */
-export const quotaLimitSchema = z.enum(["requestsPerKeyPerMinute", "pendingPerTeam", "pendingPerKey"]);
+/**
+ * The limits a request can be refused for when it is created (`limit` of a quota refusal): the
+ * team's, and the server's ceiling on the bytes one team stores per day (docs/limits.md).
+ */
+export const quotaLimitSchema = z.enum([
+  "requestsPerKeyPerMinute",
+  "pendingPerTeam",
+  "pendingPerKey",
+  "storedBytesPerTeamPerDay",
+]);
 export type QuotaLimit = z.infer<typeof quotaLimitSchema>;

@@ -64,8 +64,8 @@ export const inviteSchema = z.object({
 });
 export type Invite = z.infer<typeof inviteSchema>;
 export const inviteListSchema = z.object({ invites: z.array(inviteSchema) });
-/** `GET /v1/invites/preview?token` (signed out). */
-export const invitePreviewQuerySchema = z.object({ token: inviteTokenSchema });
+/** `POST /v1/invites/preview {token}` (signed out; a body, since URLs are logged). */
+export const invitePreviewBodySchema = z.object({ token: inviteTokenSchema });
 export const invitePreviewSchema = z.object({
   team: z.object({ name: z.string() }),
   role: roleSchema,
