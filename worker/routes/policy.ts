@@ -5,7 +5,7 @@
  */
 import { Hono } from "hono";
 import { policyBodySchema } from "../../sdk/src/human/policy";
-import { requireRole, requireSameOrigin, requireWeb } from "../auth";
+import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { getTeamPolicy } from "../db";
 import { validate } from "../http";
 import { ADMIN_ROLES } from "../roles";
@@ -15,7 +15,7 @@ import type { AppEnv } from "../types";
 export const policyRoutes = new Hono<AppEnv>()
   .use("/v1/policy", requireWeb, requireSameOrigin)
   .get("/v1/policy", async (c) => c.json((await getTeamPolicy(c.env.DB, c.get("web").teamId)).policy))
-  .put("/v1/policy", requireRole(...ADMIN_ROLES), validate("json", policyBodySchema), async (c) => {
+  .put("/v1/policy", requireFreshWeb, requireRole(...ADMIN_ROLES), validate("json", policyBodySchema), async (c) => {
     const w = c.get("web");
     const body = c.req.valid("json");
     return c.json(await changePolicy(c.env, { teamId: w.teamId, userId: w.userId, role: w.role, body }));
