@@ -286,7 +286,9 @@ export const api = {
   rules: () => get(ruleListSchema, "/v1/rules"),
   createRule: (body: CreateRuleBody) => post(ruleAnswerSchema, "/v1/rules", body),
   endRule: (id: string) => del(ruleAnswerSchema, `/v1/rules/${enc(id)}`),
-  stepUpOptions: (id: string) => post(stepUpOptionsAnswerSchema, `/v1/approvals/${enc(id)}/step-up`, {}),
+  /** Options around a challenge bound to this request and the option the allow will choose. */
+  stepUpOptions: (id: string, optionId: string) =>
+    post(stepUpOptionsAnswerSchema, `/v1/approvals/${enc(id)}/step-up`, { optionId }),
   proof: (id: string) => get(stepUpProofSchema, `/v1/approvals/${enc(id)}/proof`),
 
   pushKey: () => get(pushKeyAnswerSchema, "/v1/push/key"),

@@ -1,5 +1,5 @@
 /**
- * Allowing a high-risk request: ask the server for a challenge bound to this request, have the
+ * Allowing a high-risk request: ask the server for a challenge bound to this request and option, have the
  * person's passkey sign it (with user verification: PIN, fingerprint or face), and send the
  * assertion with the decision. Each allow gets its own step-up; a deny never needs one.
  *
@@ -28,7 +28,7 @@ export async function decideWithStepUp(
   const { rule, reason } = extra;
   const plain = { ...(rule && { rule }), ...(reason && { reason }) };
   if (!needsStepUp(approval, optionId)) return api.decide(approval.id, optionId, approval.requestHash, plain);
-  const { options } = await api.stepUpOptions(approval.id);
+  const { options } = await api.stepUpOptions(approval.id, optionId);
   let assertion: Awaited<ReturnType<typeof startAuthentication>>;
   try {
     assertion = await startAuthentication({ optionsJSON: options as unknown as PublicKeyCredentialRequestOptionsJSON });

@@ -37,7 +37,7 @@ export const ERRORS = {
   invite_for_other_address: { status: 403, message: "this invite is for another email address" },
   step_up_required: { status: 403, message: "allowing a high-risk request needs a fresh passkey step-up for it" },
   step_up_replayed: { status: 403, message: "this passkey step-up was already used; ask for a new one" },
-  step_up_wrong_request: { status: 403, message: "this passkey step-up is for another request" },
+  step_up_wrong_request: { status: 403, message: "this passkey step-up is for another request or option" },
   step_up_no_user_verification: {
     status: 403,
     message: "the passkey did not verify you (PIN, fingerprint or face); try again",
