@@ -53,6 +53,7 @@ import {
   type PolicyBody,
   pairingAnswerSchema,
   passkeyRegisteredSchema,
+  policyStepUpAnswerSchema,
   pushKeyAnswerSchema,
   type Role,
   revokedKeySchema,
@@ -321,7 +322,11 @@ export const api = {
   revokeKey: (id: string) => del(revokedKeySchema, `/v1/keys/${enc(id)}`),
 
   policy: () => get(teamPolicySchema, "/v1/policy"),
-  setPolicy: (p: PolicyBody) => request(teamPolicySchema, "PUT", "/v1/policy", p),
+  /** With `stepUp` (an owner's passkey over `policyStepUp`'s challenge) for a change that weakens the policy. */
+  setPolicy: (p: PolicyBody, stepUp?: AuthenticationResponseJSON) =>
+    request(teamPolicySchema, "PUT", "/v1/policy", stepUp ? { ...p, stepUp } : p),
+  /** Options around a challenge bound to this team and this exact policy body. */
+  policyStepUp: (policy: PolicyBody) => post(policyStepUpAnswerSchema, "/v1/policy/step-up", { policy }),
 
   sessions: (state: "connected" | "recent") => get(sessionListSchema, `/v1/sessions?state=${state}`),
   session: (id: string) => get(sessionDetailSchema, `/v1/sessions/${enc(id)}`),

@@ -7,10 +7,7 @@
  * the allows of people who still decide.
  */
 import { env } from "cloudflare:test";
-import type {
-  PublicKeyCredentialCreationOptionsJSON,
-  PublicKeyCredentialRequestOptionsJSON,
-} from "@simplewebauthn/server";
+import type { PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/server";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import {
@@ -19,7 +16,7 @@ import {
   stepUpOptionsAnswerSchema,
   stepUpProofSchema,
 } from "../../sdk/src/human/step-up";
-import { SoftAuthenticator, type Tweaks } from "./authenticator";
+import type { Tweaks } from "./authenticator";
 import {
   api,
   connectAgent,
@@ -32,25 +29,10 @@ import {
   unique,
 } from "./helpers";
 import { offlineProblem } from "./offline-proof";
-import { addMember, openLive } from "./team-helpers";
+import { type Approver, addMember, openLive, withPasskey } from "./team-helpers";
 
 const post = (member: Member, path: string, body: unknown) =>
   api(path, { method: "POST", cookie: member.cookie, body: JSON.stringify(body) });
-
-/** A member with a passkey on a software authenticator (added within the sign-in's 10 minutes). */
-async function withPasskey(member: Member) {
-  const authenticator = await SoftAuthenticator.create();
-  const options = await post(member, "/v1/auth/passkey/register/options", {});
-  const { challengeId, options: creation } = await json<{
-    challengeId: string;
-    options: PublicKeyCredentialCreationOptionsJSON;
-  }>(options);
-  const response = await authenticator.register(creation);
-  const verify = await post(member, "/v1/auth/passkey/register/verify", { challengeId, response });
-  expect(verify.status).toBe(201);
-  return { ...member, authenticator };
-}
-type Approver = Awaited<ReturnType<typeof withPasskey>>;
 
 const FORCE_PUSH = {
   toolCallId: "push-1",

@@ -159,7 +159,6 @@ export type PolicyUpdate = z.infer<typeof policyBodySchema>;
 export const policyPutBodySchema = policyBodySchema
   .extend({ stepUp: authenticationResponseSchema.optional() })
   .strict();
-export type PolicyPutBody = z.input<typeof policyPutBodySchema>;
 
 /** The limits a request can be refused for when it is created (`limit` of a quota refusal). */
 export const quotaLimitSchema = z.enum(["requestsPerKeyPerMinute", "pendingPerTeam", "pendingPerKey"]);
