@@ -21,9 +21,11 @@ import {
   approvalPageSchema,
   auditPageSchema,
   auditVerdictSchema,
+  type ConfirmRequired,
   type CreateRuleBody,
   challengeAnswerSchema,
   claimSchema,
+  confirmRequiredSchema,
   createdInviteSchema,
   createdKeySchema,
   currentTeamSchema,
@@ -82,6 +84,7 @@ export type {
   AuditEntry,
   AuditVerdict,
   Claim,
+  ConfirmRequired,
   CreatedInvite,
   DecisionBatchResult,
   Delivery,
@@ -139,6 +142,13 @@ export class ApiError extends Error {
   get offline(): boolean {
     return this.status === 0;
   }
+}
+
+/** The account a `409 confirm_required` names (a pairing link waiting for the tap), or null for any other failure. */
+export function confirmRequired(e: unknown): ConfirmRequired | null {
+  if (!(e instanceof ApiError) || e.code !== "confirm_required") return null;
+  const read = confirmRequiredSchema.safeParse(e.body);
+  return read.success ? read.data : null;
 }
 
 /** The accounts a `409 signed_in_as_other` names, or null for any other failure. */

@@ -60,6 +60,10 @@ export const ERRORS = {
   rule_not_possible: { status: 409, message: "no rule can be made from this request; nothing was decided" },
   second_approver_required: { status: 409, message: "you already allowed this; another person must allow it too" },
   no_passkey: { status: 409, message: "add a passkey to your account first" },
+  confirm_required: {
+    status: 409,
+    message: "this pairing link signs this browser in as the account named; send confirm: true to go on",
+  },
   signed_in_as_other: {
     status: 409,
     message: "this browser is signed in as someone else; send confirm: true to switch accounts",
