@@ -49,7 +49,7 @@ async function lookupWebSession(db: D1Database, tokenHash: string): Promise<WebI
   return identity;
 }
 
-/** How recent a sign-in adding or removing a passkey needs (else 401 `reauth_required`). */
+/** How recent a sign-in a passkey change, a pairing link or "end other sessions" needs (else 401 `reauth_required`). */
 export const REAUTH_WINDOW_MS = 10 * 60 * 1000;
 
 /**
@@ -157,14 +157,15 @@ export const requireCurrentWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 /**
  * The session's last real sign-in (read fresh) is within REAUTH_WINDOW_MS, else 401
- * `reauth_required`: a stolen cookie alone cannot add or remove a passkey.
+ * `reauth_required`: a stolen cookie alone cannot add or remove a passkey, make a pairing link or
+ * sign the other browsers out.
  */
 export async function ensureRecentSignIn(db: D1Database, web: WebIdentity): Promise<WebIdentity> {
   const now = Date.now();
   const fresh = await findWebSession(db, web.tokenHash, now);
   if (!fresh) throw new DomainError("unauthenticated", "sign in first");
   if (now - fresh.signedInAt > REAUTH_WINDOW_MS) {
-    throw new DomainError("reauth_required", "sign in again (within the last 10 minutes) to change your passkeys");
+    throw new DomainError("reauth_required", "sign in again (within the last 10 minutes) to do this");
   }
   return fresh;
 }

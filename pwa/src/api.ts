@@ -21,9 +21,11 @@ import {
   approvalPageSchema,
   auditPageSchema,
   auditVerdictSchema,
+  type ConfirmRequired,
   type CreateRuleBody,
   challengeAnswerSchema,
   claimSchema,
+  confirmRequiredSchema,
   createdInviteSchema,
   createdKeySchema,
   currentTeamSchema,
@@ -53,6 +55,7 @@ import {
   type PolicyBody,
   pairingAnswerSchema,
   passkeyRegisteredSchema,
+  policyStepUpAnswerSchema,
   pushKeyAnswerSchema,
   type Role,
   replayAnswerSchema,
@@ -82,6 +85,7 @@ export type {
   AuditEntry,
   AuditVerdict,
   Claim,
+  ConfirmRequired,
   CreatedInvite,
   DecisionBatchResult,
   Delivery,
@@ -139,6 +143,13 @@ export class ApiError extends Error {
   get offline(): boolean {
     return this.status === 0;
   }
+}
+
+/** The account a `409 confirm_required` names (a pairing link waiting for the tap), or null for any other failure. */
+export function confirmRequired(e: unknown): ConfirmRequired | null {
+  if (!(e instanceof ApiError) || e.code !== "confirm_required") return null;
+  const read = confirmRequiredSchema.safeParse(e.body);
+  return read.success ? read.data : null;
 }
 
 /** The accounts a `409 signed_in_as_other` names, or null for any other failure. */
@@ -287,7 +298,9 @@ export const api = {
   rules: () => get(ruleListSchema, "/v1/rules"),
   createRule: (body: CreateRuleBody) => post(ruleAnswerSchema, "/v1/rules", body),
   endRule: (id: string) => del(ruleAnswerSchema, `/v1/rules/${enc(id)}`),
-  stepUpOptions: (id: string) => post(stepUpOptionsAnswerSchema, `/v1/approvals/${enc(id)}/step-up`, {}),
+  /** Options around a challenge bound to this request and the option the allow will choose. */
+  stepUpOptions: (id: string, optionId: string) =>
+    post(stepUpOptionsAnswerSchema, `/v1/approvals/${enc(id)}/step-up`, { optionId }),
   proof: (id: string) => get(stepUpProofSchema, `/v1/approvals/${enc(id)}/proof`),
 
   pushKey: () => get(pushKeyAnswerSchema, "/v1/push/key"),
@@ -319,7 +332,11 @@ export const api = {
   revokeKey: (id: string) => del(revokedKeySchema, `/v1/keys/${enc(id)}`),
 
   policy: () => get(teamPolicySchema, "/v1/policy"),
-  setPolicy: (p: PolicyBody) => request(teamPolicySchema, "PUT", "/v1/policy", p),
+  /** With `stepUp` (an owner's passkey over `policyStepUp`'s challenge) for a change that weakens the policy. */
+  setPolicy: (p: PolicyBody, stepUp?: AuthenticationResponseJSON) =>
+    request(teamPolicySchema, "PUT", "/v1/policy", stepUp ? { ...p, stepUp } : p),
+  /** Options around a challenge bound to this team and this exact policy body. */
+  policyStepUp: (policy: PolicyBody) => post(policyStepUpAnswerSchema, "/v1/policy/step-up", { policy }),
 
   sessions: (state: "connected" | "recent") => get(sessionListSchema, `/v1/sessions?state=${state}`),
   session: (id: string) => get(sessionDetailSchema, `/v1/sessions/${enc(id)}`),

@@ -17,7 +17,10 @@ export const ERRORS = {
   invalid_content: { status: 400, message: "the answer does not fit the agent's form" },
   step_up_failed: { status: 400, message: "the passkey step-up could not be verified; ask for a new one" },
   over_ceiling: { status: 400, message: "over a ceiling of this server; its operator sets them" },
-  step_up_not_needed: { status: 400, message: "this request is not high-risk, or no longer pending: no step-up" },
+  step_up_not_needed: {
+    status: 400,
+    message: "no step-up is needed: the request is not high-risk or no longer pending, or the change weakens nothing",
+  },
   // RFC 8628 device-code polling answers (400 by the RFC).
   authorization_pending: { status: 400, message: "waiting for someone to approve the code" },
   slow_down: { status: 400, message: "polling too fast" },
@@ -36,9 +39,12 @@ export const ERRORS = {
   not_session_owner: { status: 403, message: "team policy lets only the session's owner decide" },
   role_may_not_decide: { status: 403, message: "your role may not decide" },
   invite_for_other_address: { status: 403, message: "this invite is for another email address" },
-  step_up_required: { status: 403, message: "allowing a high-risk request needs a fresh passkey step-up for it" },
+  step_up_required: {
+    status: 403,
+    message: "this needs a fresh passkey step-up: allowing a high-risk request, or weakening the team policy",
+  },
   step_up_replayed: { status: 403, message: "this passkey step-up was already used; ask for a new one" },
-  step_up_wrong_request: { status: 403, message: "this passkey step-up is for another request" },
+  step_up_wrong_request: { status: 403, message: "this passkey step-up is for another request or option" },
   step_up_no_user_verification: {
     status: 403,
     message: "the passkey did not verify you (PIN, fingerprint or face); try again",
@@ -59,6 +65,10 @@ export const ERRORS = {
   rule_not_possible: { status: 409, message: "no rule can be made from this request; nothing was decided" },
   second_approver_required: { status: 409, message: "you already allowed this; another person must allow it too" },
   no_passkey: { status: 409, message: "add a passkey to your account first" },
+  confirm_required: {
+    status: 409,
+    message: "this pairing link signs this browser in as the account named; send confirm: true to go on",
+  },
   signed_in_as_other: {
     status: 409,
     message: "this browser is signed in as someone else; send confirm: true to switch accounts",

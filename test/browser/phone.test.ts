@@ -292,6 +292,13 @@ describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
         });
       });
       await tablet.goto(url);
+      // Opening the link signs nothing in: the page names the account, and only the tap signs in.
+      const account = tablet.getByTestId("pair-account");
+      await account.waitFor();
+      expect(await account.textContent()).toContain((await human.me()).user.email);
+      expect((await second.cookies(app.origin)).some((c) => c.name.startsWith("__Host-tapgate"))).toBe(false);
+      await screenshot(tablet, "pair-confirm.png");
+      await tablet.getByTestId("pair-confirm").click();
       await tablet.getByTestId("screen-pair-setup").waitFor();
       expect(new URL(tablet.url()).search).toBe("?step=setup"); // the spent token left the address bar
       expect((await (await Human.of(app, second)).me()).user.id).toBe((await human.me()).user.id);
@@ -322,6 +329,7 @@ describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
     try {
       const laptop = await other.newPage();
       await laptop.goto(url);
+      await laptop.getByTestId("pair-confirm").click();
       await laptop.getByTestId("screen-pair-setup").waitFor();
       const elsewhere = await Human.of(app, other);
       expect((await elsewhere.fetch("/v1/me")).status).toBe(200);

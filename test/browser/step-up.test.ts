@@ -114,7 +114,7 @@ describe.skipIf(!browserAvailable)("step-up for a high-risk request in headless 
     expect(proof.assertions[0]?.rpId).toBe("localhost");
   });
 
-  it("the Policy screen edits the high-risk patterns and the quorum", async () => {
+  it("the Policy screen edits the high-risk patterns and the quorum; lowering it takes the owner's passkey", async () => {
     const desk = await browser.newContext({
       viewport: DESKTOP,
       baseURL: app.origin,
@@ -141,6 +141,20 @@ describe.skipIf(!browserAvailable)("step-up for a high-risk request in headless 
       expect(policy.highRiskQuorum).toBe(2);
       expect(policy.highRisk).toHaveLength(defaults + 1);
       expect(policy.highRisk.at(-1)).toEqual({ command: "make deploy-prod*" });
+
+      // Lowering the quorum weakens the policy: the owner's passkey signs it, and only then is it saved.
+      // The same passkey on this desktop page (a synced passkey, as a phone's would be).
+      const deskKey = await addVirtualAuthenticator(dash);
+      for (const credential of await credentials(authenticator)) {
+        await deskKey.cdp.send("WebAuthn.addCredential", { authenticatorId: deskKey.authenticatorId, credential });
+      }
+      const [before] = await credentials(deskKey);
+      await dash.getByTestId("policy-high-risk-quorum").selectOption("1");
+      await dash.getByTestId("policy-save").click();
+      await expect.poll(() => dash.getByTestId("policy-result").textContent()).toContain("Saved");
+      const [after] = await credentials(deskKey);
+      expect(after?.signCount ?? 0).toBeGreaterThan(before?.signCount ?? 0);
+      expect((await human.json<{ highRiskQuorum: number }>("/v1/policy")).highRiskQuorum).toBe(1);
     } finally {
       await desk.close();
     }

@@ -128,7 +128,7 @@ describe("durable route-side audit", () => {
       expect((await changeRole(owner, bob, "viewer")).status).toBe(500);
       expect((await remove(owner, carol)).status).toBe(500);
       expect((await post("/v1/invites/accept", { token: invite }, invited.cookie)).status).toBe(500);
-      const claim = await post("/v1/pairing/claim", { token: pairing });
+      const claim = await post("/v1/pairing/claim", { token: pairing, confirm: true });
       expect(claim.status).toBe(500);
       expect(claim.headers.get("Set-Cookie")).toBeNull();
     });
@@ -155,7 +155,7 @@ describe("durable route-side audit", () => {
     expect((await changeRole(owner, bob, "viewer")).status).toBe(200);
     expect((await remove(owner, carol)).status).toBe(200);
     expect((await post("/v1/invites/accept", { token: invite }, invited.cookie)).status).toBe(200);
-    expect((await post("/v1/pairing/claim", { token: pairing })).status).toBe(200);
+    expect((await post("/v1/pairing/claim", { token: pairing, confirm: true })).status).toBe(200);
     expect((await rows(owner.teamId)).map((e) => e.action)).toEqual([
       "team.created",
       "auth.signed_in",
@@ -181,7 +181,7 @@ describe("durable route-side audit", () => {
       expect((await remove(owner, bob)).status).toBe(200);
       const invite = await inviteToken(owner, "approver");
       expect((await post("/v1/invites/accept", { token: invite }, invited.cookie)).status).toBe(200);
-      expect((await post("/v1/pairing/claim", { token: pairing })).status).toBe(200);
+      expect((await post("/v1/pairing/claim", { token: pairing, confirm: true })).status).toBe(200);
       expect((await rows(owner.teamId)).map((e) => e.action)).toEqual([
         "team.created",
         "auth.signed_in",

@@ -4,6 +4,7 @@
  * WebAuthn library. It answers what is wrong with an assertion, or null when it holds.
  */
 interface ProofAssertion {
+  optionId: string;
   nonce: string;
   challenge: string;
   rpId: string;
@@ -39,10 +40,11 @@ export async function offlineProblem(
   requestHash: string,
   a: ProofAssertion,
 ): Promise<string | null> {
-  // 1. The challenge commits to this approval and its requestHash.
-  const input = ["tapgate.step-up.v1", approvalId, requestHash, a.nonce].join("\n");
+  // 1. The challenge commits to this approval, its requestHash and the option allowed.
+  const input = ["tapgate.step-up.v2", approvalId, requestHash, a.optionId, a.nonce].join("\n");
   const challenge = b64url(await sha256(utf8(input)));
-  if (challenge !== a.challenge) return "the challenge is not derived from this approval, requestHash and nonce";
+  if (challenge !== a.challenge)
+    return "the challenge is not derived from this approval, requestHash, option and nonce";
   // 2. The browser signed a `webauthn.get` for that challenge, at the app's origin.
   const clientDataBytes = bytes(a.clientDataJSON);
   const clientData = JSON.parse(new TextDecoder().decode(clientDataBytes)) as Record<string, unknown>;

@@ -1,3 +1,4 @@
+/** Pairing a phone: a one-time link that signs the phone in as the same person, only once they tap. */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../worker/crypto";
@@ -12,7 +13,8 @@ async function newPairing(cookie: string) {
   return json<{ url: string; expiresAt: number }>(response);
 }
 
-const claim = (token: string, init: RequestInit = {}) => post("/v1/pairing/claim", { token }, init);
+/** The phone's tap: a claim with `confirm: true`. */
+const claim = (token: string, init: RequestInit = {}) => post("/v1/pairing/claim", { token, confirm: true }, init);
 
 async function expectInvalid(response: Response) {
   expect(response.status).toBe(400);
@@ -83,5 +85,31 @@ describe("pairing a phone", () => {
     expect((await claim(token, evil)).status).toBe(403);
     // The refused claim did not spend it.
     expect((await claim(token)).status).toBe(200);
+  });
+
+  it("opening the link signs nothing in: 409 confirm_required names the account, the token stays unused", async () => {
+    const desktop = await signUp("Desk");
+    const token = tokenOf((await newPairing(desktop.cookie)).url);
+    // A signed-out phone (or a link scanner), and a browser already signed in as the same person.
+    for (const init of [{}, { cookie: desktop.cookie }]) {
+      const asked = await post("/v1/pairing/claim", { token }, init);
+      expect(asked.status).toBe(409);
+      expect(await json(asked)).toMatchObject({
+        error: "confirm_required",
+        account: { email: desktop.email, name: "Desk" },
+      });
+      expect(asked.headers.get("Set-Cookie")).toBeNull();
+    }
+    const unused = await env.DB.prepare("SELECT used_at FROM pairing_tokens WHERE token_hash = ?")
+      .bind(sha256Hex(token))
+      .first();
+    expect(unused).toEqual({ used_at: null });
+    await expectInvalid(await post("/v1/pairing/claim", { token: "A".repeat(43) }));
+    // The tap signs the phone in.
+    const tapped = await claim(token);
+    expect(tapped.status).toBe(200);
+    expect(await json(await api("/v1/me", { cookie: cookieOf(tapped) }))).toMatchObject({
+      user: { id: desktop.userId },
+    });
   });
 });

@@ -1,17 +1,26 @@
+/**
+ * The team policy: reading, changing, reaching open sessions; and weakening it, which needs an
+ * owner's passkey over that very change (a software authenticator stands in for the phone).
+ */
+import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/server";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
-import { DEFAULT_POLICY } from "../../worker/policy";
+import { type PolicyStepUpAnswer, policyStepUpAnswerSchema } from "../../sdk/src/human/step-up";
+import { DEFAULT_POLICY, type TeamPolicy } from "../../worker/policy";
 import {
   api,
   askOnce,
   connectAgent,
   createKey,
   json,
+  type Member,
+  outbox,
   pendingApprovals,
   permissionParams,
   signUp,
   unique,
 } from "./helpers";
+import { type Approver, addMember, withPasskey } from "./team-helpers";
 
 const put = (cookie: string, body: unknown) => api("/v1/policy", { method: "PUT", cookie, body: JSON.stringify(body) });
 
@@ -66,5 +75,146 @@ describe("team policy", () => {
     await (await connectAgent(key, second)).ask(1, permissionParams(second));
     const [fresh] = await pendingApprovals(owner, second);
     expect(fresh?.options.map((o) => o.optionId)).toEqual(["allow", "always", "deny"]);
+  });
+});
+
+const stepUpOptions = (m: Member, policy: unknown) =>
+  api("/v1/policy/step-up", { method: "POST", cookie: m.cookie, body: JSON.stringify({ policy }) });
+
+/** An owner's passkey assertion over `policy`, from `POST /v1/policy/step-up`. */
+async function confirmWith(owner: Approver, policy: object): Promise<AuthenticationResponseJSON> {
+  const answer = await stepUpOptions(owner, policy);
+  expect(answer.status).toBe(200);
+  const { options }: PolicyStepUpAnswer = policyStepUpAnswerSchema.parse(await json(answer));
+  return owner.authenticator.assert(options as unknown as PublicKeyCredentialRequestOptionsJSON);
+}
+
+const readPolicy = async (m: Member) => json<TeamPolicy>(await api("/v1/policy", { cookie: m.cookie }));
+
+/** Each weakening, from the policy it weakens. */
+const WEAKENINGS: Array<[string, Partial<TeamPolicy>, Partial<TeamPolicy>]> = [
+  ["empty highRisk", {}, { highRisk: [] }],
+  ["narrow a pattern", {}, { highRisk: [{ command: "rm -rf /tmp/*" }, ...DEFAULT_POLICY.highRisk.slice(1)] }],
+  ["lower the quorum", { highRiskQuorum: 2 }, { highRiskQuorum: 1 }],
+  ["widen who decides", { deciders: "session_owner" }, { deciders: "any_approver" }],
+  ["show more on the lock screen", { lockScreen: "generic" }, { lockScreen: "tool_title" }],
+];
+
+describe("weakening the policy needs an owner's passkey", () => {
+  for (const [name, from, to] of WEAKENINGS) {
+    it(`${name}: 403 step_up_required for an owner, 403 forbidden for an admin; nothing changes`, async () => {
+      const owner = await signUp("Olga");
+      const admin = await addMember(owner, "admin", "Ada");
+      const start = { ...DEFAULT_POLICY, ...from };
+      expect((await put(owner.cookie, start)).status).toBe(200); // strengthening needs nothing more
+      const weaker = { ...start, ...to };
+      const asked = await put(owner.cookie, weaker);
+      expect(asked.status).toBe(403);
+      expect(await json(asked)).toMatchObject({ error: "step_up_required", weakens: [Object.keys(to)[0]] });
+      const refused = await put(admin.cookie, weaker);
+      expect(refused.status).toBe(403);
+      expect(await json(refused)).toMatchObject({ error: "forbidden" });
+      const options = await stepUpOptions(admin, weaker);
+      expect(options.status).toBe(403);
+      expect(await json(options)).toMatchObject({ error: "forbidden" });
+      expect(await readPolicy(owner)).toEqual(start);
+    });
+  }
+
+  it("strengthening, and other settings, need nothing more, from an admin too", async () => {
+    const owner = await signUp("Olga");
+    const admin = await addMember(owner, "admin", "Ada");
+    const stronger = {
+      ...DEFAULT_POLICY,
+      highRisk: [...DEFAULT_POLICY.highRisk, { command: "make deploy-prod*" }],
+      highRiskQuorum: 2,
+      deciders: "session_owner",
+      lockScreen: "generic",
+      lifetimeMs: 120_000,
+    };
+    expect((await put(admin.cookie, stronger)).status).toBe(200);
+    expect(await readPolicy(owner)).toEqual(stronger);
+    const options = await stepUpOptions(owner, stronger);
+    expect(options.status).toBe(400);
+    expect(await json(options)).toMatchObject({ error: "step_up_not_needed" });
+  });
+
+  it("with the owner's passkey over that change: saved, audited with before and after, mailed to every owner", async () => {
+    const owner = await withPasskey(await signUp("Olga"));
+    const coOwner = await addMember(owner, "owner", "otto"); // lower case: the outbox query is an address, lower-cased
+    const weaker = { ...DEFAULT_POLICY, highRisk: [] };
+    const stepUp = await confirmWith(owner, weaker);
+    const saved = await put(owner.cookie, { ...weaker, stepUp });
+    expect(saved.status).toBe(200);
+    expect(await json(saved)).toEqual(weaker);
+    expect(await readPolicy(owner)).toEqual(weaker);
+
+    const { entries } = await json<{ entries: Array<{ action: string; detail: unknown }> }>(
+      await api("/v1/audit", { cookie: owner.cookie }),
+    );
+    expect(entries[0]).toMatchObject({
+      action: "team.policy_changed",
+      detail: { before: DEFAULT_POLICY, after: weaker, weakened: ["highRisk"], confirmedWith: owner.authenticator.id },
+    });
+    for (const o of [owner, coOwner]) {
+      const { messages } = await json<{ messages: Array<{ subject: string; text: string; link: string }> }>(
+        await outbox(o.email),
+      );
+      expect(messages.at(-1)).toMatchObject({
+        subject: expect.stringContaining("was weakened"),
+        text: expect.stringContaining("removes or narrows a high-risk pattern"),
+        link: expect.stringMatching(/\/policy$/),
+      });
+    }
+  });
+
+  it("the assertion is for that change only, once, and never a decision's", async () => {
+    const owner = await withPasskey(await signUp("Olga"));
+    const weaker = { ...DEFAULT_POLICY, highRisk: [] };
+    const other = { ...DEFAULT_POLICY, highRisk: DEFAULT_POLICY.highRisk.slice(1) };
+    const forOther = await confirmWith(owner, other);
+    const wrong = await put(owner.cookie, { ...weaker, stepUp: forOther });
+    expect(wrong.status).toBe(403);
+    expect(await json(wrong)).toMatchObject({ error: "step_up_wrong_request" });
+    expect(await readPolicy(owner)).toEqual(DEFAULT_POLICY);
+
+    const stepUp = await confirmWith(owner, weaker);
+    expect((await put(owner.cookie, { ...weaker, stepUp })).status).toBe(200);
+    expect((await put(owner.cookie, DEFAULT_POLICY)).status).toBe(200); // back: strengthening
+    const replayed = await put(owner.cookie, { ...weaker, stepUp });
+    expect(replayed.status).toBe(403);
+    expect(await json(replayed)).toMatchObject({ error: "step_up_replayed" });
+    expect(await readPolicy(owner)).toEqual(DEFAULT_POLICY);
+
+    const noUv = await owner.authenticator.assert(
+      (await json<PolicyStepUpAnswer>(await stepUpOptions(owner, weaker))).options as never,
+      { userVerified: false },
+    );
+    const unverified = await put(owner.cookie, { ...weaker, stepUp: noUv });
+    expect(await json(unverified)).toMatchObject({ error: "step_up_no_user_verification" });
+    expect(await readPolicy(owner)).toEqual(DEFAULT_POLICY);
+  });
+
+  it("a policy step-up does not allow a high-risk request", async () => {
+    const owner = await withPasskey(await signUp("Olga"));
+    const { key } = await createKey(owner);
+    const sessionId = unique("sess");
+    const agent = await connectAgent(key, sessionId);
+    await agent.ask(
+      1,
+      permissionParams(sessionId, {
+        toolCall: { toolCallId: "p", title: "rm -rf build", kind: "execute", rawInput: { command: "rm -rf build" } },
+      }),
+    );
+    const [approval] = await pendingApprovals(owner, sessionId);
+    expect(approval?.risk).toBe("high");
+    const stepUp = await confirmWith(owner, { ...DEFAULT_POLICY, highRisk: [] });
+    const decided = await api(`/v1/approvals/${approval?.id}/decision`, {
+      method: "POST",
+      cookie: owner.cookie,
+      body: JSON.stringify({ optionId: "allow", requestHash: approval?.requestHash, stepUp }),
+    });
+    expect(decided.status).toBe(403);
+    expect(await json(decided)).toMatchObject({ error: "step_up_wrong_request" });
   });
 });

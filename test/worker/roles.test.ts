@@ -1,7 +1,12 @@
-/** The role matrix: every dashboard route, called by a member of every role of one team. */
+/**
+ * The role matrix: every dashboard route, called by a member of every role of one team. Then the
+ * admin routes read the role fresh: a demotion made elsewhere (D1, as another isolate would make
+ * it, while this isolate still caches the session) refuses the demoted admin's next admin request.
+ */
+import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Role } from "../../sdk/src/human/roles";
-import { api, askOnce, createKey, decide, type Member, signUp } from "./helpers";
+import { api, askOnce, createKey, decide, json, type Member, signUp } from "./helpers";
 import { addMember } from "./team-helpers";
 
 const ROLES: Role[] = ["owner", "admin", "approver", "viewer"];
@@ -98,4 +103,88 @@ describe("the role matrix", () => {
       expect(got).toEqual(route.expect);
     });
   }
+});
+
+/** Sets a member's role straight in D1, as a change through another isolate would. */
+const setRoleElsewhere = (team: Member, m: Member, role: Role) =>
+  env.DB.prepare("UPDATE memberships SET role = ? WHERE team_id = ? AND user_id = ?")
+    .bind(role, team.teamId, m.userId)
+    .run();
+
+describe("admin routes read the role fresh", () => {
+  it("an admin demoted elsewhere is refused at once, even promoting themselves back", async () => {
+    const owner = await signUp("Olga");
+    const ada = await addMember(owner, "admin", "Ada");
+    const target = await addMember(owner, "approver", "Bob");
+    const { id: bobsKey } = await createKey(target);
+    const invite = await json<{ id: string }>(
+      await api("/v1/invites", { method: "POST", cookie: owner.cookie, body: '{"role":"viewer"}' }),
+    );
+    // This isolate caches Ada as an admin now.
+    expect((await api("/v1/invites", { cookie: ada.cookie })).status).toBe(200);
+    await setRoleElsewhere(owner, ada, "approver");
+
+    const attempts: Array<[string, Promise<Response>, number]> = [
+      [
+        "promote self",
+        api(`/v1/members/${ada.userId}`, { method: "PATCH", cookie: ada.cookie, body: '{"role":"admin"}' }),
+        403,
+      ],
+      [
+        "change a role",
+        api(`/v1/members/${target.userId}`, { method: "PATCH", cookie: ada.cookie, body: '{"role":"viewer"}' }),
+        403,
+      ],
+      ["remove a member", api(`/v1/members/${target.userId}`, { method: "DELETE", cookie: ada.cookie }), 403],
+      ["invite", api("/v1/invites", { method: "POST", cookie: ada.cookie, body: '{"role":"admin"}' }), 403],
+      ["list invites", api("/v1/invites", { cookie: ada.cookie }), 403],
+      ["revoke an invite", api(`/v1/invites/${invite.id}`, { method: "DELETE", cookie: ada.cookie }), 403],
+      [
+        "change the policy",
+        api("/v1/policy", { method: "PUT", cookie: ada.cookie, body: '{"lifetimeMs":600000}' }),
+        403,
+      ],
+      ["list the team's keys", api("/v1/keys?scope=team", { cookie: ada.cookie }), 403],
+      ["revoke another's key", api(`/v1/keys/${bobsKey}`, { method: "DELETE", cookie: ada.cookie }), 404],
+      [
+        "make a team rule",
+        api("/v1/rules", {
+          method: "POST",
+          cookie: ada.cookie,
+          body: JSON.stringify({ scope: "team", match: { command: "ls" }, expiresInMs: 3_600_000 }),
+        }),
+        403,
+      ],
+    ];
+    const got = Object.fromEntries(await Promise.all(attempts.map(async ([name, r]) => [name, (await r).status])));
+    expect(got).toEqual(Object.fromEntries(attempts.map(([name, , status]) => [name, status])));
+    const members = await json<{ members: Array<{ userId: string; role: Role }> }>(
+      await api("/v1/members", { cookie: owner.cookie }),
+    );
+    expect(members.members.find((m) => m.userId === ada.userId)?.role).toBe("approver");
+    expect(members.members.find((m) => m.userId === target.userId)?.role).toBe("approver");
+  });
+
+  it("a team rule's end and a claim use the role D1 has now", async () => {
+    const owner = await signUp("Olga");
+    const ada = await addMember(owner, "admin", "Ada");
+    const made = await api("/v1/rules", {
+      method: "POST",
+      cookie: owner.cookie,
+      body: JSON.stringify({ scope: "team", match: { command: "ls" }, expiresInMs: 3_600_000 }),
+    });
+    expect(made.status).toBe(201);
+    const { rule } = await json<{ rule: { id: string } }>(made);
+    const { approval } = await askOnce(owner);
+    expect((await api("/v1/me", { cookie: ada.cookie })).status).toBe(200);
+    await setRoleElsewhere(owner, ada, "viewer");
+    const ended = await api(`/v1/rules/${rule.id}`, { method: "DELETE", cookie: ada.cookie });
+    expect(ended.status).toBe(404); // as for any rule a non-admin did not make
+    const rules = await json<{ rules: Array<{ id: string; endedAt: number | null }> }>(
+      await api("/v1/rules", { cookie: owner.cookie }),
+    );
+    expect(rules.rules.find((r) => r.id === rule.id)?.endedAt).toBeNull();
+    const claimed = await api(`/v1/approvals/${approval.id}/claim`, { method: "POST", cookie: ada.cookie, body: "{}" });
+    expect(claimed.status).toBe(403);
+  });
 });

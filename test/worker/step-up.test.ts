@@ -3,12 +3,11 @@
  * request (a replayed one, one for another request, one without user verification, another
  * person's passkey: each refused), a deny never does, the proof verifies offline with WebCrypto
  * alone, and under `highRiskQuorum: 2` two different people must allow (any deny denies at once;
- * the agent gets one answer).
+ * the agent gets one answer). The challenge commits to the option too, and a quorum counts only
+ * the allows of people who still decide.
  */
-import type {
-  PublicKeyCredentialCreationOptionsJSON,
-  PublicKeyCredentialRequestOptionsJSON,
-} from "@simplewebauthn/server";
+import { env } from "cloudflare:test";
+import type { PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/server";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import {
@@ -17,7 +16,7 @@ import {
   stepUpOptionsAnswerSchema,
   stepUpProofSchema,
 } from "../../sdk/src/human/step-up";
-import { SoftAuthenticator, type Tweaks } from "./authenticator";
+import type { Tweaks } from "./authenticator";
 import {
   api,
   connectAgent,
@@ -30,25 +29,10 @@ import {
   unique,
 } from "./helpers";
 import { offlineProblem } from "./offline-proof";
-import { addMember, openLive } from "./team-helpers";
+import { type Approver, addMember, openLive, withPasskey } from "./team-helpers";
 
 const post = (member: Member, path: string, body: unknown) =>
   api(path, { method: "POST", cookie: member.cookie, body: JSON.stringify(body) });
-
-/** A member with a passkey on a software authenticator (added within the sign-in's 10 minutes). */
-async function withPasskey(member: Member) {
-  const authenticator = await SoftAuthenticator.create();
-  const options = await post(member, "/v1/auth/passkey/register/options", {});
-  const { challengeId, options: creation } = await json<{
-    challengeId: string;
-    options: PublicKeyCredentialCreationOptionsJSON;
-  }>(options);
-  const response = await authenticator.register(creation);
-  const verify = await post(member, "/v1/auth/passkey/register/verify", { challengeId, response });
-  expect(verify.status).toBe(201);
-  return { ...member, authenticator };
-}
-type Approver = Awaited<ReturnType<typeof withPasskey>>;
 
 const FORCE_PUSH = {
   toolCallId: "push-1",
@@ -74,8 +58,8 @@ async function highRiskSetup(policy: object = {}, count = 1, toolCall: typeof FO
   return { owner, agent, sessionId, approvals };
 }
 
-async function stepUpFor(member: Approver, approval: Approval, tweaks: Tweaks = {}) {
-  const response = await post(member, `/v1/approvals/${approval.id}/step-up`, {});
+async function stepUpFor(member: Approver, approval: Approval, tweaks: Tweaks = {}, optionId = "allow") {
+  const response = await post(member, `/v1/approvals/${approval.id}/step-up`, { optionId });
   expect(response.status).toBe(200);
   const answer = stepUpOptionsAnswerSchema.parse(await json(response)) as StepUpOptionsAnswer;
   const assertion = await member.authenticator.assert(
@@ -104,7 +88,7 @@ describe("risk tiers", () => {
     const normal = (await pendingApprovals(owner, sessionId)).find((a) => a.id !== approvals[0]?.id);
     expect(normal?.risk).toBe("normal");
     // A normal request needs no step-up, and has none to ask for.
-    const options = await post(owner, `/v1/approvals/${normal?.id}/step-up`, {});
+    const options = await post(owner, `/v1/approvals/${normal?.id}/step-up`, { optionId: "allow" });
     expect(options.status).toBe(400);
     expect(await json(options)).toMatchObject({ error: "step_up_not_needed" });
     expect((await decideWith(owner, normal as Approval, "allow")).status).toBe(200);
@@ -154,7 +138,7 @@ describe("allowing a high-risk request", () => {
     const { owner, agent, approvals } = await highRiskSetup();
     const approval = approvals[0] as Approval;
     const { answer, assertion } = await stepUpFor(owner, approval);
-    expect(answer).toMatchObject({ approvalId: approval.id, requestHash: approval.requestHash });
+    expect(answer).toMatchObject({ approvalId: approval.id, requestHash: approval.requestHash, optionId: "allow" });
     expect(answer.options).toMatchObject({ userVerification: "required" });
     const allowed = await decideWith(owner, approval, "allow", assertion);
     expect(allowed.status).toBe(200);
@@ -176,8 +160,11 @@ describe("allowing a high-risk request", () => {
     const [signed] = proof.assertions;
     expect(signed).toMatchObject({ userId: owner.userId, optionId: "allow", credentialId: owner.authenticator.id });
     expect(await offlineProblem(proof.approvalId, proof.requestHash, signed as never)).toBeNull();
-    // The verifier can fail: the same assertion does not hold for another request or with a flipped bit.
+    // The verifier can fail: the same assertion does not hold for another request, another option or with a flipped bit.
     expect(await offlineProblem(proof.approvalId, "0".repeat(64), signed as never)).toMatch(/challenge/);
+    expect(
+      await offlineProblem(proof.approvalId, proof.requestHash, { ...signed, optionId: "always" } as never),
+    ).toMatch(/challenge/);
     const tampered = Buffer.from(signed?.authenticatorData ?? "", "base64url");
     tampered[36] = (tampered[36] ?? 0) ^ 1; // the signature counter
     expect(
@@ -232,7 +219,9 @@ describe("allowing a high-risk request", () => {
     const approval = approvals[0] as Approval;
     const colleague = await withPasskey(await addMember(owner, "approver", "Bob"));
     // Bob's challenge, signed with Ada's authenticator.
-    const bobs = await json<StepUpOptionsAnswer>(await post(colleague, `/v1/approvals/${approval.id}/step-up`, {}));
+    const bobs = await json<StepUpOptionsAnswer>(
+      await post(colleague, `/v1/approvals/${approval.id}/step-up`, { optionId: "allow" }),
+    );
     const adaSigned = await owner.authenticator.assert(
       bobs.options as unknown as PublicKeyCredentialRequestOptionsJSON,
     );
@@ -259,7 +248,7 @@ describe("allowing a high-risk request", () => {
     const options = await api(`/v1/approvals/${approval.id}/step-up`, {
       method: "POST",
       cookie: stranger.cookie,
-      body: "{}",
+      body: '{"optionId":"allow"}',
     });
     expect(options.status).toBe(404);
   });
@@ -287,7 +276,7 @@ describe("highRiskQuorum: 2", () => {
     expect((shown.approval as Approval).state).toBe("pending");
 
     // Ada again: no second step-up for her, and no decision.
-    const again = await post(owner, `/v1/approvals/${approval.id}/step-up`, {});
+    const again = await post(owner, `/v1/approvals/${approval.id}/step-up`, { optionId: "allow" });
     expect(again.status).toBe(409);
     expect(await json(again)).toMatchObject({ error: "second_approver_required" });
     await agent.barrier();
@@ -321,5 +310,67 @@ describe("highRiskQuorum: 2", () => {
     expect(await agent.next()).toMatchObject({ id: 1, result: { outcome: { optionId: "deny" } } });
     await agent.barrier();
     expect(agent.pending()).toBe(0);
+  });
+});
+
+describe("a step-up signs the option", () => {
+  it("a step-up for allow_once does not allow allow_always; one for allow_always does", async () => {
+    const { owner, agent, approvals } = await highRiskSetup({ onceOnlyOptions: false });
+    const approval = approvals[0] as Approval;
+    expect(approval.options.map((o) => o.optionId)).toEqual(["allow", "always", "deny"]);
+    const once = await stepUpFor(owner, approval);
+    const wrong = await decideWith(owner, approval, "always", once.assertion);
+    expect(wrong.status).toBe(403);
+    expect(await json(wrong)).toMatchObject({ error: "step_up_wrong_request" });
+    expect((await read(owner, approval.id)).state).toBe("pending");
+
+    const always = await stepUpFor(owner, approval, {}, "always");
+    expect(always.answer.optionId).toBe("always");
+    expect((await decideWith(owner, approval, "always", always.assertion)).status).toBe(200);
+    expect(await agent.next()).toMatchObject({ id: 1, result: { outcome: { optionId: "always" } } });
+    const proof = stepUpProofSchema.parse(
+      await json(await api(`/v1/approvals/${approval.id}/proof`, { cookie: owner.cookie })),
+    );
+    expect(proof.assertions.map((a) => a.optionId)).toEqual(["always"]);
+    for (const a of proof.assertions) expect(await offlineProblem(proof.approvalId, proof.requestHash, a)).toBeNull();
+  });
+
+  it("options are only for an allow that is offered", async () => {
+    const { owner, approvals } = await highRiskSetup();
+    const approval = approvals[0] as Approval;
+    const deny = await post(owner, `/v1/approvals/${approval.id}/step-up`, { optionId: "deny" });
+    expect(deny.status).toBe(400);
+    expect(await json(deny)).toMatchObject({ error: "step_up_not_needed" });
+    const unknown = await post(owner, `/v1/approvals/${approval.id}/step-up`, { optionId: "always" });
+    expect(unknown.status).toBe(400);
+    expect(await json(unknown)).toMatchObject({ error: "option_not_offered" });
+    const none = await post(owner, `/v1/approvals/${approval.id}/step-up`, {});
+    expect(none.status).toBe(400);
+    expect(await json(none)).toMatchObject({ error: "invalid_request" });
+  });
+});
+
+describe("a quorum counts the allows of people who still decide", () => {
+  it("a partial allow no longer counts once its maker lost the role", async () => {
+    const { owner, agent, approvals } = await highRiskSetup({ highRiskQuorum: 2 });
+    const approval = approvals[0] as Approval;
+    const bob = await withPasskey(await addMember(owner, "approver", "Bob"));
+    const carol = await withPasskey(await addMember(owner, "approver", "Carol"));
+    expect((await decideWith(bob, approval, "allow", (await stepUpFor(bob, approval)).assertion)).status).toBe(200);
+    await env.DB.prepare("UPDATE memberships SET role = 'viewer' WHERE team_id = ? AND user_id = ?")
+      .bind(owner.teamId, bob.userId)
+      .run();
+
+    const second = await decideWith(owner, approval, "allow", (await stepUpFor(owner, approval)).assertion);
+    expect(second.status).toBe(200);
+    const partial = await json<Approval>(second);
+    expect(partial).toMatchObject({ state: "pending", decidedBy: null });
+    expect(partial.quorum?.allowedBy.map((p) => p.userId)).toEqual([owner.userId]);
+    await agent.barrier();
+    expect(agent.pending()).toBe(0); // Bob's allow and Ada's are not two
+
+    const third = await decideWith(carol, approval, "allow", (await stepUpFor(carol, approval)).assertion);
+    expect(await json(third)).toMatchObject({ state: "allowed", decidedBy: { userId: carol.userId } });
+    expect(await agent.next()).toMatchObject({ id: 1, result: { outcome: { optionId: "allow" } } });
   });
 });

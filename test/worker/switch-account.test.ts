@@ -100,10 +100,15 @@ describe("a pairing link in a browser signed in as someone else", () => {
     expect((await whoIs(cookieOf(switched))).email).toBe(bob.email);
   });
 
-  it("asks nothing of a signed-out browser or of the same account; an unknown token stays 400", async () => {
+  it("asks a signed-out browser or the same account only to confirm; an unknown token stays 400", async () => {
     const ada = await signUp("Ada");
-    expect((await post("/v1/pairing/claim", { token: await pairingToken(ada) }, ada.cookie)).status).toBe(200);
-    expect((await post("/v1/pairing/claim", { token: await pairingToken(ada) })).status).toBe(200);
+    for (const cookie of [ada.cookie, undefined]) {
+      const token = await pairingToken(ada);
+      const asked = await post("/v1/pairing/claim", { token }, cookie);
+      expect(asked.status).toBe(409);
+      expect(await json(asked)).toMatchObject({ error: "confirm_required", account: { email: ada.email } });
+      expect((await post("/v1/pairing/claim", { token, confirm: true }, cookie)).status).toBe(200);
+    }
     const unknown = await post("/v1/pairing/claim", { token: "z".repeat(43) }, ada.cookie);
     expect(unknown.status).toBe(400);
     expect(await json(unknown)).toMatchObject({ error: "invalid_pairing" });

@@ -1,8 +1,12 @@
-/** Helpers for the dashboard tests: members of any role, seeded history rows, the live feed. */
+/** Helpers for the dashboard tests: members of any role (with a passkey), seeded history rows, the live feed. */
+
 import { env, SELF } from "cloudflare:test";
+import type { PublicKeyCredentialCreationOptionsJSON } from "@simplewebauthn/server";
+import { expect } from "vitest";
 import type { Role } from "../../sdk/src/human/roles";
 import { newId, randomToken, sha256Hex } from "../../worker/crypto";
-import { type Member, ORIGIN, unique } from "./helpers";
+import { SoftAuthenticator } from "./authenticator";
+import { api, json, type Member, ORIGIN, unique } from "./helpers";
 
 /** A member of `team` with `role`, made in D1 directly, signed in with their own web session. */
 export async function addMember(team: Member, role: Role, name = `${role}-user`): Promise<Member> {
@@ -106,3 +110,19 @@ export async function openLive(member: Member) {
     },
   };
 }
+
+/** A member with a passkey on a software authenticator (added within the sign-in's 10 minutes). */
+export async function withPasskey(member: Member) {
+  const authenticator = await SoftAuthenticator.create();
+  const post = (path: string, body: unknown) =>
+    api(path, { method: "POST", cookie: member.cookie, body: JSON.stringify(body) });
+  const { challengeId, options: creation } = await json<{
+    challengeId: string;
+    options: PublicKeyCredentialCreationOptionsJSON;
+  }>(await post("/v1/auth/passkey/register/options", {}));
+  const response = await authenticator.register(creation);
+  const verify = await post("/v1/auth/passkey/register/verify", { challengeId, response });
+  expect(verify.status).toBe(201);
+  return { ...member, authenticator };
+}
+export type Approver = Awaited<ReturnType<typeof withPasskey>>;

@@ -130,8 +130,8 @@ describe("signed-in devices", () => {
   });
 });
 
-describe("recent sign-in for passkey changes", () => {
-  it("adding or removing a passkey needs a sign-in within 10 minutes (401 reauth_required), then works", async () => {
+describe("recent sign-in for passkey changes, pairing and signing the others out", () => {
+  it("adding or removing a passkey or ending the other sessions needs a sign-in within 10 minutes (401 reauth_required), then works", async () => {
     const ada = await signUp("Ada");
     const stale = await sessionWith(ada, { signedInAgo: 11 * 60_000 });
     const options = await post("/v1/auth/passkey/register/options", {}, { cookie: stale });
@@ -142,6 +142,11 @@ describe("recent sign-in for passkey changes", () => {
     expect(await json(removal)).toMatchObject({ error: "reauth_required" });
     const pairing = await post("/v1/pairing", {}, { cookie: stale });
     expect(await json(pairing)).toMatchObject({ error: "reauth_required" });
+    // A stolen cookie alone cannot sign the owner's other browsers out.
+    const endOthers = await post("/v1/auth/sessions/end-others", {}, { cookie: stale });
+    expect(endOthers.status).toBe(401);
+    expect(await json(endOthers)).toMatchObject({ error: "reauth_required" });
+    expect((await api("/v1/me", { cookie: ada.cookie })).status).toBe(200);
 
     // Signing in again in the same browser refreshes the same session: no new cookie.
     const before = await sessionsOf(stale);

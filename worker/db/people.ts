@@ -117,20 +117,26 @@ const POLICY_ATTEMPTS = 3;
  * Replaces the policy and bumps its version (compare-and-swap on the version); returns the one
  * it replaced, the one stored and the new version. With `keepLimits` the stored `limits` stay
  * as they are (the swap fails if they changed meanwhile, so a change of the other settings never
- * undoes a concurrent change of the limits). `audit` builds the event that records the change,
- * queued in the same batch, so the change and its record commit together.
+ * undoes a concurrent change of the limits). `check` sees each attempt's change before it is
+ * written (throwing refuses it), so it judges the very policy replaced. `audit` builds the event
+ * that records the change, queued in the same batch, so the change and its record commit together.
  */
 export async function setTeamPolicy(
   db: D1Database,
   teamId: string,
   policy: TeamPolicy,
-  opts: { keepLimits?: boolean; audit?: (change: PolicyChange) => AuditEvent } = {},
+  opts: {
+    keepLimits?: boolean;
+    check?: (change: PolicyChange) => void;
+    audit?: (change: PolicyChange) => AuditEvent;
+  } = {},
 ): Promise<PolicyChange> {
   for (let attempt = 0; attempt < POLICY_ATTEMPTS; attempt++) {
     const current = await getTeamPolicy(db, teamId);
     const after = opts.keepLimits ? { ...policy, limits: current.policy.limits } : policy;
     const text = JSON.stringify(after);
     const change = { before: current.policy, after, version: current.version + 1 };
+    opts.check?.(change);
     const applied = {
       sql: "EXISTS (SELECT 1 FROM teams WHERE id = ?5 AND policy_version = ?6 AND policy = ?7)",
       binds: [teamId, change.version, text],

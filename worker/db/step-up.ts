@@ -1,12 +1,22 @@
 /**
- * D1 access: step-up challenges (migration 0012). Each is single-use, short-lived, and scoped to
- * one person, team and approval. Does not own what a challenge commits to (sdk/src/human/step-up.ts).
+ * D1 access: step-up challenges (migrations 0012, 0021). Each is single-use, short-lived, scoped
+ * to one person and team, and for one purpose and subject: an allow of one approval with one
+ * option (`decision`), or one change of the team policy (`policy`). Does not own what a challenge
+ * commits to (sdk/src/human/step-up.ts).
  */
+
+/** What a challenge is for: an allow of a high-risk request, or a weakening of the team policy. */
+export type StepUpPurpose = "decision" | "policy";
 
 export interface StepUpChallengeRow {
   challenge: string;
-  approvalId: string;
-  requestHash: string;
+  purpose: StepUpPurpose;
+  /** The approval id (`decision`) or the team id (`policy`). */
+  subject: string;
+  /** The approval's `requestHash` (`decision`) or the new policy's hash (`policy`). */
+  subjectHash: string;
+  /** The option the allow chooses (`decision`); null for `policy`. */
+  optionId: string | null;
   nonce: string;
   expiresAt: number;
   usedAt: number | null;
@@ -21,10 +31,22 @@ export async function createStepUpChallenge(
     db.prepare("DELETE FROM step_up_challenges WHERE expires_at < ?").bind(ch.now),
     db
       .prepare(
-        `INSERT INTO step_up_challenges (challenge, approval_id, team_id, user_id, request_hash, nonce, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO step_up_challenges (challenge, purpose, subject, subject_hash, option_id, team_id, user_id, nonce,
+                                         created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .bind(ch.challenge, ch.approvalId, ch.teamId, ch.userId, ch.requestHash, ch.nonce, ch.now, ch.expiresAt),
+      .bind(
+        ch.challenge,
+        ch.purpose,
+        ch.subject,
+        ch.subjectHash,
+        ch.optionId,
+        ch.teamId,
+        ch.userId,
+        ch.nonce,
+        ch.now,
+        ch.expiresAt,
+      ),
   ]);
 }
 
@@ -35,8 +57,8 @@ export async function findStepUpChallenge(
 ): Promise<StepUpChallengeRow | null> {
   return db
     .prepare(
-      `SELECT challenge, approval_id AS approvalId, request_hash AS requestHash, nonce, expires_at AS expiresAt,
-              used_at AS usedAt
+      `SELECT challenge, purpose, subject, subject_hash AS subjectHash, option_id AS optionId, nonce,
+              expires_at AS expiresAt, used_at AS usedAt
          FROM step_up_challenges WHERE challenge = ? AND team_id = ? AND user_id = ?`,
     )
     .bind(q.challenge, q.teamId, q.userId)

@@ -58,8 +58,13 @@ export interface DecisionInput {
   rule?: { expiresInMs: number; match?: RuleMatch };
   /** The decider's words to the agent (the body's `reason`): the approval's `message`. */
   reason?: string;
-  /** A passkey assertion the Worker verified for this person, approval and requestHash (team/step-up.ts). */
+  /** A passkey assertion the Worker verified for this person, approval, requestHash and option (team/step-up.ts). */
   stepUp?: VerifiedStepUp;
+  /**
+   * With `stepUp`: the members who hold a deciding role now (D1, read as the step-up was
+   * verified). An earlier allow of a quorum by anyone else no longer counts (`gate/risk.ts`).
+   */
+  deciders?: string[];
 }
 
 /** A step-up assertion the Worker verified, with what its challenge committed to. */

@@ -2,8 +2,9 @@
  * Risk tiers as pure rules (docs/state-machine.md "Risk tiers"): whether a new request is
  * high-risk under the session's copy of the team policy (no D1 on the agent's path), the quorum
  * it opens with, and what an allow of a high-risk request needs: a step-up verified for this
- * person, this approval and this `requestHash`, and under a quorum a person who has not allowed
- * it yet; short of the quorum, the allow is recorded and the request stays pending.
+ * person, this approval, this `requestHash` and this option, and under a quorum a person who has
+ * not allowed it yet; short of the quorum, the allow is recorded and the request stays pending. An
+ * earlier allow whose maker no longer holds a deciding role no longer counts.
  *
  * Owns: these rules, no state, no I/O. Does not own: verifying the passkey assertion (the
  * Worker, `worker/team/step-up.ts`), the patterns or their matching (`sdk/src/risk-match.ts`),
@@ -45,11 +46,15 @@ export function highRiskAllow(pending: Approval, d: DecisionInput, decidedBy: De
     stepUp.optionId === d.optionId;
   if (!bound) return { ok: false, error: "step_up_wrong_request" };
   if (!pending.quorum) return { ok: true, complete: true };
-  if (pending.quorum.allowedBy.some((p) => p.userId === d.userId)) {
-    return { ok: false, error: "second_approver_required" };
-  }
-  const quorum = { ...pending.quorum, allowedBy: [...pending.quorum.allowedBy, { ...decidedBy, at: now }] };
+  const standing = standingAllows(pending.quorum, d.deciders);
+  if (standing.some((p) => p.userId === d.userId)) return { ok: false, error: "second_approver_required" };
+  const quorum = { ...pending.quorum, allowedBy: [...standing, { ...decidedBy, at: now }] };
   return quorum.allowedBy.length >= quorum.required
     ? { ok: true, complete: true, quorum }
     : { ok: true, complete: false, quorum };
+}
+
+/** The quorum's allows that still count: those whose makers still decide (all, when that is not known). */
+function standingAllows(quorum: Quorum, deciders: string[] | undefined): Quorum["allowedBy"] {
+  return deciders ? quorum.allowedBy.filter((p) => deciders.includes(p.userId)) : quorum.allowedBy;
 }

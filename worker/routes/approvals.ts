@@ -7,7 +7,7 @@ import {
   approvalListQuerySchema,
   decisionBatchBodySchema,
 } from "../../sdk/src/human/approvals";
-import { requireCurrentWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
+import { requireCurrentWeb, requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
 import { cursorParam, nextCursor, relyingParty, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
@@ -59,8 +59,8 @@ export const approvalRoutes = new Hono<AppEnv>()
       return c.json({ results }, 200);
     },
   )
-  // A claim decides nothing, so the cached role is enough (no D1 read on every card opened).
-  .post("/v1/approvals/:id/claim", requireRole(...DECIDER_ROLES), async (c) => {
+  // A claim shows teammates who is looking: only someone who may decide now (D1's role) claims.
+  .post("/v1/approvals/:id/claim", requireFreshWeb, requireRole(...DECIDER_ROLES), async (c) => {
     const w = c.get("web");
     return c.json(await claimApproval(c.env, w.teamId, c.req.param("id"), { userId: w.userId, name: w.name }), 200);
   });

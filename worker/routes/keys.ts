@@ -4,7 +4,7 @@
  */
 import { Hono } from "hono";
 import { createKeyBodySchema, keyListQuerySchema, keyParamSchema } from "../../sdk/src/human/team";
-import { requireSameOrigin, requireWeb } from "../auth";
+import { requireFreshWeb, requireSameOrigin, requireWeb } from "../auth";
 import { listApiKeys } from "../db";
 import { DomainError } from "../errors";
 import { validate } from "../http";
@@ -13,8 +13,9 @@ import { createKey, revokeKey } from "../team/keys";
 import type { AppEnv } from "../types";
 
 export const keyRoutes = new Hono<AppEnv>()
-  .use("/v1/keys", requireWeb, requireSameOrigin)
-  .use("/v1/keys/*", requireWeb, requireSameOrigin)
+  // The role as D1 has it now (who sees and revokes the team's keys), never the cached copy.
+  .use("/v1/keys", requireWeb, requireSameOrigin, requireFreshWeb)
+  .use("/v1/keys/*", requireWeb, requireSameOrigin, requireFreshWeb)
   .post("/v1/keys", validate("json", createKeyBodySchema), async (c) => {
     const w = c.get("web");
     return c.json(

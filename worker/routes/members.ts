@@ -11,7 +11,7 @@ import {
   memberParamSchema,
   roleBodySchema,
 } from "../../sdk/src/human/team";
-import { requireRole, requireSameOrigin, requireWeb } from "../auth";
+import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { sha256Hex } from "../crypto";
 import { listInvites, listMembers, previewInvite } from "../db";
 import { DomainError } from "../errors";
@@ -34,8 +34,9 @@ export const memberRoutes = new Hono<AppEnv>()
     const { teamId, role } = await acceptInvite(c.env, c.get("web"), c.req.valid("json").token);
     return c.json({ team: { id: teamId }, role });
   })
-  .use("/v1/invites", requireWeb, requireSameOrigin, requireRole(...ADMIN_ROLES))
-  .use("/v1/invites/:id", requireWeb, requireSameOrigin, requireRole(...ADMIN_ROLES))
+  // Admin routes read the role from D1, never the cached copy: a demoted admin is refused at once.
+  .use("/v1/invites", requireWeb, requireSameOrigin, requireFreshWeb, requireRole(...ADMIN_ROLES))
+  .use("/v1/invites/:id", requireWeb, requireSameOrigin, requireFreshWeb, requireRole(...ADMIN_ROLES))
   .post("/v1/invites", validate("json", inviteBodySchema), async (c) => {
     const w = c.get("web");
     const { role, email } = c.req.valid("json");
@@ -59,7 +60,7 @@ export const memberRoutes = new Hono<AppEnv>()
     return c.json({ ok: true, id });
   })
   .use("/v1/members", requireWeb)
-  .use("/v1/members/*", requireWeb, requireSameOrigin)
+  .use("/v1/members/*", requireWeb, requireSameOrigin, requireFreshWeb)
   .get("/v1/members", async (c) => c.json({ members: await listMembers(c.env.DB, c.get("web").teamId) }))
   .patch(
     "/v1/members/:userId",

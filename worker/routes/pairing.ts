@@ -1,6 +1,7 @@
 /**
  * "Add a phone": a signed-in browser mints a one-time link (shown as a QR code); the device that
- * opens it is signed in as the same user, in the same team, and can then make its own passkey.
+ * opens it is told whom it signs in as (`409 confirm_required`) and, on the person's tap
+ * (`confirm: true`), is signed in as the same user, in the same team, and can then make its own passkey.
  */
 import { Hono } from "hono";
 import { pairingClaimBodySchema } from "../../sdk/src/human/auth";

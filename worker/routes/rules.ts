@@ -11,9 +11,9 @@ import type { AppEnv } from "../types";
 
 export const ruleRoutes = new Hono<AppEnv>()
   .use("/v1/rules", requireWeb, requireSameOrigin)
-  .use("/v1/rules/*", requireWeb, requireSameOrigin)
+  .use("/v1/rules/*", requireWeb, requireSameOrigin, requireFreshWeb)
   .get("/v1/rules", async (c) => c.json({ rules: await listTeamRules(c.env, c.get("web").teamId) }))
-  // The role as D1 has it now, not as cached: a member demoted a moment ago makes no rule.
+  // The role as D1 has it now, not as cached: a member demoted a moment ago makes or ends no rule.
   .post("/v1/rules", requireFreshWeb, validate("json", createRuleBodySchema), async (c) => {
     const w = c.get("web");
     const body = c.req.valid("json");

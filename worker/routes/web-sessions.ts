@@ -7,7 +7,7 @@ import { Hono } from "hono";
 import { deleteCookie } from "hono/cookie";
 import { webSessionParamSchema } from "../../sdk/src/human/auth";
 import { emptyBodySchema } from "../../sdk/src/human/common";
-import { requireSameOrigin, requireWeb, SESSION_COOKIE } from "../auth";
+import { requireRecentSignIn, requireSameOrigin, requireWeb, SESSION_COOKIE } from "../auth";
 import { validate } from "../http";
 import { endMyOtherSessions, endMySession, mySessions } from "../team/web-sessions";
 import type { AppEnv } from "../types";
@@ -16,7 +16,8 @@ export const webSessionRoutes = new Hono<AppEnv>()
   .use("/v1/auth/sessions", requireWeb)
   .use("/v1/auth/sessions/*", requireWeb, requireSameOrigin)
   .get("/v1/auth/sessions", async (c) => c.json({ sessions: await mySessions(c.env, c.get("web")) }))
-  .post("/v1/auth/sessions/end-others", validate("json", emptyBodySchema), async (c) =>
+  // Read fresh, and only within 10 minutes of a sign-in: a stolen cookie cannot lock the owner out.
+  .post("/v1/auth/sessions/end-others", requireRecentSignIn, validate("json", emptyBodySchema), async (c) =>
     c.json({ ok: true, ended: await endMyOtherSessions(c.env, c.get("web")) }),
   )
   .delete("/v1/auth/sessions/:id", validate("param", webSessionParamSchema), async (c) => {

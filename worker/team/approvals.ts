@@ -10,11 +10,12 @@
 import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
 import type { Approval, ApprovalDetail, Owner } from "../../sdk/src/approval";
 import type { Claim } from "../../sdk/src/human/approvals";
-import { getApprovalOwner, getApprovalRecord } from "../db";
+import { getApprovalOwner, getApprovalRecord, listMembers } from "../db";
 import { DomainError } from "../errors";
 import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
 import { lateDecisionError } from "../gate/rules";
 import { type ClaimResult, hubFor } from "../hub/api";
+import { DECIDER_ROLES } from "../roles";
 import type { Env } from "../types";
 import { assertRoomForRule, createCardRule } from "./rules";
 import { type RelyingParty, verifyStepUp } from "./step-up";
@@ -52,8 +53,9 @@ export type DecisionRequest = Omit<DecisionInput, "stepUp"> & {
  * A human's decision: the approval as decided, or why not (with the approval where that helps).
  * With `rule`, the allow also makes a standing `me` rule (`createdRule`), the gate having
  * checked that one may be made from this request; a full team is refused before deciding.
- * A step-up sent with it is verified first (any failure refuses the decision); whether one was
- * needed is the gate's to say (`403 step_up_required`), so every path to a decision is covered.
+ * A step-up sent with it is verified first (any failure refuses the decision), and the team's
+ * deciders are read with it (a quorum counts only their allows); whether one was needed is the
+ * gate's to say (`403 step_up_required`), so every path to a decision is covered.
  */
 export async function decideApproval(env: Env, request: DecisionRequest) {
   const { stepUp, ...rest } = request;
@@ -63,7 +65,11 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
   if (stepUp && optionId === undefined) throw new DomainError("step_up_not_needed");
   const d: DecisionInput =
     stepUp && optionId !== undefined
-      ? { ...rest, stepUp: await verifyStepUp(env, stepUp.relyingParty, { ...rest, optionId }, stepUp.assertion) }
+      ? {
+          ...rest,
+          stepUp: await verifyStepUp(env, stepUp.relyingParty, { ...rest, optionId }, stepUp.assertion),
+          deciders: await decidersNow(env, rest.teamId),
+        }
       : rest;
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
   const result = (await approvalGate(env, d.approvalId).decide(d)) as unknown as DecisionResult;
@@ -111,6 +117,12 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
         extra: { approval: result.approval },
       });
   }
+}
+
+/** The members who hold a deciding role now, as D1 has them: a quorum counts only their allows. */
+async function decidersNow(env: Env, teamId: string): Promise<string[]> {
+  const members = await listMembers(env.DB, teamId);
+  return members.filter((m) => DECIDER_ROLES.includes(m.role)).map((m) => m.userId);
 }
 
 /**

@@ -52,12 +52,21 @@ export const auditEvents = {
     detail: { clientName: d.clientName },
   }),
 
-  policyChanged: (a: AuditContext, p: { before: TeamPolicy; after: TeamPolicy; version: number }): AuditEvent => ({
+  /** With `weakened` (what it gave away) and `confirmedWith` (the owner's passkey) when it weakened the policy. */
+  policyChanged: (
+    a: AuditContext,
+    p: { before: TeamPolicy; after: TeamPolicy; version: number; weakened?: string[]; confirmedWith?: string },
+  ): AuditEvent => ({
     ...a,
     eventId: `policy_changed:${a.teamId}:${p.version}`,
     action: "team.policy_changed",
     subject: a.teamId,
-    detail: { before: p.before, after: p.after, version: p.version },
+    detail: {
+      before: p.before,
+      after: p.after,
+      version: p.version,
+      ...(p.weakened?.length && { weakened: p.weakened, confirmedWith: p.confirmedWith }),
+    },
   }),
 
   memberInvited: (a: AuditContext, i: { inviteId: string; role: Role; email: string | null }): AuditEvent => ({

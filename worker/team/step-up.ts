@@ -1,12 +1,14 @@
 /**
- * Step-up for high-risk requests, as use cases: issuing WebAuthn request options whose challenge
- * commits to one approval and its `requestHash`, verifying the assertion a decision carries, and
- * the proof an approval's allows leave behind (docs/human-api.md "Step-up").
+ * Step-up, as use cases: issuing WebAuthn request options whose challenge commits to one thing
+ * (an allow of one approval, its `requestHash` and option; or one change of the team policy:
+ * `team/policy-step-up.ts`), verifying the assertion that comes back, and the proof an
+ * approval's allows leave behind (docs/human-api.md "Step-up").
  *
  * Owns: the step-up challenge's life (2 minutes, single-use, this person's, this team's, this
- * approval's), the precise refusal for each way an assertion can be wrong, and the proof's shape.
- * Does not own: whether an allow needs a step-up or completes a quorum (the gate, `gate/risk.ts`),
- * the challenge formula (`sdk/src/human/step-up.ts`), the SQL (`db/step-up.ts`, `db/passkeys.ts`).
+ * purpose's and subject's), the precise refusal for each way an assertion can be wrong, and the
+ * proof's shape. Does not own: whether an allow needs a step-up or completes a quorum (the gate,
+ * `gate/risk.ts`), whether a policy change needs one (`policy-weakening.ts`), the challenge
+ * formulas (`sdk/src/human/step-up.ts`), the SQL (`db/step-up.ts`, `db/passkeys.ts`).
  */
 import {
   type AuthenticationResponseJSON,
@@ -24,6 +26,7 @@ import {
   getApprovalStepUps,
   listPasskeys,
   recordPasskeyUse,
+  type StepUpChallengeRow,
   useStepUpChallenge,
 } from "../db";
 import { DomainError } from "../errors";
@@ -39,11 +42,21 @@ export interface RelyingParty {
   origin: string;
 }
 
-/** Who steps up: the signed-in decider. */
+/** Who steps up: the signed-in decider (or owner, for the policy). */
 export interface StepUpCaller {
   teamId: string;
   userId: string;
   name: string;
+}
+
+/** What a challenge commits to, as stored with it. */
+export type StepUpSubject = Pick<StepUpChallengeRow, "purpose" | "subject" | "subjectHash" | "optionId">;
+
+/** Request options around a fresh challenge, and what derived it. */
+export interface IssuedStepUp {
+  nonce: string;
+  expiresAt: number;
+  options: StepUpOptionsAnswer["options"];
 }
 
 const USER_VERIFIED = 0x04;
@@ -59,37 +72,24 @@ function gateOf(env: Env, approvalId: string) {
   return gate;
 }
 
-/** `POST /v1/approvals/:id/step-up`: request options around a challenge bound to this approval as it stands. */
-export async function stepUpOptions(
+/**
+ * Issues a challenge for `subject` (derived from a fresh nonce by `derive`), stored for 2 minutes
+ * for this person, and the request options around it: their own passkeys, user verification required.
+ */
+export async function issueStepUp(
   env: Env,
   rp: RelyingParty,
   who: StepUpCaller,
-  approvalId: string,
-): Promise<StepUpOptionsAnswer> {
-  const approval = (await gateOf(env, approvalId).getApproval(who.teamId, approvalId)) as Approval | null;
-  if (!approval) throw notFound();
-  if (approval.state !== "pending") refused("step_up_not_needed", "this request is no longer pending");
-  if (approval.risk !== "high") refused("step_up_not_needed", "this request is not high-risk: allow it without");
-  if (approval.quorum?.allowedBy.some((p) => p.userId === who.userId)) {
-    throw new DomainError("second_approver_required", undefined, { extra: { approval } });
-  }
+  subject: StepUpSubject,
+  derive: (nonce: string) => Promise<string>,
+): Promise<IssuedStepUp> {
   const passkeys = await listPasskeys(env.DB, who.userId);
-  if (passkeys.length === 0)
-    refused("no_passkey", "add a passkey to your account (Devices) to allow high-risk requests");
+  if (passkeys.length === 0) refused("no_passkey", "add a passkey to your account (Devices) to confirm this");
   const now = Date.now();
   const nonce = isoBase64URL.fromBuffer(crypto.getRandomValues(new Uint8Array(32)));
-  const challenge = await stepUpChallenge(approval.id, approval.requestHash, nonce);
+  const challenge = await derive(nonce);
   const expiresAt = now + STEP_UP_TTL_MS;
-  await createStepUpChallenge(env.DB, {
-    challenge,
-    approvalId: approval.id,
-    requestHash: approval.requestHash,
-    nonce,
-    expiresAt,
-    teamId: who.teamId,
-    userId: who.userId,
-    now,
-  });
+  await createStepUpChallenge(env.DB, { challenge, ...subject, nonce, expiresAt, ...who, now });
   const options = await generateAuthenticationOptions({
     rpID: rp.rpID,
     challenge: isoBase64URL.toBuffer(challenge),
@@ -97,7 +97,31 @@ export async function stepUpOptions(
     userVerification: "required",
     allowCredentials: passkeys.map(({ id, transports }) => ({ id, transports })),
   });
-  return { approvalId: approval.id, requestHash: approval.requestHash, nonce, expiresAt, options: { ...options } };
+  return { nonce, expiresAt, options: { ...options } };
+}
+
+/** `POST /v1/approvals/:id/step-up`: request options around a challenge bound to this approval as it stands and this option. */
+export async function stepUpOptions(
+  env: Env,
+  rp: RelyingParty,
+  who: StepUpCaller,
+  approvalId: string,
+  optionId: string,
+): Promise<StepUpOptionsAnswer> {
+  const approval = (await gateOf(env, approvalId).getApproval(who.teamId, approvalId)) as Approval | null;
+  if (!approval) throw notFound();
+  if (approval.state !== "pending") refused("step_up_not_needed", "this request is no longer pending");
+  if (approval.risk !== "high") refused("step_up_not_needed", "this request is not high-risk: allow it without");
+  const option = approval.options.find((o) => o.optionId === optionId);
+  if (!option) refused("option_not_offered", `option ${JSON.stringify(optionId)} was not offered`);
+  if (!option?.kind.startsWith("allow")) refused("step_up_not_needed", "only an allow needs a step-up");
+  if (approval.quorum?.allowedBy.some((p) => p.userId === who.userId)) {
+    throw new DomainError("second_approver_required", undefined, { extra: { approval } });
+  }
+  const { id, requestHash } = approval;
+  const subject = { purpose: "decision", subject: id, subjectHash: requestHash, optionId } as const;
+  const issued = await issueStepUp(env, rp, who, subject, (nonce) => stepUpChallenge(id, requestHash, optionId, nonce));
+  return { approvalId: id, requestHash, optionId, ...issued };
 }
 
 /** The JSON an assertion's clientDataJSON holds, or null when it is not JSON. */
@@ -109,18 +133,27 @@ function clientDataOf(assertion: AuthenticationResponseJSON): { type?: unknown; 
   }
 }
 
+/** An assertion as verified: the challenge it answered, the passkey that signed it, when. */
+export interface VerifiedAssertion {
+  issued: StepUpChallengeRow;
+  credentialId: string;
+  publicKey: string;
+  at: number;
+}
+
 /**
- * Verifies a decision's step-up: an assertion by the decider's own passkey, with user
- * verification, over a challenge issued to them for this approval and not used before. The
- * challenge is spent before the signature is checked, so each one gets one try. Each failure
- * has its own code; the assertion as verified, with what it committed to, otherwise.
+ * Verifies a step-up: an assertion by the caller's own passkey, with user verification, over a
+ * challenge issued to them and not used before, whose subject `wrongSubject` accepts (it answers
+ * why not, for `403 step_up_wrong_request`). The challenge is spent before the signature is
+ * checked, so each one gets one try. Each failure has its own code.
  */
-export async function verifyStepUp(
+export async function verifyAssertion(
   env: Env,
   rp: RelyingParty,
-  who: StepUpCaller & { approvalId: string; optionId: string },
+  who: StepUpCaller,
   assertion: AuthenticationResponseJSON,
-): Promise<VerifiedStepUp> {
+  wrongSubject: (issued: StepUpChallengeRow) => string | null,
+): Promise<VerifiedAssertion> {
   const now = Date.now();
   const clientData = clientDataOf(assertion);
   if (clientData?.type !== "webauthn.get" || typeof clientData.challenge !== "string") {
@@ -128,7 +161,8 @@ export async function verifyStepUp(
   }
   const issued = await findStepUpChallenge(env.DB, { challenge: clientData.challenge, ...who });
   if (!issued) return refused("step_up_failed", "no step-up was issued to you with this challenge; ask for a new one");
-  if (issued.approvalId !== who.approvalId) return refused("step_up_wrong_request");
+  const wrong = wrongSubject(issued);
+  if (wrong !== null) return refused("step_up_wrong_request", wrong);
   if (issued.usedAt !== null) return refused("step_up_replayed");
   if (issued.expiresAt <= now) return refused("step_up_failed", "this step-up expired; ask for a new one");
   if (!(await useStepUpChallenge(env.DB, issued.challenge, now))) return refused("step_up_replayed");
@@ -161,19 +195,43 @@ export async function verifyStepUp(
   }
   // The counter must grow (a cloned authenticator would repeat one), as at sign-in.
   if (!(await recordPasskeyUse(env.DB, { id: stored.id, counter, now }))) return refused("step_up_failed");
+  return { issued, credentialId: stored.id, publicKey: stored.publicKey, at: now };
+}
+
+/** Why a challenge is not for this allow: another approval, another purpose, another option. */
+function notThisAllow(approvalId: string, optionId: string) {
+  return (issued: StepUpChallengeRow): string | null => {
+    if (issued.purpose !== "decision" || issued.subject !== approvalId) return "this step-up was for another request";
+    if (issued.optionId !== optionId) return `this step-up was for option ${JSON.stringify(issued.optionId)}`;
+    return null;
+  };
+}
+
+/**
+ * Verifies a decision's step-up: an assertion over a challenge issued to the decider for this
+ * approval and this option. The assertion as verified, with what it committed to.
+ */
+export async function verifyStepUp(
+  env: Env,
+  rp: RelyingParty,
+  who: StepUpCaller & { approvalId: string; optionId: string },
+  assertion: AuthenticationResponseJSON,
+): Promise<VerifiedStepUp> {
+  const verified = await verifyAssertion(env, rp, who, assertion, notThisAllow(who.approvalId, who.optionId));
+  const { issued } = verified;
   return {
-    approvalId: issued.approvalId,
-    requestHash: issued.requestHash,
+    approvalId: issued.subject,
+    requestHash: issued.subjectHash,
     userId: who.userId,
     name: who.name,
     optionId: who.optionId,
-    at: now,
+    at: verified.at,
     nonce: issued.nonce,
     challenge: issued.challenge,
     rpId: rp.rpID,
     origin: rp.origin,
-    credentialId: stored.id,
-    publicKey: await publicKeyForms(stored.publicKey),
+    credentialId: verified.credentialId,
+    publicKey: await publicKeyForms(verified.publicKey),
     authenticatorData: assertion.response.authenticatorData,
     clientDataJSON: assertion.response.clientDataJSON,
     signature: assertion.response.signature,

@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { type ApiError, api, type WebSessionInfo } from "../api";
 import { useNow } from "../clock";
 import { ago } from "../format";
+import { withReauth } from "../reauth";
 import { Banner, LoadBanner } from "./Banner";
 import { SafeText } from "./SafeText";
 
@@ -46,7 +47,7 @@ export function WebSessions({ onSignedOutHere }: { onSignedOutHere: () => void }
     });
   const endOthers = () =>
     run(async () => {
-      const { ended } = await api.endOtherWebSessions();
+      const { ended } = await withReauth(() => api.endOtherWebSessions());
       return ended === 1 ? "Signed out 1 other browser." : `Signed out ${ended} other browsers.`;
     });
   const others = sessions?.filter((s) => !s.current).length ?? 0;

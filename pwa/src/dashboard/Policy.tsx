@@ -1,11 +1,13 @@
 /**
  * The team policy: its settings, the risk tiers (HighRisk.tsx) and the escalation ladder
- * (Escalation.tsx); owners and admins change them; they apply to new requests.
- * The team's limits (quotas) are below them, and only owners change those.
+ * (Escalation.tsx); owners and admins change them; they apply to new requests. A change that
+ * weakens the policy is an owner's, confirmed with their passkey (step-up.ts runs it when the
+ * server asks). The team's limits (quotas) are below them, and only owners change those.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, isAdmin, type TeamPolicy } from "../api";
 import { Banner } from "../components/Banner";
+import { savePolicyWithStepUp } from "../step-up";
 import { useMe } from "../viewer";
 import { useMembers } from "./Board";
 import { EscalationFields, sortedLadder } from "./Escalation";
@@ -35,7 +37,7 @@ export function Policy() {
     setBusy(true);
     setResult(null);
     try {
-      const saved = await api.setPolicy({
+      const saved = await savePolicyWithStepUp({
         ...form,
         highRisk: cleanPatterns(form.highRisk),
         escalation: sortedLadder(form.escalation),
@@ -57,6 +59,13 @@ export function Policy() {
         <Banner tone="info" testId="policy-read-only">
           Only owners and admins can change the policy.
         </Banner>
+      )}
+      {admin && (
+        <p class="muted small" data-testid="policy-weakening-note">
+          Removing or narrowing a high-risk pattern, lowering the quorum, widening who decides or showing more on the
+          lock screen weakens the policy: only an owner can save that, confirming with their passkey. Every owner is
+          told by mail.
+        </p>
       )}
       {loaded.error && <LoadError error={loaded.error} testId="policy-error" onRetry={() => void loaded.reload()} />}
       {form && (

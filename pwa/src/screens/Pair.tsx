@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { api, type SignedInAsOther, signedInAsOther } from "../api";
+import { api, type ConfirmRequired, confirmRequired, type SignedInAsOther, signedInAsOther } from "../api";
 import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
@@ -75,13 +75,15 @@ function QrCanvas({ text }: { text: string }) {
 }
 
 /**
- * On the phone that opened the pairing link: claim it (it signs this browser in), then set up. A
- * browser signed in as someone else is asked first, naming both accounts.
+ * On the phone that opened the pairing link: ask the server whom it signs in (nothing is signed in
+ * yet), name that account, and claim it only on the person's tap; then set up. A browser signed in
+ * as someone else is asked to switch instead, naming both accounts.
  */
 export function PairClaim({ token }: { token: string }) {
   const { refresh } = useViewer();
   const [error, setError] = useState<string | null>(null);
   const [asking, setAsking] = useState<SignedInAsOther | null>(null);
+  const [confirming, setConfirming] = useState<ConfirmRequired | null>(null);
   const [busy, setBusy] = useState(false);
   const claim = useCallback(
     async (confirm: boolean) => {
@@ -93,7 +95,9 @@ export function PairClaim({ token }: { token: string }) {
         navigate("/pair?step=setup", { replace: true });
       } catch (e) {
         const other = signedInAsOther(e);
+        const account = confirmRequired(e);
         if (other) setAsking(other);
+        else if (account) setConfirming(account);
         else setError((e as Error).message);
         setBusy(false);
       }
@@ -120,7 +124,37 @@ export function PairClaim({ token }: { token: string }) {
       </section>
     );
   }
-  if (!error) return <p class="muted center">Signing this phone in…</p>;
+  if (confirming && !error) {
+    const { email, name } = confirming.account;
+    return (
+      <section class="screen narrow" data-testid="screen-pair-claim">
+        <h1>Sign this phone in?</h1>
+        <p data-testid="pair-account">
+          This signs this phone in as <strong>{name ?? email}</strong>
+          {name ? ` (${email})` : ""}. Go on only if you made this code on your own computer just now.
+        </p>
+        <button
+          type="button"
+          class="button primary wide"
+          disabled={busy}
+          onClick={() => void claim(true)}
+          data-testid="pair-confirm"
+        >
+          Sign in as {name ?? email}
+        </button>
+        <button
+          type="button"
+          class="button secondary wide"
+          disabled={busy}
+          onClick={() => navigate("/", { replace: true })}
+          data-testid="pair-cancel"
+        >
+          Not me
+        </button>
+      </section>
+    );
+  }
+  if (!error) return <p class="muted center">Checking this pairing code…</p>;
   return (
     <section class="screen narrow" data-testid="screen-pair-claim">
       <h1>Could not pair</h1>

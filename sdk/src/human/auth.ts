@@ -36,6 +36,12 @@ export type LinkPreview = z.infer<typeof linkPreviewSchema>;
 const accountSchema = z.object({ email: z.string(), name: z.string().nullable() });
 export const signedInAsOtherSchema = z.object({ account: accountSchema, signedInAs: accountSchema });
 export type SignedInAsOther = z.infer<typeof signedInAsOtherSchema>;
+/**
+ * The extra field of `409 confirm_required` (`POST /v1/pairing/claim` without `confirm: true`):
+ * whom the pairing signs this browser in as, for the page to name before the tap.
+ */
+export const confirmRequiredSchema = z.object({ account: accountSchema });
+export type ConfirmRequired = z.infer<typeof confirmRequiredSchema>;
 /** `GET /v1/dev/outbox?to` (local mode only). */
 export const devOutboxQuerySchema = z.object({ to: email.optional() });
 
@@ -156,6 +162,9 @@ export const pairingAnswerSchema = z.object({ url: z.string(), expiresAt: z.numb
 /** `POST /v1/pairing/claim`. */
 export const pairingClaimBodySchema = z.object({
   token: z.string().regex(/^[A-Za-z0-9_-]{43}$/, "not a pairing token"),
-  /** Needed when this browser is signed in as someone else (else `409 signed_in_as_other`). */
+  /**
+   * The person's tap, always needed: without it the answer is `409 confirm_required` naming the
+   * account (or `409 signed_in_as_other` in a browser signed in as someone else), the token unused.
+   */
   confirm: z.boolean().optional(),
 });

@@ -1,5 +1,6 @@
 /** The team policy (`GET`/`PUT /v1/policy`): stored as JSON on the team, defaults filled in. */
 import { z } from "zod";
+import { authenticationResponseSchema } from "./auth.js";
 
 const MINUTE = 60_000;
 const KIB = 1024;
@@ -163,6 +164,15 @@ export const policyBodySchema = teamPolicySchema.extend({ limits: teamLimitsSche
 export type PolicyBody = z.input<typeof policyBodySchema>;
 /** A validated `PUT /v1/policy` body: every field filled in but `limits`, which may be absent. */
 export type PolicyUpdate = z.infer<typeof policyBodySchema>;
+
+/**
+ * What `PUT /v1/policy` takes: the policy body, and, for a change that weakens the policy
+ * (docs/human-api.md "Weakening the policy"), `stepUp`: an owner's passkey assertion over the
+ * challenge of `POST /v1/policy/step-up` for this same body.
+ */
+export const policyPutBodySchema = policyBodySchema
+  .extend({ stepUp: authenticationResponseSchema.optional() })
+  .strict();
 
 /**
  * The limits a request can be refused for when it is created (`limit` of a quota refusal): the

@@ -1,42 +1,80 @@
 /**
- * Step-up for high-risk requests (docs/human-api.md "Step-up"): the challenge that binds a
- * passkey assertion to one request, the options answer, and the proof anyone can verify offline.
+ * Step-up (docs/human-api.md "Step-up"): the challenges that bind a passkey assertion to one
+ * allow of a high-risk request (its approval, `requestHash` and option) or to one weakening of
+ * the team policy (its team and the new policy's hash), the options answers, and the proof
+ * anyone can verify offline.
  *
- * Owns: the challenge derivation (`stepUpChallenge`, the one place the formula lives besides the
- * docs) and the schemas of `POST /v1/approvals/:id/step-up` and `GET /v1/approvals/:id/proof`.
- * Does not own: verification (the Worker, `worker/team/step-up.ts`) or who may ask (the routes).
- * Environment-neutral: WebCrypto only, so the Worker, the PWA and an offline verifier share it.
+ * Owns: the challenge derivations (`stepUpChallenge`, `policyStepUpChallenge`: the one place the
+ * formulas live besides the docs) and the schemas of `POST /v1/approvals/:id/step-up`, `GET
+ * /v1/approvals/:id/proof` and `POST /v1/policy/step-up`. Does not own: verification (the Worker,
+ * `worker/team/step-up.ts`) or who may ask (the routes). Environment-neutral: WebCrypto only, so
+ * the Worker, the PWA and an offline verifier share it.
  */
 import { z } from "zod";
 import { approvalStateSchema } from "../approval.js";
+import { policyBodySchema } from "./policy.js";
 
-/** The domain-separation prefix: a step-up challenge can never be mistaken for a sign-in's. */
-export const STEP_UP_DOMAIN = "tapgate.step-up.v1";
+/**
+ * The domain-separation prefix: a step-up challenge can never be mistaken for a sign-in's or a
+ * policy step-up's. v2 commits to the option too (v1 did not).
+ */
+export const STEP_UP_DOMAIN = "tapgate.step-up.v2";
+/** The prefix of a policy step-up's challenge. */
+export const POLICY_STEP_UP_DOMAIN = "tapgate.policy-step-up.v1";
 
-/** The text hashed into the challenge: prefix, approval id, requestHash and nonce, one per line. */
-export function stepUpChallengeInput(approvalId: string, requestHash: string, nonce: string): string {
-  return [STEP_UP_DOMAIN, approvalId, requestHash, nonce].join("\n");
+/** The text hashed into the challenge: prefix, approval id, requestHash, optionId and nonce, one per line. */
+export function stepUpChallengeInput(approvalId: string, requestHash: string, optionId: string, nonce: string): string {
+  return [STEP_UP_DOMAIN, approvalId, requestHash, optionId, nonce].join("\n");
 }
 
-/** The WebAuthn challenge, base64url (no padding) of SHA-256 over `stepUpChallengeInput`. */
-export async function stepUpChallenge(approvalId: string, requestHash: string, nonce: string): Promise<string> {
-  const input = new TextEncoder().encode(stepUpChallengeInput(approvalId, requestHash, nonce));
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", input));
+/** base64url (no padding) of SHA-256 over `text`'s UTF-8. */
+async function challengeOf(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
   let binary = "";
   for (const byte of digest) binary += String.fromCharCode(byte);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
+/** The WebAuthn challenge of an allow: base64url (no padding) of SHA-256 over `stepUpChallengeInput`. */
+export function stepUpChallenge(approvalId: string, requestHash: string, optionId: string, nonce: string) {
+  return challengeOf(stepUpChallengeInput(approvalId, requestHash, optionId, nonce));
+}
+
+/** The WebAuthn challenge of a policy change: SHA-256 over prefix, team id, the policy's hash and nonce, one per line. */
+export function policyStepUpChallenge(teamId: string, policyHash: string, nonce: string) {
+  return challengeOf([POLICY_STEP_UP_DOMAIN, teamId, policyHash, nonce].join("\n"));
+}
+
+/** `POST /v1/approvals/:id/step-up`: the option the allow will choose (the challenge commits to it). */
+export const stepUpOptionsBodySchema = z.object({ optionId: z.string().min(1).max(128) }).strict();
+export type StepUpOptionsBody = z.infer<typeof stepUpOptionsBodySchema>;
+
+/** `PublicKeyCredentialRequestOptionsJSON` (typed by the WebAuthn library): `userVerification: "required"`. */
+const requestOptionsSchema = z.looseObject({ challenge: z.string() });
+
 /** `POST /v1/approvals/:id/step-up`'s answer: WebAuthn request options around the bound challenge. */
 export const stepUpOptionsAnswerSchema = z.object({
   approvalId: z.string(),
   requestHash: z.string(),
+  optionId: z.string(),
   nonce: z.string(),
   expiresAt: z.number(),
-  /** `PublicKeyCredentialRequestOptionsJSON` (typed by the WebAuthn library): `userVerification: "required"`. */
-  options: z.looseObject({ challenge: z.string() }),
+  options: requestOptionsSchema,
 });
 export type StepUpOptionsAnswer = z.infer<typeof stepUpOptionsAnswerSchema>;
+
+/** `POST /v1/policy/step-up`: the policy a `PUT /v1/policy` will send (the challenge commits to its hash). */
+export const policyStepUpBodySchema = z.object({ policy: policyBodySchema }).strict();
+
+/** Its answer: options around a challenge bound to this team and `policyHash`, 2 minutes, single use. */
+export const policyStepUpAnswerSchema = z.object({
+  /** SHA-256 hex of the canonical JSON of the policy as validated (defaults filled in). */
+  policyHash: z.string(),
+  nonce: z.string(),
+  expiresAt: z.number(),
+  options: requestOptionsSchema,
+});
+export type PolicyStepUpAnswer = z.infer<typeof policyStepUpAnswerSchema>;
 
 /** The approver's public key, in the forms an offline verifier needs. */
 export const stepUpPublicKeySchema = z.object({
@@ -58,7 +96,7 @@ export const stepUpAssertionSchema = z.object({
   /** When the Worker verified it (ms). */
   at: z.number(),
   nonce: z.string(),
-  /** `stepUpChallenge(approvalId, requestHash, nonce)`: what `clientDataJSON.challenge` must be. */
+  /** `stepUpChallenge(approvalId, requestHash, optionId, nonce)`: what `clientDataJSON.challenge` must be. */
   challenge: z.string(),
   rpId: z.string(),
   origin: z.string(),
