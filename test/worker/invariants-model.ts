@@ -4,7 +4,7 @@
  * to a model of what every approval must be, then checks the invariants of docs/state-machine.md
  * against the gate's own answers, the agent's answers, the D1 index and the audit log.
  */
-import { abortAllDurableObjects, env, runInDurableObject, SELF } from "cloudflare:test";
+import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import fc from "fast-check";
 import { expect, vi } from "vitest";
 import type { Approval, ApprovalDetail, ApprovalState, ResolutionReason } from "../../sdk/src/approval";
@@ -21,6 +21,7 @@ import {
   permissionParams,
   settled,
 } from "./helpers";
+import { hubThrows, refuseTeamWrites } from "./outbox-faults";
 
 type Option = "allow" | "deny" | "always" | "bogus";
 type Device = "web" | "phone" | "laptop";
@@ -40,7 +41,13 @@ export type Action =
   /** A human allows or denies a socket-held request while its agent's socket closes, in either order. */
   | { kind: "decideWhileClosing"; pick: number; option: "allow" | "deny"; closeFirst: boolean }
   | { kind: "timePasses" }
-  | { kind: "restart" };
+  | { kind: "restart" }
+  /**
+   * D1 refusing the team's writes, or the hub's `gateReport` throwing, while a human decides and
+   * the gate's alarm wakes `wakes` times (as it does every 15 s for a held request); then the
+   * fault lifts. Nothing may be lost: the next check finds D1 and the audit log agreeing.
+   */
+  | { kind: "outage"; of: "d1" | "hub"; wakes: number; decide: { pick: number; option: "allow" | "deny" } | null };
 
 const device = fc.constantFrom<Device>("web", "phone", "laptop");
 
@@ -91,6 +98,17 @@ export const action: fc.Arbitrary<Action> = fc.oneof(
   },
   { arbitrary: fc.constant({ kind: "timePasses" as const }), weight: 1 },
   { arbitrary: fc.constant({ kind: "restart" as const }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant("outage" as const),
+      of: fc.constantFrom("d1" as const, "hub" as const),
+      wakes: fc.integer({ min: 1, max: 15 }),
+      decide: fc.option(fc.record({ pick: fc.nat(), option: fc.constantFrom("allow" as const, "deny" as const) }), {
+        nil: null,
+      }),
+    }),
+    weight: 1,
+  },
 );
 
 type Outcome = { outcome: { outcome: string; optionId?: string } };
@@ -350,6 +368,18 @@ export class Run {
         expect((await old.closed).code).toBe(4000);
         await this.drain(old, false);
         await this.connect();
+        return;
+      }
+      case "outage": {
+        const lift = a.of === "d1" ? await refuseTeamWrites(this.owner.teamId) : hubThrows();
+        try {
+          const item = a.decide && pickFrom(this.pending(), a.decide.pick);
+          if (a.decide && item) await this.decideAs(item, this.owner, a.decide.option, false, "web");
+          const gate = gateStub(this.owner.teamId, this.sessionId);
+          for (let i = 0; i < a.wakes; i++) await runDurableObjectAlarm(gate);
+        } finally {
+          await lift();
+        }
         return;
       }
       case "restart": {

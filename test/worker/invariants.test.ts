@@ -89,6 +89,15 @@ const REGRESSIONS: Record<string, Action[]> = {
     { kind: "request" },
     { kind: "decideWhileClosing", pick: 0, option: "deny", closeFirst: false },
   ],
+  "decisions in a D1 outage and a hub outage, each through a dozen alarm wakes, all reach D1 and the audit log": [
+    { kind: "request" },
+    { kind: "httpRequest" },
+    { kind: "outage", of: "d1", wakes: 12, decide: { pick: 0, option: "allow" } },
+    { kind: "request" },
+    { kind: "outage", of: "hub", wakes: 12, decide: { pick: 1, option: "deny" } },
+    { kind: "outage", of: "d1", wakes: 3, decide: { pick: 2, option: "allow" } },
+    { kind: "timePasses" },
+  ],
 };
 
 let reported = false;
