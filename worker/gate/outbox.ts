@@ -12,6 +12,8 @@
  * The watermark is in memory, so an instance that restarts sends its last acknowledged rows
  * once more, which idempotent rows allow (and AUTOINCREMENT never reuses a `seq`).
  *
+ * A hub that does not answer within ALARM_BUDGET_MS fails the flush (`DeadlineExceeded`); the
+ * rows are idempotent, so a late answer's writes and the retry's do no harm.
  * A failed flush backs off (5 s doubling to 5 min; the alarm retries). A row that failed
  * DEAD_AFTER flushes in a row is a dead letter: it moves to `outbox_dead` (kept for inspection
  * and a manual replay) instead of blocking the rows behind it and waking the object forever. The session then reports
@@ -21,6 +23,7 @@
  * not own: the alarm itself (the shell) or the SQL (store.ts).
  */
 import type { OutboxOp } from "../db";
+import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
 import type { GateHub, GateNews, GateReportAnswer } from "./hub";
 import { DEAD_AFTER, OUTBOX_SAFETY_NET_MS, retryDelayMs } from "./rules";
 import type { GateStore } from "./store";
@@ -135,7 +138,8 @@ export class Outbox {
   async deliver(ops: OutboxOp[]): Promise<void> {
     const teamId = ops[0]?.teamId;
     if (!teamId) return;
-    const answer = await this.sinks.hub(teamId).gateReport(teamId, { news: this.sinks.news(teamId), ops });
+    const report = this.sinks.hub(teamId).gateReport(teamId, { news: this.sinks.news(teamId), ops });
+    const answer = await withDeadline(report, ALARM_BUDGET_MS, "hub.gateReport");
     this.sinks.answered(teamId, answer);
   }
 
