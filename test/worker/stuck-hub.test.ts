@@ -6,8 +6,23 @@
 import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Ladder } from "../../worker/gate/escalation-rules";
+import type { TeamHub } from "../../worker/hub/team-hub";
 import { fakePushService } from "./fake-push";
-import { createKey, gateStub, json, type Member, ORIGIN, permissionParams, signUp, unique } from "./helpers";
+import {
+  api,
+  askOnce,
+  connectAgent,
+  createKey,
+  decide,
+  gateStub,
+  hubStub,
+  json,
+  type Member,
+  ORIGIN,
+  permissionParams,
+  signUp,
+  unique,
+} from "./helpers";
 import { type StalledHub, stallHub } from "./stall";
 
 let stalled: StalledHub | null = null;
@@ -120,5 +135,72 @@ describe("a gate whose hub never answers", () => {
 
     stalled.release();
     await untilAcked(owner, sessionId, first, 1);
+  }, 30_000);
+});
+
+describe("a request path whose hub never answers takes its fallback after 2 s", () => {
+  it("a decider's role is read from D1, and an approval is read without its pushes and timeline, marked", async () => {
+    const { owner, approval } = await askOnce();
+    stalled = await stallHub(owner.teamId);
+
+    const read = await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie });
+    expect(read.status).toBe(200);
+    expect(await json(read)).toMatchObject({
+      id: approval.id,
+      state: "pending",
+      delivery: [],
+      detailUnavailable: true,
+    });
+
+    const decided = await decide(owner, approval, "allow");
+    expect(decided.status).toBe(200);
+    expect(await json(decided)).toMatchObject({ state: "allowed", decidedBy: { userId: owner.userId } });
+
+    stalled.release();
+    stalled = null;
+    const whole = await json(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
+    expect(whole).not.toHaveProperty("detailUnavailable");
+    expect(whole).toHaveProperty("escalations");
+  }, 30_000);
+
+  it("an agent rejoining keeps its session's last policy; a new session, with none, is refused 503 policy_unavailable", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const sessionId = unique("known");
+    (await connectAgent(key, sessionId)).ws.close();
+    stalled = await stallHub(owner.teamId);
+
+    const again = await connectAgent(key, sessionId);
+    again.ws.close();
+    const fresh = await SELF.fetch(`${ORIGIN}/v1/agent/sessions/${unique("new")}`, {
+      headers: { Upgrade: "websocket", Authorization: `Bearer ${key}` },
+    });
+    expect(fresh.status).toBe(503);
+    expect(await json(fresh)).toMatchObject({ error: "policy_unavailable" });
+  }, 30_000);
+
+  it("a request whose quota check is later than 2 s is refused quota_unavailable, and the slot the hub counts late is freed", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const sessionId = unique("quota");
+    await askOverHttp(key, sessionId); // the session is known, with its policy
+    stalled = await stallHub(owner.teamId);
+
+    const refused = await SELF.fetch(`${ORIGIN}/v1/agent/sessions/${sessionId}/permissions`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+      body: JSON.stringify(permissionParams(sessionId)),
+    });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("Retry-After")).toBe("1");
+    expect(await json(refused)).toMatchObject({ error: "quota_unavailable", reason: "quota_unavailable" });
+
+    stalled.release();
+    stalled = null;
+    const hub = hubStub(owner.teamId);
+    await vi.waitFor(async () => {
+      const pending = await runInDurableObject(hub, (h: TeamHub) => h.quotaPending());
+      if (pending !== 1) throw new Error(`the hub counts ${pending} pending`);
+    });
   }, 30_000);
 });

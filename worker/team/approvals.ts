@@ -11,6 +11,7 @@ import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
 import type { Approval, ApprovalDetail, Owner } from "../../sdk/src/approval";
 import type { Claim } from "../../sdk/src/human/approvals";
 import { getApprovalOwner, getApprovalRecord } from "../db";
+import { orFallback, REQUEST_BUDGET_MS } from "../deadline";
 import { DomainError } from "../errors";
 import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
 import { lateDecisionError } from "../gate/rules";
@@ -28,18 +29,29 @@ export function approvalGate(env: Env, approvalId: string) {
   return gate;
 }
 
-/** One approval of the team, with whose session asked and where its pushes went. */
+/**
+ * One approval of the team, with whose session asked and where its pushes went. A hub that does
+ * not answer within REQUEST_BUDGET_MS costs only the pushes and the timeline: the answer comes
+ * without them, marked `detailUnavailable`.
+ */
 export async function readApproval(env: Env, teamId: string, approvalId: string): Promise<ApprovalDetail> {
   const gate = approvalGate(env, approvalId);
   const hub = hubFor(env, teamId);
-  const [held, delivery, escalations] = await Promise.all([
+  const [held, fromHub] = await Promise.all([
     gate.getApproval(teamId, approvalId),
-    hub.deliveries(approvalId),
-    hub.timeline(approvalId),
+    // The pushes and the timeline are the hub's; the approval itself is the gate's (or D1's).
+    orFallback(
+      Promise.all([hub.deliveries(approvalId), hub.timeline(approvalId)]),
+      REQUEST_BUDGET_MS,
+      "hub.deliveries",
+      null,
+    ),
   ]);
   const approval = held ?? (await getApprovalRecord(env.DB, teamId, approvalId));
   const owner = approval && (await getApprovalOwner(env.DB, teamId, approval));
   if (!approval || !owner) throw noSuchApproval();
+  if (!fromHub) return { ...approval, owner, delivery: [], detailUnavailable: true };
+  const [delivery, escalations] = fromHub;
   return { ...approval, owner, delivery, escalations };
 }
 

@@ -8,8 +8,10 @@
  * (`db/keys.ts`), denying a session's requests (its SessionGate), who may revoke whose key (the
  * caller passes `userId` / `spareOwners`).
  */
+
 import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { sessionGate } from "../gate/api";
 import { hubFor } from "../hub/api";
@@ -67,16 +69,21 @@ export async function revokeKey(
   if (!revoked) return null;
   // The hub (it vouches for no isolate's cached copy of the key from now on) and every session
   // the key opened hear it before the answer. One unreachable gate must not keep the others, or
-  // the hub, from hearing it; D1 already refuses the key.
+  // the hub, from hearing it; D1 already refuses the key. Each waits at most REQUEST_BUDGET_MS: a
+  // gate that does not answer in time counts as unreached.
   const [hubTold, told] = await Promise.all([
-    hubFor(env, r.teamId)
-      .keyRevoked(r.keyId)
-      .then(
-        () => null,
-        (error: unknown) => error,
-      ),
+    withDeadline(hubFor(env, r.teamId).keyRevoked(r.keyId), REQUEST_BUDGET_MS, "hub.keyRevoked").then(
+      () => null,
+      (error: unknown) => error,
+    ),
     Promise.allSettled(
-      revoked.sessions.map((sessionId) => sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId)),
+      revoked.sessions.map((sessionId) =>
+        withDeadline(
+          sessionGate(env, r.teamId, sessionId).revokeKey(r.teamId, r.keyId),
+          REQUEST_BUDGET_MS,
+          "gate.revokeKey",
+        ),
+      ),
     ),
   ]);
   await chainQueued(env, r.teamId);
