@@ -71,6 +71,10 @@ const MIGRATIONS: MigrationStep[] = [
   `CREATE TABLE IF NOT EXISTS ended_web_sessions (token_hash TEXT PRIMARY KEY, ended_at INTEGER NOT NULL);`,
   // Agent keys revoked lately (vouching.ts), so an agent's key vouched by the hub skips D1.
   `CREATE TABLE IF NOT EXISTS revoked_keys (key_id TEXT PRIMARY KEY, revoked_at INTEGER NOT NULL);`,
+  // Escalation steps started (escalation.ts): marked before their mails and pushes leave, so a
+  // hub evicted mid-step sends none of them again.
+  `CREATE TABLE IF NOT EXISTS escalation_starts (approval_id TEXT NOT NULL, step INTEGER NOT NULL,
+     phase TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (approval_id, step, phase));`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -18,7 +18,7 @@ import { lateDecisionError } from "../gate/rules";
 import { type ClaimResult, hubFor } from "../hub/api";
 import type { Env } from "../types";
 import { assertRoomForRule, createCardRule } from "./rules";
-import { type RelyingParty, verifyStepUp } from "./step-up";
+import { type RelyingParty, repeatedStepUp, verifyStepUp } from "./step-up";
 
 export const noSuchApproval = () => new DomainError("not_found", "no such approval");
 
@@ -73,10 +73,12 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
   const { optionId } = rest;
   // An elicitation's answer is never an allow of a high-risk tool call: it has no step-up.
   if (stepUp && optionId === undefined) throw new DomainError("step_up_not_needed");
-  const d: DecisionInput =
-    stepUp && optionId !== undefined
-      ? { ...rest, stepUp: await verifyStepUp(env, stepUp.relyingParty, { ...rest, optionId }, stepUp.assertion) }
-      : rest;
+  let d: DecisionInput = rest;
+  if (stepUp && optionId !== undefined) {
+    const stepped = await verifiedOrRepeat(env, { ...rest, optionId }, stepUp);
+    if ("repeat" in stepped) return stepped.repeat;
+    d = stepped.decision;
+  }
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
   const result = (await approvalGate(env, d.approvalId).decide(d)) as unknown as DecisionResult;
   if (result.ok) {
@@ -121,6 +123,27 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
       throw new DomainError(result.error, `resolved without a human: ${result.approval.reason}`, {
         extra: { approval: result.approval },
       });
+  }
+}
+
+/**
+ * The decision with its step-up verified; or, for an allow retried after its 200 was lost (it
+ * carries the assertion whose challenge the first try spent), the stored result.
+ */
+async function verifiedOrRepeat(
+  env: Env,
+  d: DecisionInput & { optionId: string },
+  stepUp: NonNullable<DecisionRequest["stepUp"]>,
+): Promise<{ decision: DecisionInput } | { repeat: Approval }> {
+  try {
+    return { decision: { ...d, stepUp: await verifyStepUp(env, stepUp.relyingParty, d, stepUp.assertion) } };
+  } catch (error) {
+    const repeat =
+      error instanceof DomainError && error.code === "step_up_replayed"
+        ? await repeatedStepUp(env, d, stepUp.assertion)
+        : null;
+    if (repeat) return { repeat };
+    throw error;
   }
 }
 
