@@ -2,6 +2,7 @@
  * Who is calling: humans by session cookie, agents by API key. Each sign-in method (email link,
  * passkey, pairing) ends in `startWebSession`, so methods plug in beside each other.
  */
+
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Role } from "../sdk/src/human/roles";
@@ -17,6 +18,7 @@ import {
   WEB_IDENTITY_CACHE_MS,
   WEB_SESSION_MS,
 } from "./db";
+import { orFallback, REQUEST_BUDGET_MS } from "./deadline";
 import { DomainError } from "./errors";
 import { appOrigin } from "./http";
 import { hubFor } from "./hub/api";
@@ -143,13 +145,19 @@ async function freshWeb(c: Context<AppEnv>): Promise<WebIdentity> {
  * After `requireWeb`: the cached identity, with the role the team's hub says it holds now. The
  * hub hears of every session end and member change before the route that made it answers
  * (hub/vouching.ts), so a member removed, demoted or signed out a moment ago decides
- * nothing, and a decision waits on no D1 read. When the hub cannot vouch for it, D1 decides.
+ * nothing, and a decision waits on no D1 read. When the hub cannot vouch for it (or does not
+ * answer within REQUEST_BUDGET_MS), D1 decides.
  */
 export const requireCurrentWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
   const cached = c.get("web");
   const role =
     cached.validUntil > Date.now()
-      ? await hubFor(c.env, cached.teamId).currentRole(cached.tokenHash, cached.userId)
+      ? await orFallback(
+          hubFor(c.env, cached.teamId).currentRole(cached.tokenHash, cached.userId),
+          REQUEST_BUDGET_MS,
+          "hub.currentRole",
+          null,
+        )
       : null;
   c.set("web", role ? { ...cached, role } : await freshWeb(c));
   return next();
@@ -214,9 +222,12 @@ async function lookupAgentKey(env: Env, keyHash: string): Promise<AgentIdentity 
 }
 
 function vouchedKey(env: Env, agent: AgentIdentity): Promise<boolean> {
-  return hubFor(env, agent.teamId)
-    .keyInUse(agent.keyId, agent.userId)
-    .catch(() => false);
+  return orFallback(
+    hubFor(env, agent.teamId).keyInUse(agent.keyId, agent.userId),
+    REQUEST_BUDGET_MS,
+    "hub.keyInUse",
+    false,
+  );
 }
 
 /** Agents: `Authorization: Bearer tg_…`, looked up by SHA-256. */

@@ -2,9 +2,12 @@
  * Sending mail. Production posts JSON to an HTTP mail provider configured by secrets
  * (MAIL_API_URL, MAIL_API_KEY, MAIL_FROM; Resend-compatible). Local mode (DEV_OUTBOX="1") prints
  * to the console and keeps messages for `GET /v1/dev/outbox` (served to this machine only: edge.ts).
+ * The provider gets ALARM_BUDGET_MS to answer (`deadline.ts`); a mail may carry an idempotency key.
  */
+
 import type { Context } from "hono";
 import { saveDevMessage } from "./db";
+import { ALARM_BUDGET_MS } from "./deadline";
 import type { AppEnv, Env } from "./types";
 
 export interface Mail {
@@ -12,6 +15,8 @@ export interface Mail {
   subject: string;
   text: string;
   link: string | null;
+  /** Sent as `Idempotency-Key`: the provider sends a mail of the same key once (the escalation mail's step and person). */
+  idempotencyKey?: string;
 }
 
 /** Sends one mail (or keeps it in the dev outbox); for callers without a request, like the hub's escalation mail. */
@@ -27,8 +32,14 @@ export async function sendMail(env: Env, mail: Mail): Promise<void> {
   }
   const response = await fetch(env.MAIL_API_URL, {
     method: "POST",
-    headers: { Authorization: `Bearer ${env.MAIL_API_KEY}`, "Content-Type": "application/json" },
+    headers: {
+      Authorization: `Bearer ${env.MAIL_API_KEY}`,
+      "Content-Type": "application/json",
+      ...(mail.idempotencyKey && { "Idempotency-Key": mail.idempotencyKey }),
+    },
     body: JSON.stringify({ from: env.MAIL_FROM, to: [mail.to], subject: mail.subject, text: mail.text }),
+    // A provider that does not answer costs the caller (a hub's escalation step, a sign-in) one budget.
+    signal: AbortSignal.timeout(ALARM_BUDGET_MS),
   });
   if (!response.ok) console.error(`mail provider answered ${response.status}`);
 }

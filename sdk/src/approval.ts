@@ -167,6 +167,8 @@ export const approvalDetailSchema = ownedApprovalSchema.extend({
   delivery: z.array(deliverySchema),
   /** The escalation steps that ran, oldest first (absent once the hub forgot the request). */
   escalations: z.array(escalationEventSchema).optional(),
+  /** Set when the team's hub did not answer in time: `delivery` is then empty and `escalations` absent, not known to be so. */
+  detailUnavailable: z.literal(true).optional(),
 });
 export type ApprovalDetail = z.infer<typeof approvalDetailSchema>;
 

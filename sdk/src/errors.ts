@@ -86,6 +86,7 @@ export const ERRORS = {
   rules_unavailable: { status: 503, message: "the team's rules could not be updated everywhere; try again" },
   rule_not_created: { status: 503, message: "the request was allowed once, but the rule could not be made" },
   quota_unavailable: { status: 503, message: "the team's limits could not be checked; nothing was held" },
+  policy_unavailable: { status: 503, message: "the team's policy could not be read for this new session; try again" },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

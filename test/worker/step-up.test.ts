@@ -6,8 +6,14 @@
  * the agent gets one answer). The challenge commits to the option too, and a quorum counts only
  * the allows of people who still decide.
  */
+
 import { env } from "cloudflare:test";
-import type { PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/server";
+import type {
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+} from "@simplewebauthn/server";
+
+
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import {
@@ -189,6 +195,44 @@ describe("allowing a high-risk request", () => {
     const replayed = await decideWith(owner, approval, "allow", assertion);
     expect(replayed.status).toBe(403);
     expect(await json(replayed)).toMatchObject({ error: "step_up_replayed" });
+    expect((await read(owner, approval.id)).state).toBe("pending");
+  });
+
+  it("an allow retried after its 200 was lost gets the stored 200, not step_up_replayed; nothing is allowed twice", async () => {
+    const { owner, agent, approvals } = await highRiskSetup({}, 1);
+    const approval = approvals[0] as Approval;
+    const { assertion } = await stepUpFor(owner, approval);
+    const first = await decideWith(owner, approval, "allow", assertion);
+    expect(first.status).toBe(200);
+    const decided = await json<Approval>(first);
+    expect(await agent.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "allow" } },
+    });
+
+    const retried = await decideWith(owner, approval, "allow", assertion);
+    expect(retried.status).toBe(200);
+    expect(await json(retried)).toEqual(decided);
+    // The same assertion for another option is no repeat.
+    const other = await decideWith(owner, approval, "deny", assertion);
+    expect(other.status).toBe(403);
+    expect(await json(other)).toMatchObject({ error: "step_up_replayed" });
+  });
+
+  it("an expired step-up challenge is refused (step_up_failed), and the request stays pending", async () => {
+    const { owner, approvals } = await highRiskSetup({}, 1);
+    const approval = approvals[0] as Approval;
+    const { answer, assertion } = await stepUpFor(owner, approval);
+    // Its two minutes pass (time moved for the challenge).
+    await env.DB.prepare("UPDATE step_up_challenges SET expires_at = ? WHERE nonce = ?")
+      .bind(Date.now() - 1, answer.nonce)
+      .run();
+    const late = await decideWith(owner, approval, "allow", assertion);
+    expect(late.status).toBe(400);
+    expect(await json(late)).toMatchObject({
+      error: "step_up_failed",
+      message: "this step-up expired; ask for a new one",
+    });
     expect((await read(owner, approval.id)).state).toBe("pending");
   });
 

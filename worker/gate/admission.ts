@@ -16,14 +16,15 @@
 import type { Approval } from "../../sdk/src/approval";
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import type { StandingRule } from "../../sdk/src/rules";
+import { orFallback, REQUEST_BUDGET_MS } from "../deadline";
 import { limitsOf } from "../policy";
 import type { GateHub, GateNews, QuotaVerdict } from "./hub";
 import type { Refusal, StateMachine } from "./state-machine";
 import type { Holder, ServedSession } from "./store";
 import { jsonBytes } from "./stored-snapshot";
 
-/** The longest the hub may take to admit a request; later is a refusal. */
-export const ADMIT_TIMEOUT_MS = 2_000;
+/** The longest the hub may take to admit a request (the request path's budget); later is a refusal. */
+export const ADMIT_TIMEOUT_MS = REQUEST_BUDGET_MS;
 /** What an agent refused because the quotas could not be checked is told to wait. */
 const UNAVAILABLE_RETRY_MS = 1_000;
 
@@ -138,20 +139,14 @@ export class Admission {
     }
   }
 
-  private async admit(meta: ServedSession, ask: Parameters<GateHub["admitRequest"]>[1]): Promise<Verdict> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<Verdict>((resolve) => {
-      timer = setTimeout(() => resolve({ ok: false, unavailable: true }), ADMIT_TIMEOUT_MS);
-    });
-    const asked = this.host
-      .hub(meta.teamId)
-      .admitRequest(meta.teamId, ask)
-      .catch((): Verdict => ({ ok: false, unavailable: true }));
-    try {
-      return await Promise.race([asked, late]);
-    } finally {
-      clearTimeout(timer);
-    }
+  private admit(meta: ServedSession, ask: Parameters<GateHub["admitRequest"]>[1]): Promise<Verdict> {
+    const unavailable: Verdict = { ok: false, unavailable: true };
+    return orFallback<Verdict>(
+      this.host.hub(meta.teamId).admitRequest(meta.teamId, ask),
+      ADMIT_TIMEOUT_MS,
+      "hub.admitRequest",
+      unavailable,
+    );
   }
 
   private release(teamId: string, approvalId: string): void {

@@ -28,7 +28,8 @@ export interface GateJoin {
   ownerUserId: string;
   keyId: string;
   userId: string;
-  policy: TeamPolicy;
+  /** The team's policy as its hub has it; null when the hub did not answer in time (the session keeps its last one). */
+  policy: TeamPolicy | null;
   policyVersion: number;
 }
 
@@ -107,7 +108,10 @@ export type HttpOpenResult =
   | { ok: true; approvalId: string; expiresAt: number }
   | {
       ok: false;
-      error: Extract<ErrorCode, "invalid_request" | "key_revoked" | "too_many_pending" | "internal_error">;
+      error: Extract<
+        ErrorCode,
+        "invalid_request" | "key_revoked" | "policy_unavailable" | "too_many_pending" | "internal_error"
+      >;
       message: string;
       issues?: unknown[];
     }

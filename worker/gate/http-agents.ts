@@ -11,6 +11,7 @@ import type { AgentAnswer, AgentAsk, CreateElicitationResponse } from "../../sdk
 import type { HelloParams, Progress, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { Admission } from "./admission";
 import type { AgentCaller, GateJoin, HttpOpenResult, HttpPollResult } from "./api";
+import type { JoinRefusal } from "./presence";
 import { LEASE_MS } from "./rules";
 import type { StateMachine } from "./state-machine";
 import type { GateStore, ServedSession, StoredRow } from "./store";
@@ -20,7 +21,7 @@ export interface HttpHost {
   store: GateStore;
   machine: StateMachine;
   admission: Admission;
-  join(join: GateJoin): ServedSession | null;
+  join(join: GateJoin): ServedSession | JoinRefusal;
   /** Where a pending request stands (escalation.ts), for the `202` body. */
   progress(approvalId: string): Progress | null;
   /** What the session is, as a socket's hello would say. */
@@ -34,7 +35,7 @@ export class HttpAgents {
 
   async open(join: GateJoin, params: AgentAsk, info?: HelloParams): Promise<HttpOpenResult> {
     const meta = this.gate.join(join);
-    if (!meta) return { ok: false, error: "key_revoked", message: "this API key was revoked" };
+    if ("refused" in meta) return { ok: false, error: meta.refused, message: meta.message };
     if (info) this.gate.hello(info);
     const now = Date.now();
     // No socket and no JSON-RPC id: the lease alone keeps it open.

@@ -9,6 +9,7 @@
  * `GateNews`. Does not own: what the hub does with the news (live feed, pushes, the audit chain)
  * or the outbox's rows and retries (outbox.ts).
  */
+import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
 import {
   type ClimbStep,
   type EscalationOrder,
@@ -82,10 +83,9 @@ export class HubMail {
     this.scheduled = false;
     this.host.flushOutbox();
     for (const [teamId, news] of this.queued) {
+      const report = this.host.hub(teamId).gateReport(teamId, { news });
       this.host.background(
-        this.host
-          .hub(teamId)
-          .gateReport(teamId, { news })
+        withDeadline(report, ALARM_BUDGET_MS, "hub.gateReport")
           .then((answer) => this.answered(teamId, answer))
           .catch(() => undefined),
       );

@@ -21,6 +21,8 @@
  * behind it (at most ALONE_PROBES behind) lands is its own fault, and only it is set aside
  * (`outbox_dead`, a dead letter), so it blocks nothing. When the row and the rows tried behind it
  * all fail alone, it is an outage: nothing is set aside. Once a row lands, batches resume.
+ * A hub that does not answer within ALARM_BUDGET_MS fails the flush (`DeadlineExceeded`), as an outage
+ * does; the rows are idempotent, so a late answer's writes and the retry's do no harm.
  *
  * Dead letters are replayed, each alone, after the next flush that lands (then 1 min doubling to
  * 6 h while some keep failing; the alarm comes for it), and at once on demand
@@ -31,6 +33,7 @@
  * share of the alarm. Does not own: the alarm itself (the shell) or the SQL (outbox-store.ts).
  */
 import type { OutboxOp } from "../db";
+import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
 import type { GateHub, GateNews, GateReportAnswer } from "./hub";
 import type { DeadLetterReplay, OutboxBackoff, OutboxRow, OutboxStore } from "./outbox-store";
 import {
@@ -179,7 +182,8 @@ export class Outbox {
   async deliver(ops: OutboxOp[]): Promise<void> {
     const teamId = ops[0]?.teamId;
     if (!teamId) return;
-    const answer = await this.sinks.hub(teamId).gateReport(teamId, { news: this.sinks.news(teamId), ops });
+    const report = this.sinks.hub(teamId).gateReport(teamId, { news: this.sinks.news(teamId), ops });
+    const answer = await withDeadline(report, ALARM_BUDGET_MS, "hub.gateReport");
     this.sinks.answered(teamId, answer);
   }
 

@@ -24,13 +24,25 @@ export interface PresenceHost {
   connected(): boolean;
 }
 
+/** Why a join was refused. */
+export interface JoinRefusal {
+  refused: "key_revoked" | "policy_unavailable";
+  message: string;
+}
+
 export class Presence {
   constructor(private readonly host: PresenceHost) {}
 
-  /** Records who joins with which policy; null when the key was revoked here. */
-  join(join: GateJoin): ServedSession | null {
-    if (this.host.store.isRevoked(join.keyId)) return null;
+  /**
+   * Records who joins with which policy, or why not: the key was revoked here, or the join
+   * carries no policy (the hub did not answer in time) and the session has none of its own yet.
+   * A join without a policy keeps the session's last one; the hub's answer to the next report
+   * brings a newer one.
+   */
+  join(join: GateJoin): ServedSession | JoinRefusal {
+    if (this.host.store.isRevoked(join.keyId)) return { refused: "key_revoked", message: "this API key was revoked" };
     const meta = joinedMeta(this.host.store.meta(), join);
+    if (!meta) return { refused: "policy_unavailable", message: "the team's policy could not be read; try again" };
     this.host.store.saveMeta(meta);
     return meta;
   }

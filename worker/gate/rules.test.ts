@@ -202,6 +202,13 @@ describe("joins and policy versions", () => {
     expect(joinedMeta(null, join)).toMatchObject({ policyVersion: 1, info: EMPTY_INFO });
   });
 
+  it("a join whose policy the hub could not tell keeps the session's last one, and has none to give a new session", () => {
+    const known = { ...meta, policy: newer, policyVersion: 2, info: { ...EMPTY_INFO, title: "kept" } };
+    const unknown = { ...join, policy: null, policyVersion: 0 };
+    expect(joinedMeta(known, unknown)).toMatchObject({ policy: newer, policyVersion: 2, info: { title: "kept" } });
+    expect(joinedMeta(null, unknown)).toBeNull();
+  });
+
   it("takes up only a newer policy of its own team", () => {
     expect(withPolicy(meta, "team", { policy: newer, version: 2 })).toMatchObject({ policy: newer, policyVersion: 2 });
     expect(withPolicy(meta, "team", { policy: newer, version: 1 })).toBeNull();

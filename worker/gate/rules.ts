@@ -280,14 +280,17 @@ export function isRepeatDecision(current: Approval, d: Pick<DecisionInput, "user
  * The session's metadata after a join. A policy the hub pushed may be newer than the one the
  * Worker read for this join: the newer version wins. What `hello` told is kept.
  */
-export function joinedMeta(known: ServedSession | null, join: GateJoin): ServedSession {
-  const keepKnown = known !== null && (known.policyVersion ?? 0) > join.policyVersion;
+export function joinedMeta(known: ServedSession | null, join: GateJoin): ServedSession | null {
+  const policy =
+    join.policy === null || (known !== null && (known.policyVersion ?? 0) > join.policyVersion) ? known : join;
+  // A join whose policy the hub could not tell, to a session that has none yet: nothing to serve it with.
+  if (!policy?.policy) return null;
   return {
     teamId: join.teamId,
     sessionId: join.sessionId,
     ownerUserId: join.ownerUserId,
-    policy: keepKnown ? known.policy : join.policy,
-    policyVersion: keepKnown ? known.policyVersion : join.policyVersion,
+    policy: policy.policy,
+    policyVersion: policy.policyVersion,
     info: known?.info ?? EMPTY_INFO,
   };
 }

@@ -17,6 +17,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Approval } from "../../sdk/src/approval";
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import { HEARTBEAT_INTERVAL_MS, type HelloParams, METHODS } from "../../sdk/src/protocol";
+import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
 import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";
@@ -122,7 +123,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       store,
       ladders: new LadderStore(ctx.storage.sql),
       outbox: this.outbox,
-      escalate: (teamId, order) => hubOf(teamId).escalate(teamId, order),
+      escalate: (teamId, order) => withDeadline(hubOf(teamId).escalate(teamId, order), ALARM_BUDGET_MS, "hub.escalate"),
       notify: (row, progress) => this.sockets.notify(row.socket_id, METHODS.progress, progress),
     });
     this.admission = new Admission({
@@ -181,9 +182,13 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     this.alarmAt = null;
     try {
       // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
+      // Every wait here is bounded (deadline.ts), and the ladder's climb is started, not awaited:
+      // a stuck hub never holds back the next alarm's expiry, lease and heartbeat sweeps.
       await this.changeAsync(async () => {
-        this.sweepDue(Date.now());
-        await Promise.all([this.outbox.onAlarm(Date.now()).catch(() => undefined), this.escalation.tick(Date.now())]);
+        const now = Date.now();
+        this.sweepDue(now);
+        this.ctx.waitUntil(this.escalateDue(now));
+        await this.outbox.onAlarm(now).catch(() => undefined);
       });
       this.alarmBackoff.succeeded();
     } catch (error) {

@@ -10,6 +10,7 @@
  */
 
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
+import { ERRORS } from "../../sdk/src/errors";
 import { parseFrame, type RpcMessage, rpcError, rpcIdKey } from "../../sdk/src/jsonrpc";
 import { RPC_ERROR, type RpcId } from "../../sdk/src/protocol";
 import { randomBase62 } from "../crypto";
@@ -53,10 +54,12 @@ export class SocketAgents {
     this.rpc = { ...gate, request: (identity, id, params) => this.request(identity, id, params) };
   }
 
-  /** Accepts an agent's socket, or answers 401 when its key was revoked here. */
+  /** Accepts an agent's socket, or answers why not: 401 when its key was revoked here, 503 when no policy is known. */
   connect(join: GateJoin): Response {
-    if (!this.gate.presence.join(join)) {
-      return Response.json({ error: "key_revoked", message: "this API key was revoked" }, { status: 401 });
+    const joined = this.gate.presence.join(join);
+    if ("refused" in joined) {
+      const { refused: error, message } = joined;
+      return Response.json({ error, message }, { status: ERRORS[error].status });
     }
     const { 0: client, 1: server } = new WebSocketPair();
     const now = Date.now();

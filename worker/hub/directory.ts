@@ -19,6 +19,8 @@ import type { HubHost } from "./host";
 export class Directory {
   /** Bumped by every `forget`, so a read from D1 that a change overtook is not kept as current. */
   private generation = 0;
+  /** The read from D1 on its way: callers meanwhile wait for it rather than each reading D1 (single flight). */
+  private loading: Promise<void> | null = null;
 
   constructor(private readonly host: HubHost) {}
 
@@ -34,6 +36,13 @@ export class Directory {
     if (readAt !== undefined && Date.now() - Number(readAt) <= maxAgeMs) return;
     const teamId = this.host.teamId();
     if (!teamId) return;
+    this.loading ??= this.read(teamId).finally(() => {
+      this.loading = null;
+    });
+    return this.loading;
+  }
+
+  private async read(teamId: string): Promise<void> {
     let generation: number;
     let directory: Awaited<ReturnType<typeof listTeamDirectory>>;
     do {

@@ -4,7 +4,9 @@
  * open gets the card there and no push), the receipts a gate is told about (who the request
  * reached, who saw it), and each request's timeline of steps.
  *
- * Owns: the `escalations` table (each step and phase run once, with its outcome: the timeline)
+ * Owns: the `escalations` table (each step and phase run once, with its outcome: the timeline),
+ * `escalation_starts` (a step marked started before its mails and pushes leave, so a hub evicted
+ * mid-step sends none of them twice; the mail also carries an idempotency key)
  * and `live_cards` (cards shown on, and seen from, visible pages), the receipts report to the
  * request's gate, and the escalation mail. Does not own: when a step runs (the gate's
  * `escalation.ts`, by its alarm), pushes and their budget (`push-queue.ts`, `push-budget.ts`),
@@ -134,7 +136,11 @@ export class Escalations {
     if (!this.feed.remember(approval, order.ownerUserId, now)) return null;
     await this.directory.load();
     const people = this.directory.peopleFor(order.to, order.ownerUserId);
-    const outcome = order.via === "email" ? await this.mail(order, people) : await this.pushTo(order, people, now);
+    const outcome = !this.markStarted(order, now)
+      ? this.startedBefore(order, people)
+      : order.via === "email"
+        ? await this.mail(order, people)
+        : await this.pushTo(order, people, now);
     const stored = { ...outcome, shownLive: outcome.shownLive.map((id) => this.directory.nameOf(id)) };
     sql.exec(
       "INSERT OR IGNORE INTO escalations (approval_id, step, phase, at, via, outcome) VALUES (?, ?, ?, ?, ?, ?)",
@@ -146,6 +152,35 @@ export class Escalations {
       JSON.stringify(stored),
     );
     return { outcome: { reached: outcome.reached, to: outcome.to, held: outcome.held }, fresh: true };
+  }
+
+  /**
+   * Marks the step started before any mail or push leaves (the write commits before they go out:
+   * the output gate); false when it was already, by an instance evicted before it stored the
+   * outcome.
+   */
+  private markStarted(order: EscalationOrder, now: number): boolean {
+    const marked = this.host.sql
+      .exec(
+        "INSERT OR IGNORE INTO escalation_starts (approval_id, step, phase, at) VALUES (?, ?, ?, ?) RETURNING at",
+        order.approval.id,
+        order.step,
+        order.phase,
+        now,
+      )
+      .toArray();
+    return marked.length > 0;
+  }
+
+  /**
+   * A step an evicted instance started: its mails went (or are lost) and its pushes went or wait
+   * in the durable push queue, so none is sent again. The pushes count as they stand; a mail is
+   * not known to have reached anyone.
+   */
+  private startedBefore(order: EscalationOrder, people: string[]) {
+    const devices = people.flatMap((userId) => this.directory.devicesOf(userId).map((d) => d.id));
+    const reached = order.via === "email" ? 0 : this.push.reachedOrTrying(order.approval.id, devices).length;
+    return { reached, to: people.map((id) => this.directory.nameOf(id)), held: false, shownLive: [] as string[] };
   }
 
   /**
@@ -204,6 +239,7 @@ export class Escalations {
         subject: "An agent is waiting for your answer on Tapgate",
         text: `A request in agent session ${order.approval.sessionId} has not been seen yet.\n\nOpen it in Tapgate: ${link}\n\nThe link opens the app; it decides nothing by itself.`,
         link,
+        idempotencyKey: `escalation:${order.approval.id}:${order.step}:${order.phase}:${userId}`,
       });
       reached++;
     }
@@ -357,7 +393,7 @@ export class Escalations {
 
   /** Forgets the steps and cards of requests the feed forgets (resolved before `before`). */
   prune(before: number): void {
-    for (const table of ["escalations", "live_cards"]) {
+    for (const table of ["escalations", "escalation_starts", "live_cards"]) {
       this.host.sql.exec(
         `DELETE FROM ${table} WHERE approval_id IN (SELECT id FROM approvals WHERE state <> 'pending' AND updated_at < ?)`,
         before,

@@ -78,6 +78,10 @@ const MIGRATIONS: MigrationStep[] = [
    CREATE INDEX IF NOT EXISTS revocation_fanout_next ON revocation_fanout (next_at);`,
   // The bytes the team's admitted requests stored today (daily-bytes.ts), under the operator's ceiling.
   `CREATE TABLE IF NOT EXISTS quota_days (day INTEGER PRIMARY KEY, bytes INTEGER NOT NULL);`,
+  // Escalation steps started (escalation.ts): marked before their mails and pushes leave, so a
+  // hub evicted mid-step sends none of them again.
+  `CREATE TABLE IF NOT EXISTS escalation_starts (approval_id TEXT NOT NULL, step INTEGER NOT NULL,
+     phase TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (approval_id, step, phase));`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -20,6 +20,8 @@ import { lockScreenTitle, type PushPayload, pushTopic, sendPush, type VapidKeys 
 
 const RETRY_BASE_MS = 1_000;
 const RETRY_MAX_MS = 60_000;
+/** The most pushes one drain sends (each a subrequest): a burst is spread over alarm turns. */
+export const DRAIN_PER_TURN = 50;
 /** Longer than a push request may take (10 s timeout), so a claimed job is never sent twice. */
 export const SEND_CLAIM_MS = 30_000;
 /** How long a "resolved" message may wait to close a notification. */
@@ -186,19 +188,28 @@ export class PushQueue {
         approvalId,
       );
     }
-    const seen = event === "received" ? "seen_at" : "COALESCE(seen_at, ?1)";
-    const updated = this.host.sql
+    const known = this.host.sql
       .exec(
-        `UPDATE deliveries SET ${column} = COALESCE(${column}, ?1), seen_at = ${seen}
-          WHERE approval_id = ?2 AND device_id = ?3 AND user_id = ?4 RETURNING device_id`,
-        now,
+        `SELECT ${column} AS at, seen_at FROM deliveries WHERE approval_id = ? AND device_id = ? AND user_id = ?`,
         approvalId,
         deviceId,
         userId,
       )
-      .toArray();
-    if (updated.length > 0) this.hooks.onDelivery(approvalId);
-    return updated.length > 0;
+      .toArray()[0];
+    if (!known) return false;
+    // A duplicate (the service worker retries a receipt) sets nothing: the cards and the gate are not told again.
+    if (known.at !== null && (event === "received" || known.seen_at !== null)) return true;
+    const seen = event === "received" ? "seen_at" : "COALESCE(seen_at, ?1)";
+    this.host.sql.exec(
+      `UPDATE deliveries SET ${column} = COALESCE(${column}, ?1), seen_at = ${seen}
+        WHERE approval_id = ?2 AND device_id = ?3 AND user_id = ?4`,
+      now,
+      approvalId,
+      deviceId,
+      userId,
+    );
+    this.hooks.onDelivery(approvalId);
+    return true;
   }
 
   /**
@@ -271,8 +282,15 @@ export class PushQueue {
     sql.exec("DELETE FROM push_queue WHERE expires_at <= ?", now);
     // Claim the due jobs before the first await: a drain running alongside (another news item,
     // the alarm) must not send them a second time. A claim that outlives a crash just retries.
+    // At most DRAIN_PER_TURN: the rest stay due, and the alarm set below comes back for them at once.
     const due = sql
-      .exec("UPDATE push_queue SET next_at = ? WHERE next_at <= ? RETURNING *", now + SEND_CLAIM_MS, now)
+      .exec(
+        `UPDATE push_queue SET next_at = ?1 WHERE seq IN
+           (SELECT seq FROM push_queue WHERE next_at <= ?2 ORDER BY seq LIMIT ?3) RETURNING *`,
+        now + SEND_CLAIM_MS,
+        now,
+        DRAIN_PER_TURN,
+      )
       .toArray()
       .sort((a, b) => (a.seq as number) - (b.seq as number));
     await Promise.all(due.map((job) => this.sendJob(job, vapid)));

@@ -12,6 +12,7 @@
  * the revocation itself (D1, `team/keys.ts`), the revoked-key memory (`vouching.ts`), or what a
  * gate does with it (its state machine).
  */
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { sessionGate } from "../gate/api";
 import type { KeyRevocation } from "./api";
 import type { HubHost } from "./host";
@@ -103,7 +104,13 @@ export class Revocations {
     for (let i = 0; i < claimed.length; i += REVOCATION_FANOUT_BATCH) {
       const batch = claimed.slice(i, i + REVOCATION_FANOUT_BATCH);
       const told = await Promise.allSettled(
-        batch.map((r) => sessionGate(this.host.env, teamId, r.session_id).revokeKey(teamId, r.key_id)),
+        batch.map((r) =>
+          withDeadline(
+            sessionGate(this.host.env, teamId, r.session_id).revokeKey(teamId, r.key_id),
+            REQUEST_BUDGET_MS,
+            "gate.revokeKey",
+          ),
+        ),
       );
       told.forEach((t, j) => {
         const row = batch[j] as Waiting;

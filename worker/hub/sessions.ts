@@ -11,8 +11,10 @@
  * the policy itself (D1, `db/people.ts`), how a gate applies it (the gate keeps the newest
  * version it was given), or the directory (names come from `directory.ts`).
  */
+
 import type { AgentSession, SessionInfo } from "../../sdk/src/approval";
 import { getTeamPolicy } from "../db";
+import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
 import { sessionGate } from "../gate/api";
 import type { VersionedPolicy } from "../policy";
 import { type DeadLetteredSession, SESSION_LIVE_MS, type SessionNews } from "./api";
@@ -178,7 +180,13 @@ export class Sessions {
       await Promise.allSettled(
         claimed
           .slice(i, i + POLICY_FANOUT_BATCH)
-          .map((id) => sessionGate(this.host.env, teamId, id).applyPolicy(teamId, update)),
+          .map((id) =>
+            withDeadline(
+              sessionGate(this.host.env, teamId, id).applyPolicy(teamId, update),
+              ALARM_BUDGET_MS,
+              "gate.applyPolicy",
+            ),
+          ),
       );
     }
     // The rest go from the alarm, in an invocation of their own (its own subrequest budget).

@@ -75,7 +75,9 @@ function pollReply(c: Context, result: HttpPollResult) {
 export const agentRoutes = new Hono<AppEnv>()
   .get("/v1/agent/sessions/:sessionId", requireUpgrade, validate("param", sessionParam), requireAgentKey, async (c) => {
     const session = await join(c, c.req.valid("param").sessionId);
-    return session.gate.fetch(joinRequest(c.req.raw, session.join));
+    const answer = await session.gate.fetch(joinRequest(c.req.raw, session.join));
+    // A refusal's headers come immutable from the object: copied, so the edge can add its own.
+    return answer.webSocket ? answer : new Response(answer.body, answer);
   })
   .post(
     "/v1/agent/sessions/:sessionId/permissions",

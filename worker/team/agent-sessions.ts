@@ -7,6 +7,7 @@
  * (`db/sessions.ts`), holding requests (the gate), the policy's current value (the hub).
  */
 import { AGENT_KEY_CACHE_MS, joinAgentSession, touchApiKey } from "../db";
+import { orFallback, REQUEST_BUDGET_MS } from "../deadline";
 import { DomainError } from "../errors";
 import { sessionGate } from "../gate/api";
 import { hubFor } from "../hub/api";
@@ -53,7 +54,8 @@ export async function joinSession(
   const remembered = recentJoins.get(joinKey, now);
   const [joined, team] = await Promise.all([
     remembered ?? joinAgentSession(env.DB, { ...agent, sessionId, now }),
-    hubFor(env, agent.teamId).policy(agent.teamId),
+    // Late, the join carries no policy: the gate keeps the session's last one (or refuses a new session).
+    orFallback(hubFor(env, agent.teamId).policy(agent.teamId), REQUEST_BUDGET_MS, "hub.policy", null),
   ]);
   if (joined === "forbidden") {
     throw new DomainError("forbidden", "this session belongs to another user; use a new session id");
@@ -64,6 +66,12 @@ export async function joinSession(
   touchSometimes(env, agent.keyId, now, later);
   return {
     gate: sessionGate(env, agent.teamId, sessionId),
-    join: { ...agent, sessionId, ownerUserId: agent.userId, policy: team.policy, policyVersion: team.version },
+    join: {
+      ...agent,
+      sessionId,
+      ownerUserId: agent.userId,
+      policy: team?.policy ?? null,
+      policyVersion: team?.version ?? 0,
+    },
   };
 }

@@ -11,6 +11,7 @@ import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
 import type { Approval, ApprovalDetail, Owner } from "../../sdk/src/approval";
 import type { Claim } from "../../sdk/src/human/approvals";
 import { getApprovalOwner, getApprovalRecord, listMembers } from "../db";
+import { orFallback, REQUEST_BUDGET_MS } from "../deadline";
 import { DomainError } from "../errors";
 import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
 import { lateDecisionError } from "../gate/rules";
@@ -18,7 +19,7 @@ import { type ClaimResult, hubFor } from "../hub/api";
 import { DECIDER_ROLES } from "../roles";
 import type { Env } from "../types";
 import { assertRoomForRule, createCardRule } from "./rules";
-import { type RelyingParty, verifyStepUp } from "./step-up";
+import { type RelyingParty, repeatedStepUp, verifyStepUp } from "./step-up";
 
 export const noSuchApproval = () => new DomainError("not_found", "no such approval");
 
@@ -29,18 +30,29 @@ export function approvalGate(env: Env, approvalId: string) {
   return gate;
 }
 
-/** One approval of the team, with whose session asked and where its pushes went. */
+/**
+ * One approval of the team, with whose session asked and where its pushes went. A hub that does
+ * not answer within REQUEST_BUDGET_MS costs only the pushes and the timeline: the answer comes
+ * without them, marked `detailUnavailable`.
+ */
 export async function readApproval(env: Env, teamId: string, approvalId: string): Promise<ApprovalDetail> {
   const gate = approvalGate(env, approvalId);
   const hub = hubFor(env, teamId);
-  const [held, delivery, escalations] = await Promise.all([
+  const [held, fromHub] = await Promise.all([
     gate.getApproval(teamId, approvalId),
-    hub.deliveries(approvalId),
-    hub.timeline(approvalId),
+    // The pushes and the timeline are the hub's; the approval itself is the gate's (or D1's).
+    orFallback(
+      Promise.all([hub.deliveries(approvalId), hub.timeline(approvalId)]),
+      REQUEST_BUDGET_MS,
+      "hub.deliveries",
+      null,
+    ),
   ]);
   const approval = held ?? (await getApprovalRecord(env.DB, teamId, approvalId));
   const owner = approval && (await getApprovalOwner(env.DB, teamId, approval));
   if (!approval || !owner) throw noSuchApproval();
+  if (!fromHub) return { ...approval, owner, delivery: [], detailUnavailable: true };
+  const [delivery, escalations] = fromHub;
   return { ...approval, owner, delivery, escalations };
 }
 
@@ -63,14 +75,12 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
   const { optionId } = rest;
   // An elicitation's answer is never an allow of a high-risk tool call: it has no step-up.
   if (stepUp && optionId === undefined) throw new DomainError("step_up_not_needed");
-  const d: DecisionInput =
-    stepUp && optionId !== undefined
-      ? {
-          ...rest,
-          stepUp: await verifyStepUp(env, stepUp.relyingParty, { ...rest, optionId }, stepUp.assertion),
-          deciders: await decidersNow(env, rest.teamId),
-        }
-      : rest;
+  let d: DecisionInput = rest;
+  if (stepUp && optionId !== undefined) {
+    const stepped = await verifiedOrRepeat(env, { ...rest, optionId }, stepUp);
+    if ("repeat" in stepped) return stepped.repeat;
+    d = { ...stepped.decision, deciders: await decidersNow(env, rest.teamId) };
+  }
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
   const result = (await approvalGate(env, d.approvalId).decide(d)) as unknown as DecisionResult;
   if (result.ok) {
@@ -123,6 +133,27 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
 async function decidersNow(env: Env, teamId: string): Promise<string[]> {
   const members = await listMembers(env.DB, teamId);
   return members.filter((m) => DECIDER_ROLES.includes(m.role)).map((m) => m.userId);
+}
+
+/**
+ * The decision with its step-up verified; or, for an allow retried after its 200 was lost (it
+ * carries the assertion whose challenge the first try spent), the stored result.
+ */
+async function verifiedOrRepeat(
+  env: Env,
+  d: DecisionInput & { optionId: string },
+  stepUp: NonNullable<DecisionRequest["stepUp"]>,
+): Promise<{ decision: DecisionInput } | { repeat: Approval }> {
+  try {
+    return { decision: { ...d, stepUp: await verifyStepUp(env, stepUp.relyingParty, d, stepUp.assertion) } };
+  } catch (error) {
+    const repeat =
+      error instanceof DomainError && error.code === "step_up_replayed"
+        ? await repeatedStepUp(env, d, stepUp.assertion)
+        : null;
+    if (repeat) return { repeat };
+    throw error;
+  }
 }
 
 /**

@@ -11,6 +11,7 @@
 import { ceilingsOf, overCeiling } from "../ceilings";
 import { newApiKey, newId } from "../crypto";
 import { createApiKey, revokeApiKey } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { sessionGate } from "../gate/api";
 import { hubFor } from "../hub/api";
@@ -79,13 +80,25 @@ export async function revokeKey(
   const event = auditEvents.keyRevoked({ teamId: r.teamId, actor: r.actor, at: now }, r.keyId);
   const revoked = await revokeApiKey(env.DB, { ...r, spareOwners: r.spareOwners ?? false, now }, event);
   if (!revoked) return null;
-  // D1 already refuses the key. A hub that did not hear it answers 500: the revocation stands,
-  // the first sessions are told from here once, and revoking again tells the hub again.
-  const told = await hubFor(env, r.teamId)
-    .keyRevoked(r.teamId, r.keyId, revoked.sessions)
+  // D1 already refuses the key. A hub that did not hear it (or not within REQUEST_BUDGET_MS)
+  // answers 500: the revocation stands, the first sessions are told from here once (each within
+  // the same budget), and revoking again tells the hub again.
+  const told = await withDeadline(
+    hubFor(env, r.teamId).keyRevoked(r.teamId, r.keyId, revoked.sessions),
+    REQUEST_BUDGET_MS,
+    "hub.keyRevoked",
+  )
     .catch(async (error: unknown) => {
       const first = revoked.sessions.slice(0, REVOCATION_FANOUT_PER_RUN);
-      await Promise.allSettled(first.map((id) => sessionGate(env, r.teamId, id).revokeKey(r.teamId, r.keyId)));
+      await Promise.allSettled(
+        first.map((id) =>
+          withDeadline(
+            sessionGate(env, r.teamId, id).revokeKey(r.teamId, r.keyId),
+            REQUEST_BUDGET_MS,
+            "gate.revokeKey",
+          ),
+        ),
+      );
       throw error;
     })
     .finally(() => chainQueued(env, r.teamId));

@@ -238,13 +238,41 @@ export async function verifyStepUp(
   };
 }
 
-/** `GET /v1/approvals/:id/proof`: from the gate while it keeps the request, else from D1. */
-export async function stepUpProof(env: Env, teamId: string, approvalId: string): Promise<StepUpProof> {
+/**
+ * A high-risk allow retried after its answer was lost carries the assertion whose challenge the
+ * first try spent. When the approval keeps that very assertion as this person's step-up for this
+ * option and request, the retry is a repeat: the approval as it stands (the stored result), not
+ * `step_up_replayed`. Null otherwise.
+ */
+export async function repeatedStepUp(
+  env: Env,
+  who: { teamId: string; userId: string; approvalId: string; optionId: string; requestHash: string },
+  assertion: AuthenticationResponseJSON,
+): Promise<Approval | null> {
+  const found = await stepUpsOf(env, who.teamId, who.approvalId);
+  if (!found || found.approval.requestHash !== who.requestHash) return null;
+  const same = found.stepUps.some(
+    (s) =>
+      s.userId === who.userId &&
+      s.optionId === who.optionId &&
+      s.credentialId === assertion.id &&
+      s.signature === assertion.response.signature,
+  );
+  return same ? found.approval : null;
+}
+
+/** The approval and its kept step-ups: from the gate while it keeps the request, else from D1. */
+async function stepUpsOf(env: Env, teamId: string, approvalId: string) {
   const held = (await gateOf(env, approvalId).stepUps(teamId, approvalId)) as {
     approval: Approval;
     stepUps: VerifiedStepUp[];
   } | null;
-  const found = held ?? (await getApprovalStepUps(env.DB, teamId, approvalId));
+  return held ?? (await getApprovalStepUps(env.DB, teamId, approvalId));
+}
+
+/** `GET /v1/approvals/:id/proof`: from the gate while it keeps the request, else from D1. */
+export async function stepUpProof(env: Env, teamId: string, approvalId: string): Promise<StepUpProof> {
+  const found = await stepUpsOf(env, teamId, approvalId);
   if (!found) throw notFound();
   const { approval, stepUps } = found;
   return {

@@ -1,0 +1,206 @@
+/**
+ * A hub that never answers (its input gate held: `stall.ts`) costs a gate's alarm one bounded
+ * wait (`worker/deadline.ts`), never its expiry and lease sweeps; the ladder's climb is started by
+ * the alarm, not awaited, and its outcome is seen by the gate when the hub answers.
+ */
+import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Ladder } from "../../worker/gate/escalation-rules";
+import type { TeamHub } from "../../worker/hub/team-hub";
+import { fakePushService } from "./fake-push";
+import {
+  api,
+  askOnce,
+  connectAgent,
+  createKey,
+  decide,
+  gateStub,
+  hubStub,
+  json,
+  type Member,
+  ORIGIN,
+  permissionParams,
+  signUp,
+  unique,
+} from "./helpers";
+import { type StalledHub, stallHub } from "./stall";
+
+let stalled: StalledHub | null = null;
+let fake: ReturnType<typeof fakePushService>;
+beforeEach(() => {
+  fake = fakePushService();
+});
+afterEach(() => {
+  stalled?.release();
+  vi.restoreAllMocks();
+});
+
+async function askOverHttp(key: string, sessionId: string): Promise<string> {
+  const created = await SELF.fetch(`${ORIGIN}/v1/agent/sessions/${sessionId}/permissions`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+    body: JSON.stringify(permissionParams(sessionId)),
+  });
+  expect(created.status).toBe(201);
+  return (await json<{ approvalId: string }>(created)).approvalId;
+}
+
+/** The gate's own row: its state and reason. */
+function row(owner: Member, sessionId: string, approvalId: string) {
+  return runInDurableObject(gateStub(owner.teamId, sessionId), (_, state) => {
+    const r = state.storage.sql.exec("SELECT state, record FROM approvals WHERE id = ?", approvalId).one();
+    return { state: r.state, reason: (JSON.parse(r.record as string) as { reason: string | null }).reason };
+  });
+}
+
+function setColumn(owner: Member, sessionId: string, approvalId: string, column: "expires_at" | "lease_until") {
+  return runInDurableObject(gateStub(owner.teamId, sessionId), (_, state) => {
+    state.storage.sql.exec(`UPDATE approvals SET ${column} = ? WHERE id = ?`, Date.now() - 1, approvalId);
+  });
+}
+
+function ladderOf(owner: Member, sessionId: string, approvalId: string): Promise<Ladder> {
+  return runInDurableObject(gateStub(owner.teamId, sessionId), (_, state) => {
+    const r = state.storage.sql.exec("SELECT ladder FROM ladders WHERE approval_id = ?", approvalId).one();
+    return JSON.parse(r.ladder as string) as Ladder;
+  });
+}
+
+/** Waits until the gate recorded the hub's outcome of the `at`-th fired step. */
+function untilAcked(owner: Member, sessionId: string, approvalId: string, at: number) {
+  return vi.waitFor(async () => {
+    if (!(await ladderOf(owner, sessionId, approvalId)).fired[at]?.acked) throw new Error("not acknowledged yet");
+  });
+}
+
+/** As if the request had been pending for `ms` more: the ladder's next step is due now. */
+function ageLadder(owner: Member, sessionId: string, approvalId: string, ms: number) {
+  return runInDurableObject(gateStub(owner.teamId, sessionId), (_, state) => {
+    const r = state.storage.sql.exec("SELECT ladder FROM ladders WHERE approval_id = ?", approvalId).one();
+    const ladder = JSON.parse(r.ladder as string) as Ladder;
+    ladder.openedAt -= ms;
+    for (const f of ladder.fired) f.at -= ms;
+    state.storage.sql.exec(
+      "UPDATE ladders SET ladder = ?, next_at = ? WHERE approval_id = ?",
+      JSON.stringify(ladder),
+      Date.now(),
+      approvalId,
+    );
+  });
+}
+
+/** Two requests held over HTTP in one session, their first escalation step (a push to the owner's phone) acknowledged. */
+async function twoRequests() {
+  const owner = await signUp();
+  await fake.addPhone(owner, "Pixel 8");
+  const { key } = await createKey(owner);
+  const sessionId = unique("stuck");
+  const first = await askOverHttp(key, sessionId);
+  const second = await askOverHttp(key, sessionId);
+  for (const id of [first, second]) {
+    await untilAcked(owner, sessionId, id, 0);
+  }
+  return { owner, sessionId, first, second };
+}
+
+describe("a gate whose hub never answers", () => {
+  it("still expires its due requests and sweeps lapsed leases, alarm after alarm", async () => {
+    const { owner, sessionId, first, second } = await twoRequests();
+    const gate = gateStub(owner.teamId, sessionId);
+    stalled = await stallHub(owner.teamId);
+
+    // The first alarm expires one request: its news and outbox rows go to a hub that never answers.
+    await setColumn(owner, sessionId, first, "expires_at");
+    expect(await runDurableObjectAlarm(gate)).toBe(true);
+    expect(await row(owner, sessionId, first)).toEqual({ state: "expired", reason: "expired" });
+
+    // The next alarm still runs: the other request's lease lapsed meanwhile.
+    await setColumn(owner, sessionId, second, "lease_until");
+    expect(await runDurableObjectAlarm(gate)).toBe(true);
+    expect(await row(owner, sessionId, second)).toEqual({ state: "denied", reason: "agent_disconnected" });
+  }, 30_000);
+
+  it("the alarm starts a due escalation step without waiting for the hub; the gate records its outcome when it answers", async () => {
+    const { owner, sessionId, first } = await twoRequests();
+    const gate = gateStub(owner.teamId, sessionId);
+    await ageLadder(owner, sessionId, first, 61_000);
+    stalled = await stallHub(owner.teamId);
+
+    expect(await runDurableObjectAlarm(gate)).toBe(true);
+    const asked = await ladderOf(owner, sessionId, first);
+    expect(asked.fired.map((f) => [f.step, f.acked])).toEqual([
+      [0, true],
+      [1, false],
+    ]);
+
+    stalled.release();
+    await untilAcked(owner, sessionId, first, 1);
+  }, 30_000);
+});
+
+describe("a request path whose hub never answers takes its fallback after 2 s", () => {
+  it("a decider's role is read from D1, and an approval is read without its pushes and timeline, marked", async () => {
+    const { owner, approval } = await askOnce();
+    stalled = await stallHub(owner.teamId);
+
+    const read = await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie });
+    expect(read.status).toBe(200);
+    expect(await json(read)).toMatchObject({
+      id: approval.id,
+      state: "pending",
+      delivery: [],
+      detailUnavailable: true,
+    });
+
+    const decided = await decide(owner, approval, "allow");
+    expect(decided.status).toBe(200);
+    expect(await json(decided)).toMatchObject({ state: "allowed", decidedBy: { userId: owner.userId } });
+
+    stalled.release();
+    stalled = null;
+    const whole = await json(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
+    expect(whole).not.toHaveProperty("detailUnavailable");
+    expect(whole).toHaveProperty("escalations");
+  }, 30_000);
+
+  it("an agent rejoining keeps its session's last policy; a new session, with none, is refused 503 policy_unavailable", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const sessionId = unique("known");
+    (await connectAgent(key, sessionId)).ws.close();
+    stalled = await stallHub(owner.teamId);
+
+    const again = await connectAgent(key, sessionId);
+    again.ws.close();
+    const fresh = await SELF.fetch(`${ORIGIN}/v1/agent/sessions/${unique("new")}`, {
+      headers: { Upgrade: "websocket", Authorization: `Bearer ${key}` },
+    });
+    expect(fresh.status).toBe(503);
+    expect(await json(fresh)).toMatchObject({ error: "policy_unavailable" });
+  }, 30_000);
+
+  it("a request whose quota check is later than 2 s is refused quota_unavailable, and the slot the hub counts late is freed", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const sessionId = unique("quota");
+    await askOverHttp(key, sessionId); // the session is known, with its policy
+    stalled = await stallHub(owner.teamId);
+
+    const refused = await SELF.fetch(`${ORIGIN}/v1/agent/sessions/${sessionId}/permissions`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+      body: JSON.stringify(permissionParams(sessionId)),
+    });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("Retry-After")).toBe("1");
+    expect(await json(refused)).toMatchObject({ error: "quota_unavailable", reason: "quota_unavailable" });
+
+    stalled.release();
+    stalled = null;
+    const hub = hubStub(owner.teamId);
+    await vi.waitFor(async () => {
+      const pending = await runInDurableObject(hub, (h: TeamHub) => h.quotaPending());
+      if (pending !== 1) throw new Error(`the hub counts ${pending} pending`);
+    });
+  }, 30_000);
+});

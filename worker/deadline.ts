@@ -1,0 +1,47 @@
+/**
+ * Bounded waits across objects: every call from one Durable Object or route to another (a
+ * gate to its team's hub, a route to a hub or a gate) waits at most a named budget, then gives
+ * up with `DeadlineExceeded` and takes its stated fallback. A stuck hub then costs a caller one
+ * budget, never its heartbeat, expiry or lease sweeps (the gate's alarm) or a request's answer.
+ *
+ * The call given up on is not cancelled (an RPC cannot be): it may still finish later, so each
+ * call site's work is idempotent or its late answer is ignored.
+ *
+ * Owns: the two budgets and the one way to apply them. Does not own: the fallbacks (each call
+ * site states its own: `docs/faults.md`, "Slow or stuck dependencies").
+ */
+
+/** The alarm path (a gate's outbox flush and news, an escalation step, a hub's fan-outs, mail). */
+export const ALARM_BUDGET_MS = 5_000;
+/** A request path: an answer someone is waiting for (admission, roles, an approval's detail, a connect's policy). */
+export const REQUEST_BUDGET_MS = 2_000;
+
+/** A bounded wait ran out: `what` did not answer within `ms`. */
+export class DeadlineExceeded extends Error {
+  override readonly name = "DeadlineExceeded";
+
+  constructor(
+    readonly what: string,
+    readonly ms: number,
+  ) {
+    super(`${what} did not answer within ${ms} ms`);
+  }
+}
+
+/** Settles as `promise` does, or rejects with `DeadlineExceeded` once `ms` have passed first. */
+export async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineExceeded(what, ms)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `withDeadline`, with `fallback` answered instead of any failure (late or thrown). */
+export function orFallback<T>(promise: Promise<T>, ms: number, what: string, fallback: T): Promise<T> {
+  return withDeadline(promise, ms, what).catch(() => fallback);
+}
