@@ -213,10 +213,10 @@ describe("allowing a high-risk request", () => {
     const retried = await decideWith(owner, approval, "allow", assertion);
     expect(retried.status).toBe(200);
     expect(await json(retried)).toEqual(decided);
-    // The same assertion for another option is no repeat.
+    // The same assertion for another option is no repeat: its challenge named the allow.
     const other = await decideWith(owner, approval, "deny", assertion);
     expect(other.status).toBe(403);
-    expect(await json(other)).toMatchObject({ error: "step_up_replayed" });
+    expect(await json(other)).toMatchObject({ error: "step_up_wrong_request" });
   });
 
   it("an expired step-up challenge is refused (step_up_failed), and the request stays pending", async () => {
