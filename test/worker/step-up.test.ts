@@ -13,7 +13,6 @@ import type {
   PublicKeyCredentialRequestOptionsJSON,
 } from "@simplewebauthn/server";
 
-
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import {
