@@ -280,6 +280,40 @@ describe("a rule from the card", () => {
     expect(differs.approval.state).toBe("pending");
   });
 
+  it("a card rule covers its folder's subfolders and the owner's other sessions, as its preview says, and nothing wider", async () => {
+    const owner = await signUp();
+    const first = await session(owner);
+    const asked = await first.ask(npmTest());
+    const decided = await api(`/v1/approvals/${asked.approval.id}/decision`, {
+      method: "POST",
+      cookie: owner.cookie,
+      body: JSON.stringify({
+        optionId: "allow",
+        requestHash: asked.approval.requestHash,
+        rule: { expiresInMs: 3_600_000 },
+      }),
+    });
+    expect(decided.status).toBe(200);
+    const { createdRule } = await json<{ createdRule: Rule }>(decided);
+    expect(createdRule.match).toMatchObject({ command: "npm test", cwd: "/repo" });
+
+    // Another session of the same owner, on the same host: the rule applies there too, below /repo.
+    const other = await session(owner);
+    const below = await other.ask(npmTest({ rawInput: { command: "npm test", cwd: "/repo/packages/app" } }));
+    await expectRuleAnswer(other.agent, below.id, below.approval, createdRule);
+    // Not beside /repo, not in /repository (a path prefix, not a string prefix), not on another host.
+    for (const cwd of ["/other", "/repository"]) {
+      const outside = await other.ask(npmTest({ rawInput: { command: "npm test", cwd } }));
+      expect(outside.approval.state).toBe("pending");
+    }
+    const elsewhere = await session(owner, "build-server");
+    expect((await elsewhere.ask(npmTest())).approval.state).toBe("pending");
+    // A colleague's session on the same host is not the owner's: a me rule stays out of it.
+    const colleague = await addMember(owner, "approver", "Col");
+    const theirs = await session(colleague);
+    expect((await theirs.ask(npmTest())).approval.state).toBe("pending");
+  });
+
   it("refuses, deciding nothing, a rule with a deny, from another person's session, or for a high-risk request", async () => {
     const owner = await signUp();
     const admin = await addMember(owner, "admin");
