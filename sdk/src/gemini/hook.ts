@@ -27,16 +27,20 @@ export type GeminiInput = z.infer<typeof geminiInputSchema>;
 
 type ToolKind = NonNullable<ToolCallUpdate["kind"]>;
 
-/** Gemini's built-in tools: the ACP kind, the argument a human recognises, the path touched. */
+/**
+ * Gemini's built-in tools as its tools reference names them today (`read_file {file_path}`,
+ * `list_directory {dir_path}`, `grep_search`): the ACP kind, the argument a human recognises, the
+ * path touched. Any other tool (an MCP one included) is `other`, titled by its first string.
+ */
 const TOOLS: Record<string, { kind: ToolKind; field: string; style?: SummaryStyle; path?: string }> = {
   run_shell_command: { kind: "execute", field: "command", style: "command" },
   write_file: { kind: "edit", field: "file_path", path: "file_path" },
   replace: { kind: "edit", field: "file_path", path: "file_path" },
-  read_file: { kind: "read", field: "absolute_path", path: "absolute_path" },
+  read_file: { kind: "read", field: "file_path", path: "file_path" },
   read_many_files: { kind: "read", field: "paths" },
-  list_directory: { kind: "read", field: "path", path: "path" },
+  list_directory: { kind: "read", field: "dir_path", path: "dir_path" },
   glob: { kind: "search", field: "pattern" },
-  search_file_content: { kind: "search", field: "pattern" },
+  grep_search: { kind: "search", field: "pattern" },
   web_fetch: { kind: "fetch", field: "prompt", style: "url" },
   google_web_search: { kind: "fetch", field: "query" },
 };
