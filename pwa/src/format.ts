@@ -1,4 +1,6 @@
 /** Times and outcomes in words, as the screens show them. */
+
+import { subagentOf } from "../../sdk/src/subagent";
 import type { ApprovalView } from "./api";
 
 /** "4 s", "12 min", "3 h", "2 d": compact enough for a list row. */
@@ -97,6 +99,8 @@ export function optionWords(kind: string): { label: string; tone: "allow" | "rej
   return OPTION_WORDS[kind] ?? { label: `Unrecognised option (${kind})`, tone: "unknown" };
 }
 
+const withSubagent = (title: string, subagent: string | null) => (subagent ? `${title} · ${subagent}` : title);
+
 /** The strings a card is headed by; each may be missing from what the agent sent. */
 export function describeApproval(a: ApprovalView) {
   const tc = a.snapshot.toolCall;
@@ -106,7 +110,7 @@ export function describeApproval(a: ApprovalView) {
   return {
     title: question || (typeof tc.title === "string" && tc.title ? tc.title : "Permission request"),
     kind: a.type === "elicitation" ? "question" : typeof tc.kind === "string" ? tc.kind : "other",
-    sessionTitle: session.title ?? a.sessionId,
+    sessionTitle: withSubagent(session.title ?? a.sessionId, subagentOf(a.snapshot)),
     agent: session.agent ? `${session.agent.name}${session.agent.version ? ` ${session.agent.version}` : ""}` : null,
   };
 }

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { elicitationActionSchema, elicitationSchemaSchema } from "./elicitation-protocol.js";
+import { sessionParentSchema } from "./protocol.js";
 
 export const APPROVAL_STATES = ["pending", "allowed", "denied", "cancelled", "expired"] as const;
 export const approvalStateSchema = z.enum(APPROVAL_STATES);
@@ -80,6 +81,8 @@ export const sessionInfoSchema = z.object({
   agent: z.object({ name: z.string(), version: z.string().optional() }).nullable(),
   host: z.string().nullable(),
   cwd: z.string().nullable(),
+  /** Set when the session is a subagent's: its parent session (absent on every other session). */
+  parent: sessionParentSchema.optional(),
 });
 export type SessionInfo = z.infer<typeof sessionInfoSchema>;
 
@@ -180,6 +183,8 @@ export const agentSessionSchema = z.object({
   agent: sessionInfoSchema.shape.agent,
   host: z.string().nullable(),
   cwd: z.string().nullable(),
+  /** Set when the session is a subagent's (see `sessionInfoSchema`). */
+  parent: sessionParentSchema.optional(),
   connectedAt: z.number().nullable(),
   disconnectedAt: z.number().nullable(),
   lastSeenAt: z.number(),

@@ -12,7 +12,7 @@ import { hostname } from "node:os";
 import { type LogLevel, toWebSocketBase } from "./connection.js";
 import { GateSession } from "./gate-session.js";
 import { describeIssues } from "./params.js";
-import { type HelloParams, helloParamsSchema, sessionIdSchema } from "./protocol.js";
+import { type HelloParams, helloParamsSchema, type SessionParent, sessionIdSchema } from "./protocol.js";
 import { TapgateError } from "./tapgate-error.js";
 
 export type { LogLevel, SessionState } from "./connection.js";
@@ -39,6 +39,8 @@ export interface SessionMeta {
   host?: string;
   /** Default `process.cwd()`. */
   cwd?: string;
+  /** A subagent's session: its parent session, and what the parent calls it. */
+  parent?: SessionParent;
 }
 
 export class Tapgate {
@@ -89,9 +91,20 @@ function buildHello(meta: SessionMeta): HelloParams {
     ...(meta.agent === undefined ? {} : { agent: meta.agent }),
     host: (meta.host ?? hostname()).slice(0, 256),
     cwd: (meta.cwd ?? process.cwd()).slice(0, 4096),
+    ...(meta.parent === undefined ? {} : { parent: parentWithin(meta.parent) }),
   });
   if (!parsed.success) throw new TypeError(`invalid session metadata: ${describeIssues(parsed.error)}`);
   return parsed.data;
+}
+
+/** An agent's names for its subagent, cut to what the hello takes rather than refused. */
+function parentWithin(parent: SessionParent): SessionParent {
+  return {
+    sessionId: parent.sessionId,
+    ...(parent.title === undefined ? {} : { title: parent.title.slice(0, 256) }),
+    ...(parent.name === undefined ? {} : { name: parent.name.slice(0, 128) }),
+    ...(parent.task === undefined ? {} : { task: parent.task.slice(0, 512) }),
+  };
 }
 
 function defaultLog(level: LogLevel, message: string): void {

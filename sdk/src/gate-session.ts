@@ -72,6 +72,7 @@ export class GateSession {
   readonly #cfg: GateSessionConfig;
   readonly #link: GateConnection;
   readonly #pending = new Map<number, Pending>();
+  readonly #endListeners = new Set<() => void>();
   #nextId = 1;
 
   /** @internal Use `Tapgate.session()`. */
@@ -85,10 +86,12 @@ export class GateSession {
       frame: (text) => this.#onFrame(text),
       dropped: () => {
         for (const [id, p] of this.#pending) if (p.sent) this.#settle(id, p.denied);
+        this.#connectionEnded();
       },
       closed: () => {
         for (const [id, p] of this.#pending) this.#settle(id, p.denied);
         this.#cfg.onClosed(this);
+        this.#connectionEnded();
       },
       busy: () => this.#pending.size > 0,
     });
@@ -195,6 +198,19 @@ export class GateSession {
   /** Closes with 1000, stops reconnecting, and answers everything still pending fail-closed. */
   close(): void {
     this.#link.close();
+  }
+
+  /**
+   * Calls `listener` each time this session's connection ends (dropped, or closed for good): its
+   * requests in flight have just been answered fail-closed. Returns the unsubscribe.
+   */
+  onConnectionEnd(listener: () => void): () => void {
+    this.#endListeners.add(listener);
+    return () => this.#endListeners.delete(listener);
+  }
+
+  #connectionEnded(): void {
+    for (const listener of [...this.#endListeners]) listener();
   }
 
   #encodeRequest(

@@ -237,11 +237,24 @@ export const sessionUpdateParamsSchema = z.looseObject({
 });
 export type SessionUpdateParams = z.infer<typeof sessionUpdateParamsSchema>;
 
+/**
+ * A subagent's session names its parent (ACP `subagent_update` on the parent session): the card
+ * says "subagent *name* of *the parent's title*". The agent's own words, shown as such.
+ */
+export const sessionParentSchema = z.object({
+  sessionId: sessionIdSchema,
+  title: z.string().max(256).optional(),
+  name: z.string().max(128).optional(),
+  task: z.string().max(512).optional(),
+});
+export type SessionParent = z.infer<typeof sessionParentSchema>;
+
 export const helloParamsSchema = z.object({
   title: z.string().max(256).optional(),
   agent: z.object({ name: z.string().min(1).max(128), version: z.string().max(64).optional() }).optional(),
   host: z.string().max(256).optional(),
   cwd: z.string().max(4096).optional(),
+  parent: sessionParentSchema.optional(),
 });
 export type HelloParams = z.infer<typeof helloParamsSchema>;
 

@@ -131,7 +131,7 @@ export function outboxStatement(db: D1Database, o: D1OutboxOp): D1PreparedStatem
         .prepare(
           `UPDATE agent_sessions SET title = ?3, agent = ?4, host = ?5, cwd = ?6, last_seen_at = ?7,
                   connected_at = CASE WHEN ?8 THEN ?7 ELSE connected_at END,
-                  disconnected_at = CASE WHEN ?8 THEN NULL ELSE ?7 END
+                  disconnected_at = CASE WHEN ?8 THEN NULL ELSE ?7 END, parent = ?9
             WHERE team_id = ?1 AND session_id = ?2`,
         )
         .bind(
@@ -143,6 +143,7 @@ export function outboxStatement(db: D1Database, o: D1OutboxOp): D1PreparedStatem
           o.info.cwd,
           o.at,
           o.connected ? 1 : 0,
+          o.info.parent ? JSON.stringify(o.info.parent) : null,
         );
   }
 }

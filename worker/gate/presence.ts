@@ -6,8 +6,7 @@
  * Owns: the session's metadata and tool calls. Does not own: requests (state-machine.ts) or
  * the sockets themselves (sockets.ts).
  */
-import type { SessionInfo } from "../../sdk/src/approval";
-import { toolCallUpdateSchema } from "../../sdk/src/protocol";
+import { type HelloParams, toolCallUpdateSchema } from "../../sdk/src/protocol";
 import type { VersionedPolicy } from "../policy";
 import type { GateJoin } from "./api";
 import { type GateNews, PRESENCE_REPORT_MS } from "./hub";
@@ -57,7 +56,7 @@ export class Presence {
     return meta !== null;
   }
 
-  hello(params: { title?: string; agent?: SessionInfo["agent"]; host?: string; cwd?: string }): void {
+  hello(params: HelloParams): void {
     const meta = this.host.store.meta();
     if (!meta) return;
     this.host.store.saveMeta({ ...meta, info: helloInfo(meta.info, params) });

@@ -19,6 +19,7 @@ import type {
 import type { ElicitationAction, ElicitationContent } from "../../sdk/src/elicitation-protocol";
 import {
   failClosedAnswer,
+  type HelloParams,
   type PermissionOption,
   type RequestPermissionParams,
   type RequestPermissionResponse,
@@ -302,15 +303,14 @@ export function withPolicy(meta: ServedSession | null, teamId: string, update: V
 }
 
 /** What `hello` tells about the session, over what was known. */
-export function helloInfo(
-  known: SessionInfo,
-  params: { title?: string; agent?: SessionInfo["agent"]; host?: string; cwd?: string },
-): SessionInfo {
+export function helloInfo(known: SessionInfo, params: HelloParams): SessionInfo {
+  const parent = params.parent ?? known.parent;
   return {
     title: params.title ?? known.title,
     agent: params.agent ?? known.agent,
     host: params.host ?? known.host,
     cwd: params.cwd ?? known.cwd,
+    ...(parent ? { parent } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 /** Agent sessions of the team (connected now, or recent), live; and one session's requests in order. */
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { DeadLetteredSession } from "../../../sdk/src/human/sessions";
+import { parentWords } from "../../../sdk/src/subagent";
 import { type AgentSession, type ApprovalView, api, isAdmin } from "../api";
 import { useNow } from "../clock";
 import { ApprovalRow } from "../components/ApprovalRow";
@@ -151,6 +152,12 @@ function SessionTable({ sessions }: { sessions: AgentSession[] }) {
             <Link href={`/sessions/${encodeURIComponent(s.sessionId)}`} data-testid="session-link">
               <SafeText text={s.title || s.sessionId} />
             </Link>
+            {s.parent && (
+              <span class="muted small" data-testid="session-parent">
+                {" "}
+                <SafeText text={parentWords(s.parent, s.title)} />
+              </span>
+            )}
           </td>
           <td class="nowrap">{s.owner?.name ?? "—"}</td>
           <td class="clip muted">{agentName(s.agent) ? <SafeText text={agentName(s.agent) ?? ""} /> : "—"}</td>
@@ -232,6 +239,22 @@ export function SessionPage({ id }: { id: string }) {
             sub={s.disconnectedAt ? `Disconnected ${ago(s.disconnectedAt, now)}` : "Connected"}
           />
           <dl class="facts wide-facts" data-testid="session-facts">
+            {s.parent && (
+              <>
+                <dt>Subagent</dt>
+                <dd data-testid="session-parent">
+                  <Link href={`/sessions/${encodeURIComponent(s.parent.sessionId)}`}>
+                    <SafeText text={parentWords(s.parent, s.title)} />
+                  </Link>
+                  {s.parent.task && (
+                    <>
+                      {" — "}
+                      <SafeText text={s.parent.task} />
+                    </>
+                  )}
+                </dd>
+              </>
+            )}
             <dt>Owner</dt>
             <dd>{s.owner?.name ?? "—"}</dd>
             <dt>Agent</dt>

@@ -3,7 +3,10 @@
  * line unchanged, and takes over the agent's `session/request_permission` and `elicitation/create`
  * requests (routed to the Tapgate session named by their `sessionId`, and in race mode also offered
  * to the editor). The one line it changes is the editor's `initialize`: the agent is told the
- * client renders the elicitation modes Tapgate renders (`ELICITATION_CAPABILITIES`).
+ * client renders the elicitation modes Tapgate renders (`ELICITATION_CAPABILITIES`) and takes
+ * subagents. A subagent's requests go to its own Tapgate session, which names its parent; when
+ * the agent reports the subagent's work ended, its open requests are answered `cancelled` (and
+ * their cards withdrawn) before that update reaches the editor.
  */
 import { randomBytes } from "node:crypto";
 import { basename } from "node:path";
@@ -32,8 +35,16 @@ import {
 import { expiredError } from "./expiry.js";
 import { classifyLine, type Message, writeLine, writeMessage } from "./ndjson.js";
 import { type GateSessions, sessionsOf } from "./sessions.js";
+import { Subagents } from "./subagents.js";
 
 export type DecideMode = "phone" | "race";
+
+/**
+ * What `tapgate acp` and `tapgate run` tell an agent the client does: render Tapgate's elicitation
+ * modes, and take subagents (their requests arrive under their own session ids; ACP 2.x needs no
+ * capability for that, the earlier draft asked for `subagents`).
+ */
+export const TAPGATE_CLIENT_CAPABILITIES = { elicitation: ELICITATION_CAPABILITIES, subagents: {} };
 
 /**
  * How long after `session/cancel` has left for the agent its pending requests are answered
@@ -86,6 +97,7 @@ export class AcpProxy {
   readonly #cwds = new Map<string, string>();
   #agentInfo: { name: string; version?: string } | undefined;
   #agentGone = false;
+  readonly #subagents = new Subagents();
 
   constructor(toAgent: Writable, toEditor: Writable, opts: ProxyOptions) {
     this.#toAgent = toAgent;
@@ -107,6 +119,8 @@ export class AcpProxy {
     if (msg?.kind === "notification" && msg.method === METHODS.cancelRequest && this.#agentWithdrew(msg.params)) return;
     if (msg?.kind === "notification" && msg.method === METHODS.sessionUpdate) {
       this.#sessions.mirror(msg.params, (id) => this.#meta(id));
+      const child = this.#subagents.observe(msg.params);
+      if (child?.ended) this.#endSubagent(child.childId);
     }
     if (msg?.kind === "response") this.#observeAnswer(msg);
     writeLine(this.#toEditor, line);
@@ -117,7 +131,7 @@ export class AcpProxy {
     if (msg?.kind === "response" && this.#editorAnswered(msg)) return;
     if (msg?.kind === "request") this.#observeCall(msg);
     if (msg?.kind === "request" && msg.method === "initialize") {
-      writeMessage(this.#toAgent, withElicitation(msg));
+      writeMessage(this.#toAgent, withClientCapabilities(msg));
       return;
     }
     if (msg?.kind === "notification" && msg.method === METHODS.sessionCancel) {
@@ -227,6 +241,16 @@ export class AcpProxy {
     }
   }
 
+  /** A subagent's work ended: its requests (and its own subagents') still open are answered `cancelled` now. */
+  #endSubagent(childId: string): void {
+    for (const ask of [...this.#asks.values()]) {
+      if (typeof ask.sessionId !== "string") continue;
+      if (ask.sessionId === childId || this.#subagents.descendsFrom(ask.sessionId, childId)) {
+        this.#settle(ask, cancelledAnswer(ask), "cancel");
+      }
+    }
+  }
+
   /** ACP: the client answers every pending permission request of a cancelled session `cancelled`. */
   /** Claims the session's pending requests; what it returns writes their `cancelled` answers. */
   #cancelSession(params: unknown): () => void {
@@ -288,8 +312,17 @@ export class AcpProxy {
   }
 
   #meta(sessionId: string): SessionMeta {
+    const parentId = this.#subagents.parentOf(sessionId)?.parentId;
+    if (parentId === undefined) return this.#ownMeta(sessionId);
+    const parentMeta = this.#ownMeta(parentId);
+    const parent = this.#subagents.parentMeta(sessionId, parentMeta.title);
+    // A subagent works where its parent does unless the agent said otherwise.
+    return { ...this.#ownMeta(sessionId, parentMeta.cwd), ...(parent ? { parent } : {}) };
+  }
+
+  #ownMeta(sessionId: string, inheritedCwd?: string): SessionMeta {
     const agent = this.#agentInfo ?? { name: basename(this.#opts.command[0] ?? "agent").slice(0, 128) || "agent" };
-    const cwd = this.#cwds.get(sessionId);
+    const cwd = this.#cwds.get(sessionId) ?? inheritedCwd;
     return { title: cwd ? `${agent.name} in ${basename(cwd)}` : agent.name, agent, ...(cwd ? { cwd } : {}) };
   }
 }
@@ -306,10 +339,10 @@ function cancelledAnswer(ask: Ask): AgentAnswer {
   return ask.method === METHODS.elicitationCreate ? ELICITATION_CANCELLED : CANCELLED_ANSWER;
 }
 
-/** The editor's `initialize`, telling the agent the client renders Tapgate's elicitation modes. */
-function withElicitation(msg: Extract<Message, { kind: "request" }>) {
+/** The editor's `initialize`, telling the agent the client renders Tapgate's elicitation modes and takes subagents. */
+function withClientCapabilities(msg: Extract<Message, { kind: "request" }>) {
   const params = isRecord(msg.params) ? msg.params : {};
   const capabilities = isRecord(params.clientCapabilities) ? params.clientCapabilities : {};
-  const clientCapabilities = { ...capabilities, elicitation: ELICITATION_CAPABILITIES };
+  const clientCapabilities = { ...capabilities, ...TAPGATE_CLIENT_CAPABILITIES };
   return rpcRequest(msg.id, msg.method, { ...params, clientCapabilities });
 }

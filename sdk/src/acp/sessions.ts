@@ -20,6 +20,7 @@ export interface AskOptions {
 interface Entry {
   opening: Promise<GateSession>;
   session?: GateSession;
+  meta: SessionMeta;
 }
 
 /** Tool calls are all a card needs; the agent's prose stays on this machine. */
@@ -36,11 +37,12 @@ export class GateSessions {
   open(sessionId: string, meta: SessionMeta): Promise<GateSession> {
     const known = this.#entries.get(sessionId);
     if (known && known.session?.state !== "closed") return known.opening;
-    const entry: Entry = { opening: this.#gate.session(sessionId, meta) };
+    const entry: Entry = { opening: this.#gate.session(sessionId, meta), meta };
     this.#entries.set(sessionId, entry);
     entry.opening.then(
       (session) => {
         entry.session = session;
+        this.#linkFamily(sessionId, session, meta);
       },
       () => {
         // A failed open is retried by the next request rather than remembered.
@@ -48,6 +50,19 @@ export class GateSessions {
       },
     );
     return entry.opening;
+  }
+
+  /**
+   * A subagent's session lives no longer than its parent's connection: when the parent's drops or
+   * closes, the child's closes too, so its requests are answered fail-closed and its cards resolve
+   * `agent_disconnected` (a later request opens the child's session again).
+   */
+  #linkFamily(sessionId: string, session: GateSession, meta: SessionMeta): void {
+    const parent = meta.parent && this.#entries.get(meta.parent.sessionId)?.session;
+    if (parent) endsWith(parent, session);
+    for (const entry of this.#entries.values()) {
+      if (entry.meta.parent?.sessionId === sessionId && entry.session) endsWith(session, entry.session);
+    }
   }
 
   /** Best effort, like `GateSession.update`: the permission request itself reports an unreachable gate. */
@@ -96,6 +111,13 @@ export class GateSessions {
   complete(sessionId: string, elicitationId: string): void {
     this.#entries.get(sessionId)?.session?.completeElicitation(elicitationId);
   }
+}
+
+function endsWith(parent: GateSession, child: GateSession): void {
+  const stop = parent.onConnectionEnd(() => {
+    stop();
+    child.close();
+  });
 }
 
 const caches = new WeakMap<Tapgate, GateSessions>();

@@ -30,6 +30,9 @@ export const hookInputSchema = z.looseObject({
   tool_name: z.string().min(1),
   tool_input: z.record(z.string(), z.unknown()),
   tool_use_id: z.string().min(1).max(256).optional(),
+  /** Set when a subagent (or an agent-team teammate) asks: Claude's id and type for it. */
+  agent_id: z.string().min(1).max(256).optional(),
+  agent_type: z.string().min(1).max(128).optional(),
 });
 export type HookInput = z.infer<typeof hookInputSchema>;
 
@@ -153,6 +156,7 @@ export function toPermissionRequest(
   const { tool_name: tool, tool_input: args } = input;
   const content = diffs(tool, args, readExisting);
   const where = locations(tool, args);
+  const subagent = subagentMeta(input);
   return {
     sessionId,
     toolCall: {
@@ -163,8 +167,23 @@ export function toPermissionRequest(
       ...(content.length ? { content } : {}),
       ...(where.length ? { locations: where } : {}),
       rawInput: args,
+      ...(subagent ? { _meta: subagent } : {}),
     },
     options: [...HOOK_OPTIONS],
+  };
+}
+
+/**
+ * A subagent's request names it where claude-code-acp names one (`toolCall._meta.claudeCode`), so
+ * the card and history say which subagent asked (`subagentOf`).
+ */
+function subagentMeta(input: HookInput): Record<string, unknown> | undefined {
+  if (!input.agent_id && !input.agent_type) return undefined;
+  return {
+    claudeCode: {
+      ...(input.agent_id ? { agentId: input.agent_id } : {}),
+      ...(input.agent_type ? { agentType: input.agent_type } : {}),
+    },
   };
 }
 

@@ -6,9 +6,10 @@ import { agentExit, forwardSignals, spawnAgent } from "../acp/agent-process.js";
 import { type AgentArgs, parseAgentArgs, wantsHelp } from "../acp/args.js";
 import { cliGate, logToStderr } from "../acp/cli-gate.js";
 import { acpElicitationHandler, acpPermissionHandler } from "../acp/handler.js";
-import { CANCEL_ANSWER_GRACE_MS } from "../acp/proxy.js";
+import { CANCEL_ANSWER_GRACE_MS, TAPGATE_CLIENT_CAPABILITIES } from "../acp/proxy.js";
 import { sessionsOf } from "../acp/sessions.js";
-import { ELICITATION_CAPABILITIES } from "../elicitation-protocol.js";
+import { Subagents } from "../acp/subagents.js";
+import type { SessionMeta } from "../client.js";
 import { progressLine } from "../progress-line.js";
 
 const STOP_CODES: Record<acp.StopReason, number> = {
@@ -68,10 +69,13 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
   /** Resolves once a Ctrl-C's `session/cancel` is out (at once while there was none). */
   let cancelHeard: Promise<unknown> = Promise.resolve();
   let agentInfo: { name: string; version?: string } | undefined;
-  const meta = () => ({
-    title: prompt.trim().split("\n")[0]?.slice(0, 80),
-    agent: agentInfo ?? { name: basename(command[0] ?? "agent") },
-  });
+  const subagents = new Subagents();
+  const title = prompt.trim().split("\n")[0]?.slice(0, 80);
+  /** The turn's session is titled by the prompt; a subagent's names it as its parent. */
+  const meta = (sessionId: string): SessionMeta => {
+    const parent = subagents.parentMeta(sessionId, title);
+    return { title, agent: agentInfo ?? { name: basename(command[0] ?? "agent") }, ...(parent ? { parent } : {}) };
+  };
   const ask = acpPermissionHandler(gate, {
     timeoutMs,
     onLog: (level, message) => level !== "debug" && logToStderr(message),
@@ -108,7 +112,12 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
     Writable.toWeb(stdin),
     Readable.toWeb(agent.stdout as NonNullable<typeof agent.stdout>),
   );
-  const conn = app.connect(mirroringUpdates(stream, (message) => sessionsOf(gate).mirror(message.params, meta)));
+  const conn = app.connect(
+    mirroringUpdates(stream, (message) => {
+      subagents.observe(message.params);
+      sessionsOf(gate).mirror(message.params, meta);
+    }),
+  );
   let interrupts = 0;
   let sessionId: string | undefined;
   const onInterrupt = () => {
@@ -138,7 +147,7 @@ async function runTurn({ command, timeoutMs }: AgentArgs, prompt: string): Promi
       (async () => {
         const init: acp.InitializeResponse = await conn.agent.request("initialize", {
           protocolVersion: acp.PROTOCOL_VERSION,
-          clientCapabilities: { elicitation: ELICITATION_CAPABILITIES },
+          clientCapabilities: TAPGATE_CLIENT_CAPABILITIES,
         });
         agentInfo = init.agentInfo ? { name: init.agentInfo.name, version: init.agentInfo.version } : undefined;
         const session = await conn.agent.buildSession(process.cwd()).start();
