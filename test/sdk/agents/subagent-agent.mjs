@@ -3,6 +3,7 @@
  * A test ACP agent on @agentclientprotocol/sdk 2.x with one subagent per turn. It announces the
  * child on the parent session (`subagent_update`, ACP 2.x fields), then asks for a permission under
  * the child's session id, and reports the child's answer on the parent as `child: <outcome>`.
+ * A client that did not advertise `clientCapabilities.subagents` gets ` (not advertised)` after it.
  * The prompt text picks what happens next:
  *   ask   the turn waits for the answer
  *   end   on the editor's `session/cancel`, the agent reports the child idle (its work ended)
@@ -12,6 +13,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const turns = new Map();
+let advertised = false;
 
 async function prompt(ctx) {
   const { sessionId } = ctx.params;
@@ -37,7 +39,7 @@ async function prompt(ctx) {
     await subagent({ state: { state: "idle", stopReason: "cancelled" } });
   }
   const { outcome } = await answer;
-  const text = `child: ${outcome.outcome === "selected" ? outcome.optionId : outcome.outcome}`;
+  const text = `child: ${outcome.outcome === "selected" ? outcome.optionId : outcome.outcome}${advertised ? "" : " (not advertised)"}`;
   await ctx.client.notify("session/update", {
     sessionId,
     update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
@@ -48,11 +50,14 @@ async function prompt(ctx) {
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
 acp
   .agent({ name: "subagent-agent" })
-  .onRequest("initialize", () => ({
-    protocolVersion: acp.PROTOCOL_VERSION,
-    agentCapabilities: {},
-    agentInfo: { name: "subagent-agent", version: "1.0.0" },
-  }))
+  .onRequest("initialize", (ctx) => {
+    advertised = ctx.params.clientCapabilities?.subagents !== undefined;
+    return {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentCapabilities: {},
+      agentInfo: { name: "subagent-agent", version: "1.0.0" },
+    };
+  })
   .onRequest("session/new", () => ({ sessionId: `sid-${crypto.randomUUID()}` }))
   .onRequest("session/prompt", prompt)
   .onNotification("session/cancel", (ctx) => turns.get(ctx.params.sessionId)?.())
