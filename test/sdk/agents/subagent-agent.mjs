@@ -14,6 +14,9 @@ import * as acp from "@agentclientprotocol/sdk";
 
 const turns = new Map();
 let advertised = false;
+// The library drops capabilities it does not know (ACP 2.x has none for subagents): read the raw line.
+const rawInput = [];
+process.stdin.on("data", (chunk) => rawInput.push(chunk));
 
 async function prompt(ctx) {
   const { sessionId } = ctx.params;
@@ -50,8 +53,8 @@ async function prompt(ctx) {
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
 acp
   .agent({ name: "subagent-agent" })
-  .onRequest("initialize", (ctx) => {
-    advertised = ctx.params.clientCapabilities?.subagents !== undefined;
+  .onRequest("initialize", () => {
+    advertised = Buffer.concat(rawInput).toString("utf8").includes('"subagents":{}');
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
       agentCapabilities: {},
