@@ -189,11 +189,7 @@ export async function ladderOf(approvalId: string) {
 }
 
 const endedBy = (item: Modelled, read: Approval) =>
-  item.decided?.decidedBy
-    ? `user:${item.decided.decidedBy.userId}`
-    : read.rule
-      ? `rule:${read.rule.id}`
-      : "system";
+  item.decided?.decidedBy ? `user:${item.decided.decidedBy.userId}` : read.rule ? `rule:${read.rule.id}` : "system";
 
 /** Once the faults lifted and the case ended: the team's audit chain verifies link by link. */
 export async function checkChain(run: Run) {

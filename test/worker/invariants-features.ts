@@ -167,7 +167,8 @@ async function revokeKey(run: Run) {
   expect(response.status).toBe(200);
   run.revoked.set(keyId, run.tick);
   const old = run.socket;
-  for (const item of run.pending((i) => i.keyId === keyId)) run.resolve(item, "denied", "key_revoked", failClosed(item));
+  for (const item of run.pending((i) => i.keyId === keyId))
+    run.resolve(item, "denied", "key_revoked", failClosed(item));
   expect((await old.closed).code).toBe(4001);
   await run.drain(old, false);
   const refused = await run.asAgent(

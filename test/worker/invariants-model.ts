@@ -68,7 +68,8 @@ export const FORM = { type: "object", properties: { name: { type: "string", minL
 export const FORM_CONTENT = { name: "tapgate" };
 const ELICITATION_CANCEL: Answer = { action: "cancel" };
 /** The fail-closed answer: `permissionParams`' first `reject_once`; an elicitation's `cancel`. */
-export const failClosed = (item: Modelled): Answer => (item.type === "elicitation" ? ELICITATION_CANCEL : selected("deny"));
+export const failClosed = (item: Modelled): Answer =>
+  item.type === "elicitation" ? ELICITATION_CANCEL : selected("deny");
 const cancelled = (item: Modelled): Answer =>
   item.type === "elicitation" ? ELICITATION_CANCEL : { outcome: { outcome: "cancelled" } };
 const LEASE_MS = 60_000;
@@ -164,7 +165,9 @@ export class Run {
     const known = new Set(this.items.map((i) => i.approval.id));
     const pending = await pendingApprovals(this.owner, this.sessionId);
     const path = "/v1/approvals?state=resolved&limit=200";
-    const { approvals: resolved } = await json<{ approvals: Approval[] }>(await api(path, { cookie: this.owner.cookie }));
+    const { approvals: resolved } = await json<{ approvals: Approval[] }>(
+      await api(path, { cookie: this.owner.cookie }),
+    );
     const fresh = [...pending, ...resolved].filter(
       (a) => a.sessionId === this.sessionId && !known.has(a.id) && (approvalId === undefined || a.id === approvalId),
     );
@@ -208,7 +211,11 @@ export class Run {
       method: "POST",
       cookie: who.cookie,
       headers,
-      body: JSON.stringify({ ...decisionBody(item, choice, o.staleHash), ...(o.rule && { rule: {} }), stepUp: o.stepUp }),
+      body: JSON.stringify({
+        ...decisionBody(item, choice, o.staleHash),
+        ...(o.rule && { rule: {} }),
+        stepUp: o.stepUp,
+      }),
     });
     const expected = expectedDecision(item, who.userId, choice, { ...o, owner: this.owner.userId });
     expect(response.status).toBe(expected);
@@ -387,7 +394,8 @@ export class Run {
     // Either the decision came first (200, and the agent must have its answer) or the close did
     // (410: the request ended agent_disconnected, and nobody heard): never a decision the agent missed.
     expect([200, 410]).toContain(response.status);
-    if (response.status === 200) this.decided(item, this.owner.userId, { optionId: a.option }, "web", await json(response));
+    if (response.status === 200)
+      this.decided(item, this.owner.userId, { optionId: a.option }, "web", await json(response));
     await this.endSocketHeld(old);
     await this.connect();
   }

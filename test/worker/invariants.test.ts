@@ -223,6 +223,6 @@ describe("invariants under random sequences", () => {
         `${fc.defaultReportMessage(details)}\nReplay: ${replay}\nThen add the shrunk case to REGRESSIONS.`,
       );
     },
-    Math.max(120_000, numRuns * 8_000),
+    Math.max(120_000, numRuns * 20_000),
   );
 });
