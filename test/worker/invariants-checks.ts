@@ -9,7 +9,8 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { expect } from "vitest";
 import type { Approval, ApprovalDetail } from "../../sdk/src/approval";
 import { type AgentSocket, api, flush, gateStub, json } from "./helpers";
-import type { Answer, Modelled, Run } from "./invariants-model";
+import type { Answer, Modelled } from "./invariants-expect";
+import type { Run } from "./invariants-model";
 
 type Observed = { read: Approval; polled: { status: number; body: unknown } | null };
 type Received = Answer & { _meta?: unknown };

@@ -13,7 +13,8 @@ import { stepUpOptionsAnswerSchema } from "../../sdk/src/human/step-up";
 import { api, createKey, gateStub, json, type Member, permissionParams, unique } from "./helpers";
 import type { Action } from "./invariants-actions";
 import { ladderOf } from "./invariants-checks";
-import { type Choice, decisionBody, expectedDecision, FORM, failClosed, pickFrom, type Run } from "./invariants-model";
+import { type Choice, decisionBody, expectedDecision, FORM, failClosed, pickFrom } from "./invariants-expect";
+import type { Run } from "./invariants-model";
 import type { Approver } from "./team-helpers";
 
 export type FeatureAction = Extract<
