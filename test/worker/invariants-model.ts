@@ -3,7 +3,8 @@
  * the real Worker (agent socket, HTTP agent, two deciding members with passkeys) and to a model
  * of what every approval must be. This file owns the model's state, the decision plumbing and
  * the core actions (requests, decisions, cancels, disconnects, time, restarts, outages); the
- * newer features' actions are in invariants-features.ts, the checks in invariants-checks.ts.
+ * newer features' actions are in invariants-features.ts, what a decision must get in invariants-expect.ts,
+ * the checks in invariants-checks.ts.
  */
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { expect, vi } from "vitest";

@@ -5,7 +5,8 @@
  * passkey step-up under a quorum of 1 or 2, elicitations, rules made from a card and ended, key
  * revocation, the escalation ladder), each case in a fresh team, checking the invariants of
  * docs/state-machine.md against a model after every step (the actions: invariants-actions.ts;
- * the model: invariants-model.ts and invariants-features.ts; the checks: invariants-checks.ts).
+ * the model: invariants-model.ts, invariants-features.ts and invariants-expect.ts; the checks:
+ * invariants-checks.ts).
  *
  * Seeded: the same sequences every run unless `TAPGATE_FUZZ_SEED` says otherwise, so a failure
  * replays. `npm test` runs `DEFAULT_RUNS` cases; `npm run fuzz` 1,000, in slices of fresh workerd
