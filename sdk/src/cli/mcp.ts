@@ -41,16 +41,18 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   const server = new McpServer({ name: "tapgate", version: version() });
-  // Every call still waiting when the client goes away is cancelled on Tapgate.
+  // Every call still waiting when the client goes away drops its connection: `agent_disconnected` on Tapgate.
   const gone = new AbortController();
   const sessionId = `mcp-${crypto.randomUUID()}`;
   const ask = (request: RequestPermissionParams, signal?: AbortSignal) => {
     const client = server.server.getClientVersion();
     const meta = { title: client?.title ?? client?.name ?? "MCP client", agent: { name: client?.name ?? "mcp" } };
-    const both = signal ? AbortSignal.any([signal, gone.signal]) : gone.signal;
     const target = targetOf(timeoutS);
     if (typeof target === "string") return Promise.resolve({ failed: `Tapgate: ${target}` });
-    return askOnce(target, sessionId, { ...meta, cwd: process.cwd() }, request, both);
+    return askOnce(target, sessionId, { ...meta, cwd: process.cwd() }, request, {
+      cancel: signal,
+      disconnect: gone.signal,
+    });
   };
   registerTapgateTools(server, { sessionId, ask, readExisting: oldTextReader(process.cwd()) });
   const transport = new StdioServerTransport();

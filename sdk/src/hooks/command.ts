@@ -125,16 +125,22 @@ export interface AskTarget {
   timeoutMs: number;
 }
 
+/** How an ask ends early: `cancel` withdraws the request (`agent_cancelled`), `disconnect` drops the connection (`agent_disconnected`). */
+export interface AskEnds {
+  cancel?: AbortSignal;
+  disconnect?: AbortSignal;
+}
+
 /**
- * One permission request on its own connection, closed after the answer (or `signal`'s abort,
- * which ends the request on Tapgate): the answer, or why nothing was decided. Never throws.
+ * One permission request on its own connection, closed after the answer: the answer, or why
+ * nothing was decided. Never throws.
  */
 export async function askOnce(
   to: AskTarget,
   sessionId: string,
   meta: SessionMeta,
   request: RequestPermissionParams,
-  signal?: AbortSignal,
+  ends: AskEnds = {},
 ): Promise<Asked> {
   // The SDK answers local failures fail-closed and says why only in its log: keep that as the reason.
   const problems: string[] = [];
@@ -144,18 +150,22 @@ export async function askOnce(
   };
   const { timeoutMs } = to;
   let gate: Tapgate | undefined;
+  const disconnect = () => gate?.close();
+  ends.disconnect?.addEventListener("abort", disconnect, { once: true });
   try {
+    if (ends.disconnect?.aborted) return { failed: "Tapgate: the MCP client is gone" };
     gate = new Tapgate({ ...to, onLog, connectTimeoutMs: Math.min(CONNECT_TIMEOUT_MS, timeoutMs) });
     const session = await gate.session(sessionId, meta);
     const asked = Date.now();
     // Where the request stands, one line per change on stderr (stdout is the agent's).
     const onProgress = (progress: Progress) => log("info", progressLine(progress));
-    const answer = await session.requestPermission(request, { timeoutMs, onProgress, signal });
+    const answer = await session.requestPermission(request, { timeoutMs, onProgress, signal: ends.cancel });
     const waitedMs = Date.now() - asked;
     return { answer, waitedMs, timeoutMs, problem: problems.at(-1) };
   } catch (err) {
     return { failed: `Tapgate: ${err instanceof Error ? err.message : String(err)}` };
   } finally {
+    ends.disconnect?.removeEventListener("abort", disconnect);
     gate?.close();
   }
 }
