@@ -25,7 +25,8 @@ beforeAll(async () => {
   worker = await startLocalWorker();
   person = await Person.signUp(worker.url);
   key = (await person.createKey("mcp tests")).key;
-});
+  // wrangler dev's start is slow on a busy machine; the other tests' 120 s is not always enough.
+}, 300_000);
 afterAll(() => worker?.stop());
 
 /** `tapgate mcp` started by the SDK's client, as Claude Code starts an `--mcp-config` server. */

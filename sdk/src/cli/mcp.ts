@@ -57,12 +57,16 @@ export async function main(args: string[]): Promise<number> {
   registerTapgateTools(server, { sessionId, ask, readExisting: oldTextReader(process.cwd()) });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
-    transport.onclose = resolve;
-    process.stdin.once("end", resolve);
+    // At once, before the MCP server's own close aborts each call (which would withdraw it instead).
+    const goneNow = () => {
+      gone.abort();
+      resolve();
+    };
+    transport.onclose = goneNow;
+    process.stdin.once("end", goneNow);
   });
   await server.connect(transport);
   await closed;
-  gone.abort();
   await server.close();
   return 0;
 }
