@@ -17,6 +17,7 @@ import { historyRoutes } from "./routes/history";
 import { CLAUDE_HOOK_PATH, hookFailure, hookRoutes } from "./routes/hooks";
 import { keyRoutes } from "./routes/keys";
 import { liveRoutes } from "./routes/live";
+import { MCP_PATH, mcpRoutes } from "./routes/mcp";
 import { memberRoutes } from "./routes/members";
 import { pairingRoutes } from "./routes/pairing";
 import { passkeyRoutes } from "./routes/passkeys";
@@ -42,7 +43,9 @@ const app = new Hono<AppEnv>()
   .use("*", securityHeaders, pinHost)
   // The Claude hook endpoint reads its body itself, after the key (≤ 64 KiB): a 413 would let Claude carry on.
   .use("/v1/*", (c, next) =>
-    AGENT_PERMISSIONS.test(c.req.path) || c.req.path === CLAUDE_HOOK_PATH ? next() : limitHumanBodies(c, next),
+    AGENT_PERMISSIONS.test(c.req.path) || c.req.path === CLAUDE_HOOK_PATH || c.req.path === MCP_PATH
+      ? next()
+      : limitHumanBodies(c, next),
   )
   .route("/", authRoutes)
   .route("/", passkeyRoutes)
@@ -53,6 +56,7 @@ const app = new Hono<AppEnv>()
   .route("/", stepUpRoutes)
   .route("/", agentRoutes)
   .route("/", hookRoutes)
+  .route("/", mcpRoutes)
   .route("/", pushRoutes)
   .route("/", liveRoutes)
   .route("/", deviceRoutes)

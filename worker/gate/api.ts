@@ -185,6 +185,8 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
   poll(caller: AgentCaller, approvalId: string, waitMs: number): Promise<HttpPollResult>;
   /** The agent gives a request up: `cancelled` while pending, else its final answer again. */
   cancelOverHttp(caller: AgentCaller, approvalId: string): Promise<HttpPollResult>;
+  /** The agent's HTTP session closed: its lease-held pending requests end `agent_disconnected`; how many. */
+  disconnectHttp(caller: AgentCaller): Promise<number>;
 }
 
 type GateNamespace = { SESSION_GATE: DurableObjectNamespace<SessionGateApi> };

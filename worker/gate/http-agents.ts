@@ -87,6 +87,18 @@ export class HttpAgents {
     return this.result(approvalId);
   }
 
+  /**
+   * The agent's HTTP session closed (an MCP client's `DELETE`): every request held here by a
+   * lease ends `agent_disconnected` now, not when its lease lapses; how many. Socket-held ones stay.
+   */
+  disconnect(caller: AgentCaller): number {
+    const meta = this.gate.store.meta();
+    if (meta?.teamId !== caller.teamId || meta.ownerUserId !== caller.userId) return 0;
+    const rows = this.gate.store.pendingOnSocket("");
+    this.gate.machine.resolveAll(rows, { state: "denied", reason: "agent_disconnected" }, Date.now());
+    return rows.length;
+  }
+
   /** Only the session owner's keys see its approvals; to anyone else an id looks unknown. */
   private row(caller: AgentCaller, approvalId: string): StoredRow | null {
     const meta = this.gate.store.meta();

@@ -258,6 +258,10 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     return this.change(() => this.http.cancel(caller, approvalId));
   }
 
+  async disconnectHttp(caller: AgentCaller): Promise<number> {
+    return this.change(() => this.http.disconnect(caller));
+  }
+
   // ── time, and the outbox (called by the alarm; public for tests) ─────────
 
   /**

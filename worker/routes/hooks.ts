@@ -27,13 +27,12 @@ import {
   toPermissionRequest,
 } from "../../sdk/src/claude/hook";
 import { duplicateKeyMessage, findDuplicateKey } from "../../sdk/src/duplicate-keys";
-import { decisionFrom, deny, type HookDecision } from "../../sdk/src/hooks/decision";
+import { decisionOf, deny, type HookDecision } from "../../sdk/src/hooks/decision";
 import { depthExceeds } from "../../sdk/src/jsonrpc";
 import { LIMITS, parseJson } from "../../sdk/src/protocol";
 import { agentOf } from "../auth";
 import { DomainError } from "../errors";
-import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate/api";
-import { joinSession } from "../team/agent-sessions";
+import { holdOverHttp } from "../team/http-hold";
 import type { AppEnv } from "../types";
 
 export const CLAUDE_HOOK_PATH = "/v1/hooks/claude-code";
@@ -185,36 +184,14 @@ async function hold(
   { lifetimeMs, answerByMs }: ReturnType<typeof holdFor>,
   progress: { opened: boolean },
 ): Promise<HookDecision> {
-  const asked = Date.now();
-  const deadline = asked + answerByMs;
   const sessionId = sanitizeSessionId(input.session_id);
-  const session = await joinSession(c.env, agent, sessionId, (work) => c.executionCtx.waitUntil(work));
   const request = toPermissionRequest(input, sessionId, toolCallIdOf(input), () => ({
     withheld: "the HTTP hook cannot read the agent's files",
   }));
-  const params = { ...request, _meta: { tapgate: { timeoutMs: lifetimeMs } } };
   const info = { title: "Claude Code", agent: { name: "claude-code" }, ...(input.cwd && { cwd: input.cwd }) };
-  const opened = (await session.gate.openOverHttp(session.join, params, info)) as unknown as HttpOpenResult;
-  if (!opened.ok) return deny(`Tapgate: ${opened.message}`);
-  progress.opened = true;
-  const caller = { teamId: agent.teamId, userId: agent.userId, keyId: agent.keyId };
-  for (;;) {
-    const left = deadline - Date.now();
-    // Past the hold, the request is withdrawn; a human's decision that won the race still counts.
-    const result = (
-      left > 0
-        ? await session.gate.poll(caller, opened.approvalId, Math.min(left, MAX_WAIT_SECONDS * 1000))
-        : await session.gate.cancelOverHttp(caller, opened.approvalId)
-    ) as HttpPollResult;
-    if (!result.ok) return deny("Tapgate: the request is gone");
-    const body = result.body;
-    if (body.state === "pending") continue;
-    if (body.reason === "agent_cancelled") {
-      return deny(`Tapgate: no decision within ${Math.round(lifetimeMs / 1000)} s`);
-    }
-    // A permission request was asked, so the answer has an outcome; anything else is no allow.
-    if (!("outcome" in body)) return deny("Tapgate: the service answered something other than a decision");
-    const waited = { waitedMs: Date.now() - asked, timeoutMs: lifetimeMs };
-    return decisionFrom({ outcome: body.outcome, _meta: body._meta }, waited);
-  }
+  const onOpened = () => {
+    progress.opened = true;
+  };
+  const later = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  return decisionOf(await holdOverHttp(c.env, agent, request, info, { lifetimeMs, answerByMs, onOpened }, later));
 }

@@ -14,6 +14,10 @@ const COMMANDS: Record<string, { summary: string; run: (args: string[]) => Promi
   run: { summary: "headless ACP client: tapgate run [--prompt TEXT] -- <agent command…>", run: lazy("./run.js") },
   "claude-hook": { summary: "Claude Code PreToolUse / PermissionRequest hook", run: lazy("./claude-hook.js") },
   "codex-hook": { summary: "OpenAI Codex PermissionRequest hook", run: lazy("./codex-hook.js") },
+  mcp: {
+    summary: "stdio MCP server: approve (Claude Code permission prompt), request_approval",
+    run: lazy("./mcp.js"),
+  },
   "gemini-hook": { summary: "Gemini CLI BeforeTool hook", run: lazy("./gemini-hook.js") },
 };
 

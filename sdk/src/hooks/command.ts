@@ -13,7 +13,7 @@ import { credentials } from "../cli/config.js";
 import { type LogLevel, type SessionMeta, Tapgate } from "../client.js";
 import { progressLine } from "../progress-line.js";
 import { type Progress, parseJson, type RequestPermissionParams } from "../protocol.js";
-import { decisionFrom, deny, type HookDecision } from "./decision.js";
+import { type Asked, decisionOf, deny, type HookDecision } from "./decision.js";
 import { sanitizeSessionId } from "./request.js";
 
 /** What makes a hook command one agent's: its payload, its card, its answer, its timeouts. */
@@ -47,7 +47,7 @@ export interface HookAgent<Input> {
   answerOther?(input: unknown, args: string[]): Promise<Record<string, unknown> | undefined>;
 }
 
-const MAX_TIMEOUT_S = 24 * 60 * 60;
+export const MAX_TIMEOUT_S = 24 * 60 * 60;
 export const CONNECT_TIMEOUT_MS = 10_000;
 
 export async function runHookCommand<Input>(agent: HookAgent<Input>, args: string[]): Promise<number> {
@@ -110,11 +110,38 @@ async function decide<Input>(agent: HookAgent<Input>, input: unknown, args: stri
   return ask(agent, parsed.data, { url: base, apiKey, timeoutMs: timeout * 1000 });
 }
 
-async function ask<Input>(
-  agent: HookAgent<Input>,
-  input: Input,
-  to: { url: string; apiKey: string; timeoutMs: number },
-): Promise<HookDecision> {
+async function ask<Input>(agent: HookAgent<Input>, input: Input, to: AskTarget): Promise<HookDecision> {
+  const sessionId = sanitizeSessionId(agent.sessionIdOf(input), agent.session.agent);
+  const cwd = agent.cwdOf(input);
+  const meta: SessionMeta = { title: agent.session.title, agent: { name: agent.session.agent }, ...(cwd && { cwd }) };
+  const request = agent.toRequest(input, sessionId, agent.toolCallIdOf(input));
+  return decisionOf(await askOnce(to, sessionId, meta, request));
+}
+
+/** Where to ask, and for how long at most (the team's lifetime may be shorter). */
+export interface AskTarget {
+  url: string;
+  apiKey: string;
+  timeoutMs: number;
+}
+
+/** How an ask ends early: `cancel` withdraws the request (`agent_cancelled`), `disconnect` drops the connection (`agent_disconnected`). */
+export interface AskEnds {
+  cancel?: AbortSignal;
+  disconnect?: AbortSignal;
+}
+
+/**
+ * One permission request on its own connection, closed after the answer: the answer, or why
+ * nothing was decided. Never throws.
+ */
+export async function askOnce(
+  to: AskTarget,
+  sessionId: string,
+  meta: SessionMeta,
+  request: RequestPermissionParams,
+  ends: AskEnds = {},
+): Promise<Asked> {
   // The SDK answers local failures fail-closed and says why only in its log: keep that as the reason.
   const problems: string[] = [];
   const onLog = (level: LogLevel, message: string) => {
@@ -123,22 +150,22 @@ async function ask<Input>(
   };
   const { timeoutMs } = to;
   let gate: Tapgate | undefined;
+  const disconnect = () => gate?.close();
+  ends.disconnect?.addEventListener("abort", disconnect, { once: true });
   try {
+    if (ends.disconnect?.aborted) return { failed: "Tapgate: the MCP client is gone" };
     gate = new Tapgate({ ...to, onLog, connectTimeoutMs: Math.min(CONNECT_TIMEOUT_MS, timeoutMs) });
-    const sessionId = sanitizeSessionId(agent.sessionIdOf(input), agent.session.agent);
-    const cwd = agent.cwdOf(input);
-    const meta: SessionMeta = { title: agent.session.title, agent: { name: agent.session.agent }, ...(cwd && { cwd }) };
     const session = await gate.session(sessionId, meta);
-    const toolCallId = agent.toolCallIdOf(input);
     const asked = Date.now();
     // Where the request stands, one line per change on stderr (stdout is the agent's).
     const onProgress = (progress: Progress) => log("info", progressLine(progress));
-    const request = agent.toRequest(input, sessionId, toolCallId);
-    const answer = await session.requestPermission(request, { timeoutMs, onProgress });
-    return decisionFrom(answer, { waitedMs: Date.now() - asked, timeoutMs, problem: problems.at(-1) });
+    const answer = await session.requestPermission(request, { timeoutMs, onProgress, signal: ends.cancel });
+    const waitedMs = Date.now() - asked;
+    return { answer, waitedMs, timeoutMs, problem: problems.at(-1) };
   } catch (err) {
-    return deny(`Tapgate: ${err instanceof Error ? err.message : String(err)}`);
+    return { failed: `Tapgate: ${err instanceof Error ? err.message : String(err)}` };
   } finally {
+    ends.disconnect?.removeEventListener("abort", disconnect);
     gate?.close();
   }
 }

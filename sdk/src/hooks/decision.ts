@@ -70,6 +70,16 @@ export interface AnswerContext {
 }
 
 /**
+ * What one ask came to: Tapgate's answer with how long it took, or, when nothing could be
+ * decided (no key, unreachable, refused, withdrawn), why, already worded for the agent.
+ */
+export type Asked = ({ answer: RequestPermissionResponse } & AnswerContext) | { failed: string };
+
+/** An ask's decision: a failure is a deny with its reason; an answer is read by `decisionFrom`. */
+export const decisionOf = (asked: Asked): HookDecision =>
+  "failed" in asked ? deny(asked.failed) : decisionFrom(asked.answer, asked);
+
+/**
  * The hook's decision from Tapgate's answer: only the offered allow option is an allow; every
  * other answer — a reject, `cancelled`, an unknown outcome, an option never offered — is a deny.
  */
