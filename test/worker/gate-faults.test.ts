@@ -160,7 +160,12 @@ describe("poison rows are contained", () => {
     await failing(stub, "poison", "UPDATE", "approvals", `OLD.id = '${poison.id}'`);
 
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await agent.next()).toMatchObject({ id: 2, result: { outcome: { optionId: "deny" } } });
+    // Both agents' requests are answered no: the poison one fail-closed, the one behind it expired.
+    const answers = [await agent.next(), await agent.next()].sort((a, b) => Number(a.id) - Number(b.id));
+    expect(answers).toMatchObject([
+      { id: 1, result: { outcome: { optionId: "deny" }, _meta: { tapgate: { reason: "invalid" } } } },
+      { id: 2, result: { outcome: { optionId: "deny" }, _meta: { tapgate: { reason: "expired" } } } },
+    ]);
     expect(await read(owner, behind.id)).toMatchObject({ state: "expired" });
     const quarantined = await gateRows<{ approval_id: string }>(stub, "SELECT approval_id FROM quarantined");
     expect(quarantined).toEqual([{ approval_id: poison.id }]);
@@ -174,6 +179,32 @@ describe("poison rows are contained", () => {
       );
       expect(sessions.find((s) => s.sessionId === sessionId)?.deadLetters).toBe(1);
     });
+  });
+
+  it("a request set aside answers its agent no, and a human's decision on it 410 already_resolved", async () => {
+    const { owner, sessionId, agent, approval } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    await gateSql(stub, "UPDATE approvals SET expires_at = ? WHERE id = ?", Date.now() - 1_000, approval.id);
+    await failing(stub, "poison", "UPDATE", "approvals", `OLD.id = '${approval.id}'`);
+
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // Never silence: the agent is told no at once, with its own reject option.
+    expect(await agent.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "deny" }, _meta: { tapgate: { reason: "invalid" } } },
+    });
+    // A human deciding it now is told it ended without them (not a 500), and nothing is allowed.
+    const late = await decide(owner, approval, "allow");
+    expect(late.status).toBe(410);
+    expect(await json(late)).toMatchObject({
+      error: "already_resolved",
+      approval: { id: approval.id, state: "denied", reason: "invalid" },
+    });
+    expect(await read(owner, approval.id)).toMatchObject({ state: "denied", reason: "invalid" });
+    await agent.barrier();
+    expect(agent.pending()).toBe(0);
+    // The index and the team's cards agree: it is no longer pending anywhere.
+    expect(await pendingApprovals(owner, sessionId)).toEqual([]);
   });
 
   it("an alarm that fails backs off, counting failures in storage, and recovers", async () => {

@@ -52,6 +52,12 @@ export interface Holder {
 /** Every state a resolved row can have (constants, so they can stand in the SQL). */
 const RESOLVED_STATES = ["allowed", "denied", "cancelled", "expired"] as const;
 
+/**
+ * How a request set aside (quarantined) ends for everyone who asks after it: denied `invalid`,
+ * nobody can decide it any more (docs/state-machine.md). Its agent is answered so at once.
+ */
+export const SET_ASIDE = { state: "denied", reason: "invalid" } as const;
+
 /** A pending row that is not set aside (quarantined): the rows every pending query and count sees. */
 const LIVE_PENDING = "state = 'pending' AND id NOT IN (SELECT approval_id FROM quarantined)";
 
@@ -167,13 +173,27 @@ export class GateStore {
     return row?.step_ups ? (JSON.parse(row.step_ups as string) as VerifiedStepUp[]) : [];
   }
 
+  /**
+   * A row by id, as its agent and its deciders know it: a pending row set aside (quarantined)
+   * reads as resolved `SET_ASIDE` at the time it was set aside, since its agent was answered so.
+   */
   row(id: string): StoredRow | null {
-    return this.sql.exec<StoredRow>("SELECT * FROM approvals WHERE id = ?", id).toArray()[0] ?? null;
+    const found = this.sql
+      .exec<StoredRow & { set_aside_at: number | null }>(
+        "SELECT a.*, q.at AS set_aside_at FROM approvals a LEFT JOIN quarantined q ON q.approval_id = a.id WHERE a.id = ?",
+        id,
+      )
+      .toArray()[0];
+    if (!found) return null;
+    const { set_aside_at: setAsideAt, ...row } = found;
+    if (setAsideAt === null || row.state !== "pending") return row as StoredRow;
+    const record = { ...(JSON.parse(row.record) as Approval), ...SET_ASIDE, resolvedAt: setAsideAt };
+    return { ...row, state: SET_ASIDE.state, record: JSON.stringify(record) } as StoredRow;
   }
 
   approval(id: string): Approval | null {
-    const row = this.sql.exec("SELECT record FROM approvals WHERE id = ?", id).toArray()[0];
-    return row ? (JSON.parse(row.record as string) as Approval) : null;
+    const row = this.row(id);
+    return row ? (JSON.parse(row.record) as Approval) : null;
   }
 
   renewLease(id: string, until: number): void {
