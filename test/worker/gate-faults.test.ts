@@ -9,11 +9,13 @@ import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } fro
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import { SILENT_AFTER_MS } from "../../worker/gate/sockets";
+import { REVOKED_KEY_MEMORY_MS } from "../../worker/gate/store";
 import { TeamHub } from "../../worker/hub/team-hub";
 import {
   api,
   askOnce,
   connectAgent,
+  createKey,
   decide,
   gateStub,
   json,
@@ -21,6 +23,7 @@ import {
   pendingApprovals,
   permissionParams,
 } from "./helpers";
+import { simulatedClock } from "./outbox-faults";
 
 type Stub = ReturnType<typeof gateStub>;
 
@@ -384,5 +387,33 @@ describe("a gate's resolved rows are bounded", () => {
     );
     expect(left.map((r) => r.id)).toEqual(Array.from({ length: 25 }, (_, i) => `big-${i + 6}`));
     expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
+  });
+});
+
+describe("the gate's memory of revoked keys", () => {
+  it("forgets a key a day after its revocation (the alarm's prune), and keeps a younger one", async () => {
+    const { owner, keyId: old, sessionId } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const revoke = async (keyId: string) =>
+      expect((await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+    const remembered = async () =>
+      (await gateRows<{ key_id: string }>(stub, "SELECT key_id FROM revoked_keys")).map((r) => r.key_id);
+    await revoke(old);
+    await vi.waitFor(async () => expect(await remembered()).toEqual([old]));
+
+    const clock = simulatedClock();
+    try {
+      clock.advanceBy(REVOKED_KEY_MEMORY_MS - 60_000);
+      // A second key of the session, revoked a day after the first.
+      const { key, id: young } = await createKey(owner, "desktop");
+      (await connectAgent(key, sessionId)).ws.close();
+      await revoke(young);
+      await vi.waitFor(async () => expect((await remembered()).sort()).toEqual([old, young].sort()));
+      clock.advanceBy(120_000);
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      expect(await remembered()).toEqual([young]);
+    } finally {
+      clock.restore();
+    }
   });
 });

@@ -401,7 +401,7 @@ export class StateMachine {
 
   /** A revoked key: its pending requests are denied, now and whenever it rejoins. */
   revokeKey(keyId: string, now: number): number {
-    this.store.revoke(keyId);
+    this.store.revoke(keyId, now);
     const rows = this.store.pendingOfKey(keyId);
     this.resolveAll(rows, { state: "denied", reason: "key_revoked" }, now);
     return rows.length;

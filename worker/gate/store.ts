@@ -53,6 +53,13 @@ export interface Holder {
 const RESOLVED_STATES = ["allowed", "denied", "cancelled", "expired"] as const;
 
 /**
+ * How long a gate remembers a revoked key: far past every copy that could still vouch for it
+ * (an isolate's cached key lives 10 s, the hub remembers a revocation a minute and until every
+ * gate has it), after which D1 alone refuses it. The alarm's prune forgets it then.
+ */
+export const REVOKED_KEY_MEMORY_MS = 24 * 60 * 60 * 1000;
+
+/**
  * How a request set aside (quarantined) ends for everyone who asks after it: denied `invalid`,
  * nobody can decide it any more (docs/state-machine.md). Its agent is answered so at once.
  */
@@ -111,8 +118,13 @@ export class GateStore {
     return this.sql.exec("SELECT 1 FROM revoked_keys WHERE key_id = ?", keyId).toArray().length > 0;
   }
 
-  revoke(keyId: string): void {
-    this.sql.exec("INSERT OR IGNORE INTO revoked_keys (key_id) VALUES (?)", keyId);
+  revoke(keyId: string, now: number): void {
+    this.sql.exec("INSERT OR IGNORE INTO revoked_keys (key_id, revoked_at) VALUES (?, ?)", keyId, now);
+  }
+
+  /** Forgets keys revoked before `before` (D1 and the hub refuse them by then); how many went. */
+  pruneRevokedBefore(before: number): number {
+    return this.sql.exec("DELETE FROM revoked_keys WHERE revoked_at < ?", before).rowsWritten;
   }
 
   // ── approvals ────────────────────────────────────────────────────────────
