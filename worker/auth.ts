@@ -21,7 +21,7 @@ import {
 import { orFallback, REQUEST_BUDGET_MS } from "./deadline";
 import { DomainError } from "./errors";
 import { appOrigin } from "./http";
-import { hubFor } from "./hub/api";
+import { closeWebSessionAtHub, hubFor } from "./hub/api";
 import { IsolateCache } from "./isolate-cache";
 import { chainQueued } from "./team/audit";
 import { auditEvents, userActor } from "./team/audit-events";
@@ -93,7 +93,7 @@ export async function endWebSession(c: Context<AppEnv>, web: WebIdentity) {
   const teams = await webSessionTeams(c.env.DB, web);
   await deleteWebSession(c.env.DB, web.tokenHash);
   // A signed-out tab must not keep receiving the team's approvals, nor its hub vouch for it.
-  await Promise.all(teams.map((teamId) => hubFor(c.env, teamId).closeWebSession(web.tokenHash)));
+  await Promise.all(teams.map((teamId) => closeWebSessionAtHub(c.env, teamId, web.tokenHash)));
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
 }
 

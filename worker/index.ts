@@ -5,6 +5,7 @@
  */
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { DeadlineExceeded } from "./deadline";
 import { pinHost, securityHeaders } from "./edge";
 import { DomainError } from "./errors";
 import { apiError, internalErrorMessage, limitBody } from "./http";
@@ -77,6 +78,11 @@ const app = new Hono<AppEnv>()
       return apiError(c, err.code, err.message || undefined, err.extra);
     }
     if (err instanceof HTTPException) return apiError(c, "bad_request", err.message);
+    if (err instanceof DeadlineExceeded) {
+      // A wait across objects ran out (deadline.ts) and its call site has no other fallback.
+      c.header("Retry-After", "1");
+      return apiError(c, "service_unavailable", `${err.what} did not answer in time; try again`);
+    }
     console.error("unhandled error", err instanceof Error ? err.name : "unknown");
     return apiError(c, "internal_error", internalErrorMessage(c.req.method));
   });

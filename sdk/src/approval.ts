@@ -170,7 +170,7 @@ export const approvalDetailSchema = ownedApprovalSchema.extend({
   delivery: z.array(deliverySchema),
   /** The escalation steps that ran, oldest first (absent once the hub forgot the request). */
   escalations: z.array(escalationEventSchema).optional(),
-  /** Set when the team's hub did not answer in time: `delivery` is then empty and `escalations` absent, not known to be so. */
+  /** Set when the team's hub (or the request's gate: the record is then D1's) did not answer in time: `delivery` is then empty and `escalations` absent, not known to be so. */
   detailUnavailable: z.literal(true).optional(),
 });
 export type ApprovalDetail = z.infer<typeof approvalDetailSchema>;

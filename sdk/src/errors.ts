@@ -87,6 +87,10 @@ export const ERRORS = {
   rule_not_created: { status: 503, message: "the request was allowed once, but the rule could not be made" },
   quota_unavailable: { status: 503, message: "the team's limits could not be checked; nothing was held" },
   policy_unavailable: { status: 503, message: "the team's policy could not be read for this new session; try again" },
+  service_unavailable: {
+    status: 503,
+    message: "a part of the service did not answer in time; what D1 stores stands, try again",
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -9,11 +9,13 @@ import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } fro
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import { SILENT_AFTER_MS } from "../../worker/gate/sockets";
+import { REVOKED_KEY_MEMORY_MS } from "../../worker/gate/store";
 import { TeamHub } from "../../worker/hub/team-hub";
 import {
   api,
   askOnce,
   connectAgent,
+  createKey,
   decide,
   gateStub,
   json,
@@ -21,6 +23,7 @@ import {
   pendingApprovals,
   permissionParams,
 } from "./helpers";
+import { simulatedClock } from "./outbox-faults";
 
 type Stub = ReturnType<typeof gateStub>;
 
@@ -160,7 +163,12 @@ describe("poison rows are contained", () => {
     await failing(stub, "poison", "UPDATE", "approvals", `OLD.id = '${poison.id}'`);
 
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await agent.next()).toMatchObject({ id: 2, result: { outcome: { optionId: "deny" } } });
+    // Both agents' requests are answered no: the poison one fail-closed, the one behind it expired.
+    const answers = [await agent.next(), await agent.next()].sort((a, b) => Number(a.id) - Number(b.id));
+    expect(answers).toMatchObject([
+      { id: 1, result: { outcome: { optionId: "deny" }, _meta: { tapgate: { reason: "invalid" } } } },
+      { id: 2, result: { outcome: { optionId: "deny" }, _meta: { tapgate: { reason: "expired" } } } },
+    ]);
     expect(await read(owner, behind.id)).toMatchObject({ state: "expired" });
     const quarantined = await gateRows<{ approval_id: string }>(stub, "SELECT approval_id FROM quarantined");
     expect(quarantined).toEqual([{ approval_id: poison.id }]);
@@ -174,6 +182,32 @@ describe("poison rows are contained", () => {
       );
       expect(sessions.find((s) => s.sessionId === sessionId)?.deadLetters).toBe(1);
     });
+  });
+
+  it("a request set aside answers its agent no, and a human's decision on it 410 already_resolved", async () => {
+    const { owner, sessionId, agent, approval } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    await gateSql(stub, "UPDATE approvals SET expires_at = ? WHERE id = ?", Date.now() - 1_000, approval.id);
+    await failing(stub, "poison", "UPDATE", "approvals", `OLD.id = '${approval.id}'`);
+
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // Never silence: the agent is told no at once, with its own reject option.
+    expect(await agent.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "deny" }, _meta: { tapgate: { reason: "invalid" } } },
+    });
+    // A human deciding it now is told it ended without them (not a 500), and nothing is allowed.
+    const late = await decide(owner, approval, "allow");
+    expect(late.status).toBe(410);
+    expect(await json(late)).toMatchObject({
+      error: "already_resolved",
+      approval: { id: approval.id, state: "denied", reason: "invalid" },
+    });
+    expect(await read(owner, approval.id)).toMatchObject({ state: "denied", reason: "invalid" });
+    await agent.barrier();
+    expect(agent.pending()).toBe(0);
+    // The index and the team's cards agree: it is no longer pending anywhere.
+    expect(await pendingApprovals(owner, sessionId)).toEqual([]);
   });
 
   it("an alarm that fails backs off, counting failures in storage, and recovers", async () => {
@@ -353,5 +387,33 @@ describe("a gate's resolved rows are bounded", () => {
     );
     expect(left.map((r) => r.id)).toEqual(Array.from({ length: 25 }, (_, i) => `big-${i + 6}`));
     expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
+  });
+});
+
+describe("the gate's memory of revoked keys", () => {
+  it("forgets a key a day after its revocation (the alarm's prune), and keeps a younger one", async () => {
+    const { owner, keyId: old, sessionId } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const revoke = async (keyId: string) =>
+      expect((await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+    const remembered = async () =>
+      (await gateRows<{ key_id: string }>(stub, "SELECT key_id FROM revoked_keys")).map((r) => r.key_id);
+    await revoke(old);
+    await vi.waitFor(async () => expect(await remembered()).toEqual([old]));
+
+    const clock = simulatedClock();
+    try {
+      clock.advanceBy(REVOKED_KEY_MEMORY_MS - 60_000);
+      // A second key of the session, revoked a day after the first.
+      const { key, id: young } = await createKey(owner, "desktop");
+      (await connectAgent(key, sessionId)).ws.close();
+      await revoke(young);
+      await vi.waitFor(async () => expect((await remembered()).sort()).toEqual([old, young].sort()));
+      clock.advanceBy(120_000);
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      expect(await remembered()).toEqual([young]);
+    } finally {
+      clock.restore();
+    }
   });
 });

@@ -10,9 +10,12 @@ import { describe, expect, it, vi } from "vitest";
 import type { OutboxOp } from "../../worker/db";
 import { DEAD_LETTER_KEEP_MS, OUTBOX_RETRY_MS } from "../../worker/gate/rules";
 import { DEFAULT_POLICY } from "../../worker/policy";
+import { fakePushService } from "./fake-push";
 import {
   api,
   askOnce,
+  connectAgent,
+  createKey,
   decide,
   flush,
   gateStub,
@@ -22,6 +25,7 @@ import {
   pendingApprovals,
   permissionParams,
   signUp,
+  unique,
 } from "./helpers";
 import {
   alarmOf,
@@ -391,6 +395,37 @@ describe("hub news at least once", () => {
       feed.frames.filter((f) => f.type === "resolved" && (f.approval as { id: string }).id === id);
     expect(resolvedOf(approval.id)).toHaveLength(1);
     expect(resolvedOf(second.id)).toHaveLength(1);
+    feed.ws.close();
+  });
+
+  it("a lost `created` is harmless: the card was shown at admission, the ladder pushes, the retried row lands", async () => {
+    const fake = fakePushService();
+    const owner = await signUp();
+    const phone = await fake.addPhone(owner);
+    const feed = await openLive(owner);
+    const { key } = await createKey(owner);
+    const sessionId = unique("lost-created");
+    const restore = hubThrows();
+    let approvalId: string;
+    try {
+      const agent = await connectAgent(key, sessionId);
+      await agent.ask(1, permissionParams(sessionId));
+      // Every report to the hub (its `created` news, the session's state, the rows) is lost, yet:
+      // the dashboards show the card (shown when the hub admitted it) ...
+      const card = await feed.next((f) => f.type === "approval");
+      approvalId = (card.approval as { id: string }).id;
+      // ... and the phone is pushed (the gate's ladder asks the hub by `escalate`, retried until acknowledged).
+      await fake.untilPushes(1);
+      expect(fake.to(phone).map((p) => (p as { approvalId?: string }).approvalId)).toContain(approvalId);
+      expect((await hubStates(owner.teamId))[approvalId]).toBe("pending");
+    } finally {
+      restore();
+    }
+    // The hub back, the outbox's retry lands the row: D1 agrees, nothing set aside.
+    const stub = gateStub(owner.teamId, sessionId);
+    await flush(owner.teamId, sessionId);
+    expect(await outboxRows(stub)).toEqual([]);
+    expect(await d1State(approvalId)).toBe("pending");
     feed.ws.close();
   });
 });

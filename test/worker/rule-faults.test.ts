@@ -9,6 +9,7 @@ import type { Rule } from "../../sdk/src/human/rules";
 import { RULES_MAX_AGE_MS } from "../../worker/hub/rules";
 import { TeamHub } from "../../worker/hub/team-hub";
 import { api, hubStub, json, signUp } from "./helpers";
+import { simulatedClock } from "./outbox-faults";
 import { makeRule, npmTest, session, teamRule } from "./rule-helpers";
 import { addMember } from "./team-helpers";
 
@@ -118,22 +119,28 @@ describe("a rule that expires while the hub admits the request", () => {
     const s = await session(owner);
     expect((await s.ask(npmTest())).approval.state).toBe("allowed");
 
-    // The rule ends a little from now, in the record and in the hub's copy.
-    const endsAt = Date.now() + 600;
+    // The rule ends 5 s from now (well inside a heartbeat), in the record and in the hub's copy.
+    const endsAt = Date.now() + 5_000;
     await env.DB.prepare("UPDATE standing_rules SET expires_at = ? WHERE id = ?").bind(endsAt, rule.id).run();
     await runInDurableObject(hubStub(owner.teamId), (_hub, state) => {
       state.storage.sql.exec("UPDATE standing_rules SET expires_at = ? WHERE id = ?", endsAt, rule.id);
     });
-    // A slow hub: it admits before the rule's end (handing the rule over) but answers after it.
+    // A slow hub: it admits before the rule's end (handing the rule over) but answers after it,
+    // on the simulated clock the gate reads too.
+    const clock = simulatedClock();
     const handed: number[] = [];
     const admit = TeamHub.prototype.admitRequest;
     vi.spyOn(TeamHub.prototype, "admitRequest").mockImplementation(async function (this: TeamHub, ...args) {
       const verdict = await admit.apply(this, args);
       handed.push(verdict.ok ? (verdict.rules?.length ?? 0) : -1);
-      while (Date.now() <= endsAt) await new Promise((resolve) => setTimeout(resolve, endsAt + 1 - Date.now()));
+      clock.advanceTo(endsAt + 1);
       return verdict;
     });
-    expect((await s.ask(npmTest())).approval.state).toBe("pending");
+    try {
+      expect((await s.ask(npmTest())).approval.state).toBe("pending");
+    } finally {
+      clock.restore();
+    }
     expect(handed).toEqual([1]);
   });
 });

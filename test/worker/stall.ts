@@ -1,12 +1,12 @@
 /**
- * A team's real hub made to stall, as an overloaded or wedged object does: its input gate is held
- * (`blockConcurrencyWhile`), so every call to it waits, unanswered, until the test lets go
- * (`release`) or the hub breaks (`fail`: the calls waiting on it throw). No stub: the gate and the
- * routes call the real hub through its real binding.
+ * A team's real hub (or a session's real gate) made to stall, as an overloaded or wedged object
+ * does: its input gate is held (`blockConcurrencyWhile`), so every call to it waits, unanswered,
+ * until the test lets go (`release`) or the object breaks (`fail`: the calls waiting on it throw).
+ * No stub: the gate and the routes call the real object through its real binding.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { vi } from "vitest";
-import { hubStub } from "./helpers";
+import { gateStub, hubStub } from "./helpers";
 
 export interface StalledHub {
   /** The hub takes its calls again (each waiting one is then answered). */
@@ -15,7 +15,16 @@ export interface StalledHub {
   fail(): void;
 }
 
-export async function stallHub(teamId: string): Promise<StalledHub> {
+export function stallHub(teamId: string): Promise<StalledHub> {
+  return stallObject(hubStub(teamId));
+}
+
+/** A session's gate, stalled the same way. */
+export function stallGate(teamId: string, sessionId: string): Promise<StalledHub> {
+  return stallObject(gateStub(teamId, sessionId));
+}
+
+async function stallObject(stub: DurableObjectStub): Promise<StalledHub> {
   let release!: () => void;
   let fail!: (error: Error) => void;
   const held = new Promise<void>((resolve, reject) => {
@@ -24,7 +33,7 @@ export async function stallHub(teamId: string): Promise<StalledHub> {
   });
   // A flag, not a promise: a promise resolved inside the hub would run the test on in the hub's I/O context.
   let blocked = false;
-  await runInDurableObject(hubStub(teamId), (_, state) => {
+  await runInDurableObject(stub, (_, state) => {
     // After this call has answered: a call's own input gate would otherwise hold its answer.
     setTimeout(() => {
       state

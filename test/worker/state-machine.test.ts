@@ -285,7 +285,7 @@ describe("admission: what changed while the hub was asked", () => {
     onGate(async (t) => {
       const { open, admit, released } = admission(t);
       const opening = open();
-      t.store.revoke("k1");
+      t.store.revoke("k1", Date.now());
       admit();
       expect(await opening).toMatchObject({ refused: "key_revoked" });
       expect(t.rowCount()).toBe(0);

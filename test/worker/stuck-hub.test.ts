@@ -7,6 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Ladder } from "../../worker/gate/escalation-rules";
 import type { TeamHub } from "../../worker/hub/team-hub";
+import { DEFAULT_POLICY } from "../../worker/policy";
 import { fakePushService } from "./fake-push";
 import {
   api,
@@ -23,7 +24,8 @@ import {
   signUp,
   unique,
 } from "./helpers";
-import { type StalledHub, stallHub } from "./stall";
+import { teamRule } from "./rule-helpers";
+import { type StalledHub, stallGate, stallHub } from "./stall";
 
 let stalled: StalledHub | null = null;
 let fake: ReturnType<typeof fakePushService>;
@@ -202,5 +204,46 @@ describe("a request path whose hub never answers takes its fallback after 2 s", 
       const pending = await runInDurableObject(hub, (h: TeamHub) => h.quotaPending());
       if (pending !== 1) throw new Error(`the hub counts ${pending} pending`);
     });
+  }, 30_000);
+
+  it("the human API's other calls to the hub answer 503 after 2 s; what D1 stores stands", async () => {
+    const { owner, approval } = await askOnce();
+    stalled = await stallHub(owner.teamId);
+    const post = (path: string, body: unknown, method = "POST") =>
+      api(path, { method, cookie: owner.cookie, body: JSON.stringify(body) });
+    const device = `dev_${"a".repeat(22)}`;
+    const policy = { ...DEFAULT_POLICY, lifetimeMs: 120_000 };
+
+    const [claim, receipt, testPush, rule, policyPut, verify] = await Promise.all([
+      post(`/v1/approvals/${approval.id}/claim`, {}),
+      post(`/v1/approvals/${approval.id}/receipt`, { deviceId: device, event: "displayed" }),
+      post(`/v1/devices/${device}/test`, {}),
+      post("/v1/rules", teamRule),
+      post("/v1/policy", policy, "PUT"),
+      api("/v1/audit/verify", { cookie: owner.cookie }),
+    ]);
+    for (const answer of [claim, receipt, testPush, policyPut, verify]) {
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get("Retry-After")).toBe("1");
+      expect(await json(answer)).toMatchObject({ error: "service_unavailable" });
+    }
+    // A rule the hub could not be told of is undone (docs/faults.md); a policy stands in D1.
+    expect(rule.status).toBe(503);
+    expect(await json(rule)).toMatchObject({ error: "rules_unavailable" });
+    expect(await json(await api("/v1/policy", { cookie: owner.cookie }))).toEqual(policy);
+    // Signing out ends the session in D1 and says the hub was not told.
+    const signOut = await post("/v1/auth/signout", {});
+    expect(signOut.status).toBe(503);
+    expect((await api("/v1/policy", { cookie: owner.cookie })).status).toBe(401);
+  }, 30_000);
+});
+
+describe("an approval read whose gate never answers", () => {
+  it("is answered from D1 after 2 s, marked detailUnavailable", async () => {
+    const { owner, sessionId, approval } = await askOnce();
+    stalled = await stallGate(owner.teamId, sessionId);
+    const read = await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie });
+    expect(read.status).toBe(200);
+    expect(await json(read)).toMatchObject({ id: approval.id, state: "pending", detailUnavailable: true });
   }, 30_000);
 });

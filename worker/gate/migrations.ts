@@ -67,6 +67,10 @@ const MIGRATIONS: MigrationStep[] = [
       DROP INDEX IF EXISTS approvals_state_expiry;
       CREATE TABLE IF NOT EXISTS quarantined (approval_id TEXT PRIMARY KEY, at INTEGER NOT NULL, error TEXT NOT NULL);`);
   },
+  // A revoked key is remembered with when it was revoked, so the gate forgets it once nothing
+  // could still vouch for it (store.ts, REVOKED_KEY_MEMORY_MS). Keys revoked before: from now.
+  `ALTER TABLE revoked_keys ADD COLUMN revoked_at INTEGER NOT NULL DEFAULT 0;
+   UPDATE revoked_keys SET revoked_at = CAST(strftime('%s', 'now') AS INTEGER) * 1000;`,
 ];
 
 /** The version every object reaches on its next start. */

@@ -120,7 +120,7 @@ export class Presence {
         pending: this.host.store.pendingCount(),
         at: now,
         policyVersion: meta.policyVersion ?? 0,
-        // Rows D1 will not get: the outbox's dead letters and the requests set aside (quarantined).
+        // Rows set aside: the outbox's dead letters, and the requests whose own record could not be written (quarantined).
         deadLetters: this.host.outbox.deadLetterCount() + this.host.store.quarantinedCount(),
       },
     });

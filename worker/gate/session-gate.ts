@@ -44,7 +44,7 @@ import { ResolvedCap } from "./resolved-cap";
 import { SocketAgents } from "./socket-agents";
 import { joinOf, Sockets } from "./sockets";
 import { StateMachine } from "./state-machine";
-import { GateStore } from "./store";
+import { GateStore, REVOKED_KEY_MEMORY_MS } from "./store";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -310,8 +310,9 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     if (errors.length > 0) throw errors[0];
   }
 
-  /** Resolved rows past retention, then past the cap (count and bytes), with their ladders. */
+  /** Resolved rows past retention, then past the cap (count and bytes), with their ladders; old revoked keys. */
   private prune(now: number): void {
+    this.store.pruneRevokedBefore(now - REVOKED_KEY_MEMORY_MS);
     const pruned = this.store.pruneResolvedBefore(now - this.retentionMs()) + (this.cap.due() ? this.cap.enforce() : 0);
     if (pruned > 0) this.escalation.pruneResolved();
   }

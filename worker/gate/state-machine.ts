@@ -39,7 +39,7 @@ import {
   requestLifetimeMs,
   resolvedApproval,
 } from "./rules";
-import type { GateStore, Holder, PendingRow, ServedSession, StoredRow } from "./store";
+import { type GateStore, type Holder, type PendingRow, SET_ASIDE, type ServedSession, type StoredRow } from "./store";
 
 export type Refusal =
   | { refused: "invalid_params" | "too_many_pending"; message: string; issues?: unknown[] }
@@ -212,8 +212,49 @@ export class StateMachine {
       try {
         this.resolve(row, r, now);
       } catch (error) {
-        this.host.quarantine(row, error, now);
+        this.setAside(row, error, now);
       }
+    }
+  }
+
+  /**
+   * A row whose resolution threw: quarantined, and from then on it reads as `SET_ASIDE` (store.ts).
+   * Its agent is answered fail-closed at once, never left waiting; the outbox (D1, audit) and the
+   * hub (cards, pushes, quota slot) are told it ended, where that can still be written.
+   */
+  private setAside(row: PendingRow, error: unknown, now: number): void {
+    this.atomically(() => {
+      this.host.quarantine(row, error, now);
+      const approval = this.store.approval(row.id);
+      const meta = this.store.meta();
+      if (approval && meta) {
+        try {
+          this.atomically(() => {
+            this.host.outbox.enqueue({ op: "approval", teamId: meta.teamId, ownerUserId: meta.ownerUserId, approval });
+            this.host.outbox.enqueue(auditOp(meta, approval, "system", `approval.${SET_ASIDE.state}`, now));
+          });
+        } catch {
+          // The outbox cannot take it either: the dead-letter count reports the row (presence.ts).
+        }
+      }
+      this.afterCommit(() => {
+        this.host.deliver(row, this.failClosed(row));
+        if (approval && meta) {
+          this.host.tellHub(meta.teamId, { kind: "resolved", approval, ownerUserId: meta.ownerUserId });
+        }
+      });
+    });
+  }
+
+  /** The fail-closed answer of a row set aside; `cancelled` when even its options cannot be read. */
+  private failClosed(row: PendingRow): AgentAnswer {
+    try {
+      return this.answerFor(row, SET_ASIDE);
+    } catch {
+      return {
+        outcome: { outcome: "cancelled" },
+        _meta: { tapgate: { approvalId: row.id, reason: SET_ASIDE.reason } },
+      };
     }
   }
 
@@ -360,7 +401,7 @@ export class StateMachine {
 
   /** A revoked key: its pending requests are denied, now and whenever it rejoins. */
   revokeKey(keyId: string, now: number): number {
-    this.store.revoke(keyId);
+    this.store.revoke(keyId, now);
     const rows = this.store.pendingOfKey(keyId);
     this.resolveAll(rows, { state: "denied", reason: "key_revoked" }, now);
     return rows.length;

@@ -52,6 +52,19 @@ export interface Holder {
 /** Every state a resolved row can have (constants, so they can stand in the SQL). */
 const RESOLVED_STATES = ["allowed", "denied", "cancelled", "expired"] as const;
 
+/**
+ * How long a gate remembers a revoked key: far past every copy that could still vouch for it
+ * (an isolate's cached key lives 10 s, the hub remembers a revocation a minute and until every
+ * gate has it), after which D1 alone refuses it. The alarm's prune forgets it then.
+ */
+export const REVOKED_KEY_MEMORY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * How a request set aside (quarantined) ends for everyone who asks after it: denied `invalid`,
+ * nobody can decide it any more (docs/state-machine.md). Its agent is answered so at once.
+ */
+export const SET_ASIDE = { state: "denied", reason: "invalid" } as const;
+
 /** A pending row that is not set aside (quarantined): the rows every pending query and count sees. */
 const LIVE_PENDING = "state = 'pending' AND id NOT IN (SELECT approval_id FROM quarantined)";
 
@@ -105,8 +118,13 @@ export class GateStore {
     return this.sql.exec("SELECT 1 FROM revoked_keys WHERE key_id = ?", keyId).toArray().length > 0;
   }
 
-  revoke(keyId: string): void {
-    this.sql.exec("INSERT OR IGNORE INTO revoked_keys (key_id) VALUES (?)", keyId);
+  revoke(keyId: string, now: number): void {
+    this.sql.exec("INSERT OR IGNORE INTO revoked_keys (key_id, revoked_at) VALUES (?, ?)", keyId, now);
+  }
+
+  /** Forgets keys revoked before `before` (D1 and the hub refuse them by then); how many went. */
+  pruneRevokedBefore(before: number): number {
+    return this.sql.exec("DELETE FROM revoked_keys WHERE revoked_at < ?", before).rowsWritten;
   }
 
   // ── approvals ────────────────────────────────────────────────────────────
@@ -167,13 +185,27 @@ export class GateStore {
     return row?.step_ups ? (JSON.parse(row.step_ups as string) as VerifiedStepUp[]) : [];
   }
 
+  /**
+   * A row by id, as its agent and its deciders know it: a pending row set aside (quarantined)
+   * reads as resolved `SET_ASIDE` at the time it was set aside, since its agent was answered so.
+   */
   row(id: string): StoredRow | null {
-    return this.sql.exec<StoredRow>("SELECT * FROM approvals WHERE id = ?", id).toArray()[0] ?? null;
+    const found = this.sql
+      .exec<StoredRow & { set_aside_at: number | null }>(
+        "SELECT a.*, q.at AS set_aside_at FROM approvals a LEFT JOIN quarantined q ON q.approval_id = a.id WHERE a.id = ?",
+        id,
+      )
+      .toArray()[0];
+    if (!found) return null;
+    const { set_aside_at: setAsideAt, ...row } = found;
+    if (setAsideAt === null || row.state !== "pending") return row as StoredRow;
+    const record = { ...(JSON.parse(row.record) as Approval), ...SET_ASIDE, resolvedAt: setAsideAt };
+    return { ...row, state: SET_ASIDE.state, record: JSON.stringify(record) } as StoredRow;
   }
 
   approval(id: string): Approval | null {
-    const row = this.sql.exec("SELECT record FROM approvals WHERE id = ?", id).toArray()[0];
-    return row ? (JSON.parse(row.record as string) as Approval) : null;
+    const row = this.row(id);
+    return row ? (JSON.parse(row.record) as Approval) : null;
   }
 
   renewLease(id: string, until: number): void {

@@ -16,6 +16,7 @@ import type { StandingRule } from "../../sdk/src/rules";
 import type { AuditAnchors, AuditEvent } from "../audit-chain";
 import type { OutboxOp } from "../db/approvals";
 import type { DeviceRow } from "../db/devices";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import type { VersionedPolicy } from "../policy";
 
 export type { AuditAnchors, AuditEvent, OutboxOp };
@@ -301,4 +302,17 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
 /** The team's hub. */
 export function hubFor(env: { TEAM_HUB: DurableObjectNamespace<TeamHubApi> }, teamId: string) {
   return env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId));
+}
+
+/**
+ * Tells a team's hub that a web session ended (its feed sockets close, it vouches for it no
+ * more), waiting at most REQUEST_BUDGET_MS: past it `DeadlineExceeded` (`503
+ * service_unavailable`); the end stands in D1, and the feed checks D1 before every event.
+ */
+export function closeWebSessionAtHub(
+  env: { TEAM_HUB: DurableObjectNamespace<TeamHubApi> },
+  teamId: string,
+  tokenHash: string,
+): Promise<void> {
+  return withDeadline(hubFor(env, teamId).closeWebSession(tokenHash), REQUEST_BUDGET_MS, "hub.closeWebSession");
 }

@@ -4,6 +4,7 @@ import { receiptBodySchema, seenBodySchema } from "../../sdk/src/human/approvals
 import { type DeviceHealth, deviceBodySchema, deviceParamSchema } from "../../sdk/src/human/push";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { listDevices, touchDevice } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { validate } from "../http";
 import { hubFor } from "../hub/api";
@@ -57,7 +58,12 @@ export const pushRoutes = new Hono<AppEnv>()
   })
   .post("/v1/devices/:id/test", validate("param", deviceParamSchema), async (c) => {
     const w = c.get("web");
-    const sent = await hubFor(c.env, w.teamId).sendTest(w.teamId, c.req.valid("param").id, w.userId);
+    const hub = hubFor(c.env, w.teamId);
+    const sent = await withDeadline(
+      hub.sendTest(w.teamId, c.req.valid("param").id, w.userId),
+      REQUEST_BUDGET_MS,
+      "hub.sendTest",
+    );
     if (!sent) throw new DomainError("not_found", "no such device");
     return c.json({ ok: true }, 202);
   })
@@ -72,7 +78,13 @@ export const pushRoutes = new Hono<AppEnv>()
   .post("/v1/approvals/:id/receipt", requireWeb, requireSameOrigin, validate("json", receiptBodySchema), async (c) => {
     const w = c.get("web");
     const { deviceId, event } = c.req.valid("json");
-    const marked = await hubFor(c.env, w.teamId).markReceipt(c.req.param("id"), deviceId, w.userId, event);
+    const hub = hubFor(c.env, w.teamId);
+    // Past the budget: 503, and the service worker's next receipt (or a repeat: idempotent) tells it.
+    const marked = await withDeadline(
+      hub.markReceipt(c.req.param("id"), deviceId, w.userId, event),
+      REQUEST_BUDGET_MS,
+      "hub.markReceipt",
+    );
     if (!marked) throw new DomainError("not_found", "no push of that approval to that device");
     c.executionCtx.waitUntil(touchDevice(c.env.DB, w.teamId, w.userId, deviceId, Date.now()));
     return c.body(null, 204);

@@ -11,7 +11,7 @@ import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
 import type { Approval, ApprovalDetail, Owner } from "../../sdk/src/approval";
 import type { Claim } from "../../sdk/src/human/approvals";
 import { getApprovalOwner, getApprovalRecord, listMembers } from "../db";
-import { orFallback, REQUEST_BUDGET_MS } from "../deadline";
+import { orFallback, REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
 import { lateDecisionError } from "../gate/rules";
@@ -30,16 +30,25 @@ export function approvalGate(env: Env, approvalId: string) {
   return gate;
 }
 
+/** The gate did not answer in time: read D1's copy instead. */
+const GATE_LATE = Symbol("gate late");
+
 /**
  * One approval of the team, with whose session asked and where its pushes went. A hub that does
  * not answer within REQUEST_BUDGET_MS costs only the pushes and the timeline: the answer comes
- * without them, marked `detailUnavailable`.
+ * without them, marked `detailUnavailable`. A gate that does not answer in time costs its own
+ * record: D1's copy is answered (it may lag the gate by one flush), marked likewise.
  */
 export async function readApproval(env: Env, teamId: string, approvalId: string): Promise<ApprovalDetail> {
   const gate = approvalGate(env, approvalId);
   const hub = hubFor(env, teamId);
   const [held, fromHub] = await Promise.all([
-    gate.getApproval(teamId, approvalId),
+    orFallback<Approval | null | typeof GATE_LATE>(
+      gate.getApproval(teamId, approvalId),
+      REQUEST_BUDGET_MS,
+      "gate.getApproval",
+      GATE_LATE,
+    ),
     // The pushes and the timeline are the hub's; the approval itself is the gate's (or D1's).
     orFallback(
       Promise.all([hub.deliveries(approvalId), hub.timeline(approvalId)]),
@@ -48,10 +57,11 @@ export async function readApproval(env: Env, teamId: string, approvalId: string)
       null,
     ),
   ]);
-  const approval = held ?? (await getApprovalRecord(env.DB, teamId, approvalId));
+  const fromGate = held === GATE_LATE ? null : held;
+  const approval = fromGate ?? (await getApprovalRecord(env.DB, teamId, approvalId));
   const owner = approval && (await getApprovalOwner(env.DB, teamId, approval));
   if (!approval || !owner) throw noSuchApproval();
-  if (!fromHub) return { ...approval, owner, delivery: [], detailUnavailable: true };
+  if (!fromHub || held === GATE_LATE) return { ...approval, owner, delivery: [], detailUnavailable: true };
   const [delivery, escalations] = fromHub;
   return { ...approval, owner, delivery, escalations };
 }
@@ -166,7 +176,11 @@ export async function claimApproval(env: Env, teamId: string, approvalId: string
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
   const result =
     approval.state === "pending"
-      ? ((await hubFor(env, teamId).claim(teamId, approval, by)) as unknown as ClaimResult)
+      ? ((await withDeadline(
+          hubFor(env, teamId).claim(teamId, approval, by),
+          REQUEST_BUDGET_MS,
+          "hub.claim",
+        )) as unknown as ClaimResult)
       : { approval };
   if ("claim" in result) return result.claim;
   const ended = result.approval;

@@ -9,19 +9,24 @@
 import type { AuditVerdict } from "../../sdk/src/human/audit";
 import { type AuditHead, ChainVerifier, type StoredAuditRow } from "../audit-chain";
 import { auditPage } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { hubFor } from "../hub/api";
 import type { Env } from "../types";
 
 const VERIFY_PAGE = 500;
 
+/** The hub's anchors (after it chained what the routes queued); past the budget, `503 service_unavailable`. */
+const anchors = (env: Env, teamId: string) =>
+  withDeadline(hubFor(env, teamId).auditAnchors(teamId), REQUEST_BUDGET_MS, "hub.auditAnchors");
+
 /** The head to export: the hub's anchor, after it chained what the routes queued. */
 export async function auditHead(env: Env, teamId: string): Promise<AuditHead> {
-  return (await hubFor(env, teamId).auditAnchors(teamId)).anchor;
+  return (await anchors(env, teamId)).anchor;
 }
 
 /** Checks the chain against its links and its heads; `exported` is a head the team kept. */
 export async function verifyAudit(env: Env, teamId: string, exported?: AuditHead): Promise<AuditVerdict> {
-  const { anchor, lost } = await hubFor(env, teamId).auditAnchors(teamId);
+  const { anchor, lost } = await anchors(env, teamId);
   const heads = [anchor, ...(lost ? [lost] : []), ...(exported ? [exported] : [])];
   const verifier = new ChainVerifier(heads);
   // Page by page, so a long log is never held whole; stops at the first failure.

@@ -11,6 +11,7 @@
 
 import type { AuditEvent } from "../audit-chain";
 import { auditOutboxStatement } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { hubFor } from "../hub/api";
 import type { Env } from "../types";
 
@@ -30,7 +31,7 @@ export async function appendAudit(env: Env, event: AuditEvent): Promise<void> {
  */
 export async function chainQueued(env: Env, teamId: string): Promise<void> {
   try {
-    await hubFor(env, teamId).drainAudit(teamId);
+    await withDeadline(hubFor(env, teamId).drainAudit(teamId), REQUEST_BUDGET_MS, "hub.drainAudit");
   } catch (error) {
     console.error(`audit: queued, the hub chains it later: ${String(error).slice(0, 200)}`);
   }

@@ -80,9 +80,9 @@ export async function revokeKey(
   const event = auditEvents.keyRevoked({ teamId: r.teamId, actor: r.actor, at: now }, r.keyId);
   const revoked = await revokeApiKey(env.DB, { ...r, spareOwners: r.spareOwners ?? false, now }, event);
   if (!revoked) return null;
-  // D1 already refuses the key. A hub that did not hear it (or not within REQUEST_BUDGET_MS)
-  // answers 500: the revocation stands, the first sessions are told from here once (each within
-  // the same budget), and revoking again tells the hub again.
+  // D1 already refuses the key. A hub that did not answer within REQUEST_BUDGET_MS makes the
+  // route answer 503 service_unavailable (one that threw: 500): the revocation stands, the first
+  // sessions are told from here once (each within the same budget), and revoking again tells the hub again.
   const told = await withDeadline(
     hubFor(env, r.teamId).keyRevoked(r.teamId, r.keyId, revoked.sessions),
     REQUEST_BUDGET_MS,

@@ -27,7 +27,7 @@ import {
   webSessionHashes,
 } from "../db";
 import { DomainError } from "../errors";
-import { hubFor } from "../hub/api";
+import { closeWebSessionAtHub, hubFor } from "../hub/api";
 import { ADMIN_ROLES, mayGrant, mayManage } from "../roles";
 import type { Env, WebIdentity } from "../types";
 import { appendAudit, chainQueued } from "./audit";
@@ -153,10 +153,10 @@ export async function removeMember(env: Env, w: WebIdentity, userId: string): Pr
   for (const tokenHash of removed.tokenHashes) forgetWebSession(tokenHash);
   const hub = hubFor(env, w.teamId);
   // Ended at the hub too, so a quick re-invite does not bring a removed session back. One that
-  // fails keeps nothing else from running (the directory, the keys): the route answers 500 after.
+  // fails keeps nothing else from running (the directory, the keys): the route answers after (503 service_unavailable when the hub was late).
   const endedAtHub = await Promise.allSettled([
     ...removed.deviceIds.map((id) => hub.deviceRemoved(id)),
-    ...removed.tokenHashes.map((tokenHash) => hub.closeWebSession(tokenHash)),
+    ...removed.tokenHashes.map((tokenHash) => closeWebSessionAtHub(env, w.teamId, tokenHash)),
   ]);
   await finishRemoval(env, w, target.userId, removed.removal);
   await chainQueued(env, w.teamId);

@@ -16,6 +16,7 @@ import type { Role } from "../../sdk/src/human/roles";
 import { ceilingsOf } from "../ceilings";
 import { canonicalJson } from "../crypto";
 import { getTeamPolicy, listMembers, type PolicyChange, setTeamPolicy } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { hubFor } from "../hub/api";
 import { sendMail } from "../mail";
@@ -73,8 +74,14 @@ export async function changePolicy(
   await chainQueued(env, teamId);
   // The hub hands it to every live session (the first 40 now, the rest from its alarm); a gate
   // that misses it still gets it, from the hub when it next reports, or at its next join.
-  await hubFor(env, teamId).policyChanged();
+  // Bounded: past it the change stands in D1 and the owners are still mailed of a weakening, but
+  // the route answers 503 so the caller sends it again (which tells the hub again).
+  const late = await withDeadline(hubFor(env, teamId).policyChanged(), REQUEST_BUDGET_MS, "hub.policyChanged").then(
+    () => null,
+    (error: unknown) => error,
+  );
   if (weakened.length > 0) await mailOwners(env, c, weakened, change);
+  if (late) throw late;
   return change.after;
 }
 

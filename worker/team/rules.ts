@@ -18,6 +18,7 @@ import {
 import { argumentsText } from "../../sdk/src/rules";
 import { canonicalJson, newId, sha256Hex } from "../crypto";
 import { countActiveRules, endRule, insertRule, listRules } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { hubFor } from "../hub/api";
 import { ADMIN_ROLES, DECIDER_ROLES } from "../roles";
@@ -43,7 +44,7 @@ export function assertMayMakeRule(who: RuleMaker, scope: RuleScope): void {
 /** Tells the team's hub that its rules changed, and waits until its copy has them. */
 async function tellHub(env: Env, teamId: string): Promise<boolean> {
   try {
-    await hubFor(env, teamId).rulesChanged(teamId);
+    await withDeadline(hubFor(env, teamId).rulesChanged(teamId), REQUEST_BUDGET_MS, "hub.rulesChanged");
     return true;
   } catch (error) {
     console.error(`rules: the hub's copy was not updated: ${String(error).slice(0, 200)}`);

@@ -7,7 +7,7 @@
 import { forgetWebSession, webSessionTeams } from "../auth";
 import { ceilingsOf, overCeiling } from "../ceilings";
 import { createTeam, switchWebSession } from "../db";
-import { hubFor } from "../hub/api";
+import { closeWebSessionAtHub } from "../hub/api";
 import type { Env, WebIdentity } from "../types";
 
 /**
@@ -21,7 +21,7 @@ export async function switchTeam(env: Env, web: WebIdentity, teamId: string): Pr
   if (!switched) return false;
   forgetWebSession(web.tokenHash);
   // The old team's feed must stop, and its hub vouch for the session no more; the app opens the new team's.
-  await Promise.all(left.map((t) => hubFor(env, t).closeWebSession(web.tokenHash)));
+  await Promise.all(left.map((t) => closeWebSessionAtHub(env, t, web.tokenHash)));
   return true;
 }
 

@@ -10,7 +10,7 @@ import type { WebSessionInfo } from "../../sdk/src/human/auth";
 import { forgetWebSession } from "../auth";
 import { deleteWebSessions, listWebSessions } from "../db";
 import { DomainError } from "../errors";
-import { hubFor } from "../hub/api";
+import { closeWebSessionAtHub } from "../hub/api";
 import type { Env, WebIdentity } from "../types";
 
 export async function mySessions(env: Env, w: WebIdentity): Promise<WebSessionInfo[]> {
@@ -41,5 +41,5 @@ export async function endMyOtherSessions(env: Env, w: WebIdentity): Promise<numb
 
 async function closeEnded(env: Env, ended: Array<{ tokenHash: string; teamId: string }>): Promise<void> {
   for (const s of ended) forgetWebSession(s.tokenHash);
-  await Promise.all(ended.map((s) => hubFor(env, s.teamId).closeWebSession(s.tokenHash)));
+  await Promise.all(ended.map((s) => closeWebSessionAtHub(env, s.teamId, s.tokenHash)));
 }
