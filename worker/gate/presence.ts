@@ -123,6 +123,7 @@ export class Presence {
         policyVersion: meta.policyVersion ?? 0,
         // Rows D1 will not get: the outbox's dead letters and the requests set aside (quarantined).
         deadLetters: this.host.outbox.deadLetterCount() + this.host.store.quarantinedCount(),
+        stopped: this.host.store.stopped(),
       },
     });
   }
