@@ -60,7 +60,6 @@ import {
   type Role,
   replayAnswerSchema,
   revokedKeySchema,
-  stopAnswerSchema,
   ruleAnswerSchema,
   ruleListSchema,
   type SignedInAsOther,
@@ -72,6 +71,7 @@ import {
   statsSchema,
   stepUpOptionsAnswerSchema,
   stepUpProofSchema,
+  stopAnswerSchema,
   teamListSchema,
   teamPolicySchema,
   webSessionListSchema,
@@ -183,7 +183,8 @@ async function request<S extends z.ZodType>(
 ): Promise<z.output<S>> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method === "POST" && /\/(decisions?|stop)$/.test(path)) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
+  if (method === "POST" && /\/(decisions?|stop)$/.test(path))
+    headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
   let res: Response;
   try {
     res = await fetch(path, {

@@ -39,8 +39,12 @@ const askOverHttp = (key: string, sessionId: string) =>
     body: JSON.stringify(permissionParams(sessionId)),
   });
 
-type Answer = { id: unknown; result?: Record<string, unknown>; error?: { code: number; data?: Record<string, unknown> } };
-const tapgateMeta = (a: Answer) => (a.result?._meta as { tapgate: Record<string, unknown> }).tapgate;
+type Answer = {
+  id: unknown;
+  result?: Record<string, unknown>;
+  error?: { code: number; data?: Record<string, unknown> };
+};
+const tapgateMeta = (a: Answer) => (a.result?._meta as { tapgate?: Record<string, unknown> } | undefined)?.tapgate;
 
 /** The agent's answers to the ids asked, however they arrive. */
 async function answers(agent: AgentSocket, count: number): Promise<Answer[]> {
@@ -71,7 +75,11 @@ describe("stopping a session", () => {
     const got = await answers(agent, 3);
     expect(got.map((a) => a.id).sort()).toEqual([1, 2, "e1"].sort());
     for (const a of got) {
-      expect(tapgateMeta(a)).toMatchObject({ reason: "session_stopped", message: "runaway loop", decidedBy: { name: "Ada" } });
+      expect(tapgateMeta(a)).toMatchObject({
+        reason: "session_stopped",
+        message: "runaway loop",
+        decidedBy: { name: "Ada" },
+      });
     }
     // A permission gets the agent's own reject option; the elicitation is cancelled (fail-closed).
     const permission = got.find((a) => a.id === 1);
@@ -140,7 +148,9 @@ describe("stopping a session", () => {
 
     expect((await resume(owner, sessionId)).status).toBe(200);
     await flush(owner.teamId, sessionId);
-    const detail = await json<{ stopped?: SessionStop }>(await api(`/v1/sessions/${sessionId}`, { cookie: owner.cookie }));
+    const detail = await json<{ stopped?: SessionStop }>(
+      await api(`/v1/sessions/${sessionId}`, { cookie: owner.cookie }),
+    );
     expect(detail.stopped).toBeUndefined();
     const { results } = await env.DB.prepare(
       "SELECT actor, action, subject, detail FROM audit_log WHERE team_id = ? AND action LIKE 'session.%' ORDER BY seq",
@@ -199,7 +209,7 @@ describe("stopping a session", () => {
     } else {
       expect(decided.status).toBe(410);
       expect(stopBody.denied).toBe(1);
-      expect(tapgateMeta(answer).reason).toBe("session_stopped");
+      expect(tapgateMeta(answer)?.reason).toBe("session_stopped");
     }
     const final = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
     expect(final.state).toBe(decided.status === 200 ? "allowed" : "denied");

@@ -129,7 +129,10 @@ export function elicitationAnswer(
       : ELICITATION_CANCELLED;
   const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
   const message = r.message !== undefined ? { message: r.message } : undefined;
-  return { ...answer, _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...message } } };
+  return {
+    ...answer,
+    _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...message } },
+  };
 }
 
 /** Whether an answer repeats the one that ended the elicitation: same person, action, content and hash. */

@@ -36,7 +36,8 @@ export class SessionStops {
   stop(teamId: string, input: StopInput, now: number): StopResult | null {
     const meta = this.served(teamId);
     if (!meta) return null;
-    const stop: SessionStop = this.host.store.stopped() ?? this.record(meta, { by: input.by, at: now, reason: input.reason ?? null });
+    const stop: SessionStop =
+      this.host.store.stopped() ?? this.record(meta, { by: input.by, at: now, reason: input.reason ?? null });
     const rows = this.host.store.pendingAll();
     this.host.machine.resolveAll(
       rows,
@@ -61,7 +62,9 @@ export class SessionStops {
       this.host.machine.atomically(() => {
         this.host.store.setStopped(null);
         this.host.outbox.enqueue(stopRow(meta, null));
-        this.host.outbox.enqueue(stopAudit(meta, `user:${by.userId}`, "session.resumed", now, { stoppedAt: stopped.at }));
+        this.host.outbox.enqueue(
+          stopAudit(meta, `user:${by.userId}`, "session.resumed", now, { stoppedAt: stopped.at }),
+        );
       });
       this.host.report(now);
     }

@@ -8,9 +8,9 @@ import {
   type ReplayAnswer,
   type SessionDetail,
   type SessionList,
+  type StopAnswer,
   sessionListQuerySchema,
   sessionPageQuerySchema,
-  type StopAnswer,
   sessionParamSchema,
   stopBodySchema,
 } from "../../sdk/src/human/sessions";
@@ -72,5 +72,6 @@ export const sessionRoutes = new Hono<AppEnv>()
     requireSameOrigin,
     requireCurrentWeb,
     validate("param", sessionParamSchema),
-    async (c) => c.json((await resumeSession(c.env, c.get("web"), c.req.valid("param").sessionId)) satisfies StopAnswer),
+    async (c) =>
+      c.json((await resumeSession(c.env, c.get("web"), c.req.valid("param").sessionId)) satisfies StopAnswer),
   );

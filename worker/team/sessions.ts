@@ -15,8 +15,8 @@ import type { ReplayAnswer, StopAnswer } from "../../sdk/src/human/sessions";
 import { getSession, listSessions } from "../db";
 import { DomainError } from "../errors";
 import { type StopInput, type StopResult, sessionGate } from "../gate/api";
-import { ADMIN_ROLES } from "../roles";
 import { type DeadLetteredSession, hubFor, SESSION_LIVE_MS } from "../hub/api";
+import { ADMIN_ROLES } from "../roles";
 import type { Env, WebIdentity } from "../types";
 
 /** Connected or recent sessions, and every session of the team with dead letters. */

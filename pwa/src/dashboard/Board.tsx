@@ -228,8 +228,7 @@ function SessionHeader({ rows, owner, columns }: { rows: PendingApproval[]; owne
             </>
           )}
         </span>
-        <span class="group-count">{rows.length} waiting</span>{" "}
-        <StopSessionButton sessionId={first.sessionId} compact />
+        <span class="group-count">{rows.length} waiting</span> <StopSessionButton sessionId={first.sessionId} compact />
       </th>
     </tr>
   );

@@ -40,7 +40,9 @@ export const replayAnswerSchema = z.object({
 });
 export type ReplayAnswer = z.infer<typeof replayAnswerSchema>;
 /** `POST /v1/sessions/:sessionId/stop`: the stopper's words to the agent, if any (as long as a decision's). */
-export const stopBodySchema = z.strictObject({ reason: z.string().trim().min(1).max(DECISION_REASON_CHARS).optional() });
+export const stopBodySchema = z.strictObject({
+  reason: z.string().trim().min(1).max(DECISION_REASON_CHARS).optional(),
+});
 export type StopBody = z.infer<typeof stopBodySchema>;
 /**
  * `POST /v1/sessions/:sessionId/stop` and `/resume`: the session's stop as it is now (null once
