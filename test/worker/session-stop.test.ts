@@ -5,7 +5,7 @@
  * the gate and D1, audited, shown live; who may stop and resume; a decision racing the stop.
  */
 import { abortAllDurableObjects, env, SELF } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Approval, SessionStop } from "../../sdk/src/approval";
 import type { StopAnswer } from "../../sdk/src/human/sessions";
 import { RPC_ERROR } from "../../sdk/src/protocol";
@@ -120,6 +120,37 @@ describe("stopping a session", () => {
     expect((await askOverHttp(key, sessionId)).status).toBe(201);
     await agent.ask(8, permissionParams(sessionId));
     expect(await pendingApprovals(owner, sessionId)).toHaveLength(2);
+  });
+
+  it("the Claude Code HTTP hook: the held request is denied saying who stopped it and why, the next one refused the same way", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const sessionId = unique("claude-stop");
+    const hook = () =>
+      SELF.fetch(`${ORIGIN}/v1/hooks/claude-code?timeout=600`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+        body: JSON.stringify({
+          session_id: sessionId,
+          cwd: "/home/ada/demo",
+          hook_event_name: "PreToolUse",
+          tool_name: "Bash",
+          tool_input: { command: "git push origin main" },
+          tool_use_id: unique("toolu"),
+        }),
+      });
+    const decision = async (res: Response) =>
+      (await json<{ hookSpecificOutput: Record<string, string> }>(res)).hookSpecificOutput;
+    const held = hook();
+    await vi.waitFor(async () => expect(await pendingApprovals(owner, sessionId)).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    expect((await stop(owner, sessionId, { reason: "wrong branch" })).status).toBe(200);
+    const denied = { permissionDecision: "deny", permissionDecisionReason: "Tapgate: stopped by Ada: wrong branch" };
+    expect(await decision(await held)).toMatchObject(denied);
+    expect(await decision(await hook())).toMatchObject(denied);
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(0);
   });
 
   it("stays stopped when the gate is evicted, and D1's session row, the audit chain and the live feed show it", async () => {
