@@ -280,11 +280,10 @@ function Card({
         ) : (
           <Outcome approval={approval} />
         )}
-        {approval.state === "pending" && (
-          <p class="card-stop" data-testid="card-stop">
-            <StopSessionButton sessionId={approval.sessionId} reason={reason} />
-          </p>
-        )}
+        {/* On every card, decided ones too: the agent may still be at work. Kept after the stop, to say what it did. */}
+        <p class="card-stop" data-testid="card-stop">
+          <StopSessionButton sessionId={approval.sessionId} reason={reason} />
+        </p>
       </div>
     </article>
   );
