@@ -70,6 +70,20 @@ export const requireUpgrade: MiddlewareHandler = async (c, next) => {
 };
 
 /** The public origin: configured, or the one the request came to. */
+/**
+ * The device or surface a decision (or a stop) came from, from `X-Tapgate-Device`. Browsers only
+ * send Latin-1 header values, so the app percent-encodes the name; anything undecodable is shown as sent.
+ */
+export function deviceOf(c: Context): string {
+  const header = c.req.header("X-Tapgate-Device");
+  if (!header) return "web";
+  try {
+    return decodeURIComponent(header).slice(0, 64) || "web";
+  } catch {
+    return header.slice(0, 64);
+  }
+}
+
 export function appOrigin(c: Context<AppEnv>): string {
   return c.env.APP_ORIGIN ?? new URL(c.req.url).origin;
 }

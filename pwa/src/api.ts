@@ -71,6 +71,7 @@ import {
   statsSchema,
   stepUpOptionsAnswerSchema,
   stepUpProofSchema,
+  stopAnswerSchema,
   teamListSchema,
   teamPolicySchema,
   webSessionListSchema,
@@ -182,7 +183,8 @@ async function request<S extends z.ZodType>(
 ): Promise<z.output<S>> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method === "POST" && /\/decisions?$/.test(path)) headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
+  if (method === "POST" && /\/(decisions?|stop)$/.test(path))
+    headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
   let res: Response;
   try {
     res = await fetch(path, {
@@ -341,6 +343,10 @@ export const api = {
   sessions: (state: "connected" | "recent") => get(sessionListSchema, `/v1/sessions?state=${state}`),
   session: (id: string) => get(sessionDetailSchema, `/v1/sessions/${enc(id)}`),
   replayDeadLetters: (id: string) => post(replayAnswerSchema, `/v1/sessions/${enc(id)}/replay`),
+  /** Denies every pending request of the session and refuses new ones until resumed; `reason`: words to the agent. */
+  stopSession: (id: string, reason?: string) =>
+    post(stopAnswerSchema, `/v1/sessions/${enc(id)}/stop`, reason ? { reason } : {}),
+  resumeSession: (id: string) => post(stopAnswerSchema, `/v1/sessions/${enc(id)}/resume`),
 
   history: (f: HistoryFilters, cursor: string | null, limit = 50) =>
     get(historyPageSchema, `/v1/history?${historyQuery(f, { cursor, limit: String(limit) })}`),

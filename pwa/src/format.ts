@@ -43,6 +43,7 @@ const REASON_WORDS: Record<string, string> = {
   agent_disconnected: "agent disconnected",
   expired: "nobody answered in time",
   key_revoked: "the agent's API key was revoked",
+  session_stopped: "the session was stopped",
   service_restart: "the service restarted",
   invalid: "the request was invalid",
   rule: "a standing rule allowed it",
@@ -65,6 +66,9 @@ export function outcome(a: ApprovalView, myUserId?: string): string {
     const where = a.decidedBy.device && a.decidedBy.device !== "web" ? ` on ${a.decidedBy.device}` : "";
     const who = a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name;
     return `${word}${chose} by ${who}${where}`;
+  }
+  if (a.reason === "session_stopped" && a.decidedBy) {
+    return `${word} — ${a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name} stopped the session`;
   }
   if (a.reason === "rule" && a.rule) {
     const who = a.rule.createdBy.userId === myUserId ? "your" : `${a.rule.createdBy.name}'s`;

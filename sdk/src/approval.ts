@@ -22,6 +22,8 @@ export const RESOLUTION_REASONS = [
   "invalid",
   /** Allowed by a standing rule, with no human (the approval's `rule` names it). */
   "rule",
+  /** Denied because someone stopped its session (`decidedBy` names who, `message` carries their reason). */
+  "session_stopped",
 ] as const;
 export const resolutionReasonSchema = z.enum(RESOLUTION_REASONS);
 export type ResolutionReason = z.infer<typeof resolutionReasonSchema>;
@@ -175,6 +177,23 @@ export const approvalDetailSchema = ownedApprovalSchema.extend({
 });
 export type ApprovalDetail = z.infer<typeof approvalDetailSchema>;
 
+/**
+ * A stopped session (`POST /v1/sessions/:id/stop`): who stopped it, when, and their reason to the
+ * agent. While stopped, every new request of the session is refused; `resume` ends it.
+ */
+export const sessionStopSchema = z.object({
+  by: ownerSchema,
+  at: z.number(),
+  /** The stopper's words (≤ 500 characters); null when they gave none. Text, never markup. */
+  reason: z.string().nullable(),
+});
+export type SessionStop = z.infer<typeof sessionStopSchema>;
+
+/** The sentence an agent or a person reads for a stop: "stopped by Ada: <reason>". */
+export function stoppedSentence(stop: { by: { name: string }; reason?: string | null }): string {
+  return stop.reason ? `stopped by ${stop.by.name}: ${stop.reason}` : `stopped by ${stop.by.name}`;
+}
+
 /** An agent session as the dashboard shows it (`GET /v1/sessions` and the live feed). */
 export const agentSessionSchema = z.object({
   sessionId: z.string(),
@@ -191,5 +210,7 @@ export const agentSessionSchema = z.object({
   pending: z.number(),
   /** Outbox rows of this session that could not be written to D1 or the audit chain (dead letters); absent when none. */
   deadLetters: z.number().int().positive().optional(),
+  /** Present while the session is stopped: its new requests are refused until someone resumes it. */
+  stopped: sessionStopSchema.optional(),
 });
 export type AgentSession = z.infer<typeof agentSessionSchema>;

@@ -38,6 +38,10 @@ export const ERRORS = {
   agent_key_forbidden: { status: 403, message: "agent API keys cannot use the human API; sign in instead" },
   not_session_owner: { status: 403, message: "team policy lets only the session's owner decide" },
   role_may_not_decide: { status: 403, message: "your role may not decide" },
+  session_stopped: {
+    status: 403,
+    message: "someone stopped this session: its requests are refused until it is resumed",
+  },
   invite_for_other_address: { status: 403, message: "this invite is for another email address" },
   step_up_required: {
     status: 403,

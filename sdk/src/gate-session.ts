@@ -7,6 +7,7 @@
  * Does not own the socket: `connection.ts` opens, heartbeats and reconnects it, and tells this
  * class when it opened, dropped or closed for good.
  */
+import { sessionStopSchema, stoppedSentence } from "./approval.js";
 import { type ConnectionConfig, GateConnection, type SessionState } from "./connection.js";
 import {
   type AgentAnswer,
@@ -32,6 +33,7 @@ import {
   requestPermissionResponseSchema,
   type SessionUpdateParams,
   sessionUpdateParamsSchema,
+  tapgateAnswerMeta,
 } from "./protocol.js";
 
 export interface RequestPermissionOptions {
@@ -303,11 +305,14 @@ export class GateSession {
   }
 
   #answerFrom(msg: Record<string, unknown>, p: Pending): AgentAnswer {
+    // A stopped session says who stopped it and why, whether it refused the request or denied it.
+    const stopped = stopNotice(msg);
+    if (stopped) this.#cfg.log("warn", stopped);
     // The service's answer goes to the caller as sent, `_meta` (who decided, why) included.
     const answer = "error" in msg ? undefined : p.valid(msg.result);
     if (answer) return answer;
     const why = isRecord(msg.error) ? describeRpcError(msg.error) : "malformed or unoffered answer";
-    this.#cfg.log("warn", `request failed closed: ${why}`);
+    if (!stopped) this.#cfg.log("warn", `request failed closed: ${why}`);
     return p.denied;
   }
 
@@ -318,4 +323,22 @@ export class GateSession {
     if (outcome.outcome === "cancelled") return parsed.data;
     return options.some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
   }
+}
+
+/**
+ * What a stopped session's reply says: "denied, stopped by Ada: <reason>" for a request it ended,
+ * "refused, stopped by Ada: <reason> (until someone resumes the session)" for one it would not
+ * hold (`-32001`, `data.reason: "session_stopped"`); undefined for any other reply.
+ */
+function stopNotice(msg: Record<string, unknown>): string | undefined {
+  if (isRecord(msg.error)) {
+    const data = isRecord(msg.error.data) ? msg.error.data : {};
+    if (data.reason !== "session_stopped") return undefined;
+    const stop = sessionStopSchema.safeParse(data.stopped);
+    const sentence = stop.success ? stoppedSentence(stop.data) : "the session was stopped";
+    return `refused, ${sentence} (until someone resumes the session)`;
+  }
+  const meta = isRecord(msg.result) ? tapgateAnswerMeta(msg.result) : undefined;
+  if (meta?.reason !== "session_stopped") return undefined;
+  return `denied, ${stoppedSentence({ by: meta.decidedBy ?? { name: "a teammate" }, reason: meta.message })}`;
 }

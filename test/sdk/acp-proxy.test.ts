@@ -113,6 +113,29 @@ describe("tapgate acp, with a 2.x agent using string ids", () => {
     editor.child.stdin?.end();
   });
 
+  it("a stop denies the agent's request with the stopper's reason, refuses the next until resumed, and says who on stderr", async () => {
+    const { editor, sessionId } = await startProxy(["--", ...STRING_ID_AGENT], env);
+    const first = prompt(editor, sessionId, "ask");
+    await person.waitForOne(sessionId);
+    expect((await person.stop(sessionId, "runaway loop")).status).toBe(200);
+    expect((await first).result).toEqual({ stopReason: "end_turn" });
+    expect(messageText(editor, sessionId)).toBe("outcome: selected no; message: runaway loop");
+    expect(editor.stderr).toContain("denied, stopped by Ada: runaway loop");
+
+    // Refused by the gate (-32001, session_stopped): the agent gets the fail-closed answer, nothing is held.
+    await prompt(editor, sessionId, "ask");
+    expect(messageText(editor, sessionId)).toBe("outcome: selected no; message: runaway loopoutcome: selected no");
+    expect(editor.stderr).toContain("refused, stopped by Ada: runaway loop (until someone resumes the session)");
+    await person.waitForPending(sessionId, 0);
+
+    expect((await person.resume(sessionId)).status).toBe(200);
+    const third = prompt(editor, sessionId, "ask");
+    expect((await person.decide(await person.waitForOne(sessionId), "yes")).status).toBe(200);
+    await third;
+    expect(messageText(editor, sessionId)).toMatch(/outcome: selected yes$/);
+    editor.child.stdin?.end();
+  });
+
   it("an agent crash mid-request resolves the card agent_disconnected; the proxy exits with the agent's code", async () => {
     const { editor, sessionId } = await startProxy(["--", ...STRING_ID_AGENT], env);
     void prompt(editor, sessionId, "crash").catch(() => undefined);

@@ -77,6 +77,18 @@ export class Person {
     return approval;
   }
 
+  /** Stops the session: its pending requests denied `session_stopped`, new ones refused until `resume`. */
+  stop(sessionId: string, reason?: string): Promise<Response> {
+    return this.fetch(`/v1/sessions/${sessionId}/stop`, {
+      method: "POST",
+      body: JSON.stringify(reason !== undefined ? { reason } : {}),
+    });
+  }
+
+  resume(sessionId: string): Promise<Response> {
+    return this.fetch(`/v1/sessions/${sessionId}/resume`, { method: "POST", body: "{}" });
+  }
+
   /** `reason`: the decider's words to the agent (`_meta.tapgate.message`). */
   decide(approval: Approval, optionId: string, reason?: string): Promise<Response> {
     return this.fetch(`/v1/approvals/${approval.id}/decision`, {

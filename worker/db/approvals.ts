@@ -6,6 +6,7 @@ import type {
   DecidedBy,
   OwnedApproval,
   SessionInfo,
+  SessionStop,
 } from "../../sdk/src/approval";
 import type { BoundStepUpAssertion } from "../../sdk/src/human/step-up";
 import type { AuditEvent } from "../audit-chain";
@@ -117,6 +118,8 @@ export type OutboxOp =
   /** `stepUps`: the verified step-up assertions the approval's allows carried so far. */
   | { op: "approval"; teamId: string; ownerUserId: string; approval: Approval; stepUps?: BoundStepUpAssertion[] }
   | { op: "session"; teamId: string; sessionId: string; info: SessionInfo; connected: boolean; at: number }
+  /** The session was stopped (who, when, why) or resumed (null): the sessions row's `stopped`. */
+  | { op: "session_stop"; teamId: string; sessionId: string; stopped: SessionStop | null }
   | ({ op: "audit" } & AuditEvent);
 
 /** The outbox ops D1 takes directly; audit ops go through the team's TeamHub instead. */
@@ -145,6 +148,10 @@ export function outboxStatement(db: D1Database, o: D1OutboxOp): D1PreparedStatem
           o.connected ? 1 : 0,
           o.info.parent ? JSON.stringify(o.info.parent) : null,
         );
+    case "session_stop":
+      return db
+        .prepare("UPDATE agent_sessions SET stopped = ?3 WHERE team_id = ?1 AND session_id = ?2")
+        .bind(o.teamId, o.sessionId, o.stopped ? JSON.stringify(o.stopped) : null);
   }
 }
 

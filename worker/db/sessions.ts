@@ -44,26 +44,28 @@ export async function joinAgentSession(
 
 // ── agent sessions (the dashboard) ──────────────────────────────────────────
 
-interface SessionDbRow extends Omit<AgentSession, "owner" | "agent" | "parent"> {
+interface SessionDbRow extends Omit<AgentSession, "owner" | "agent" | "parent" | "stopped"> {
   ownerUserId: string;
   ownerName: string;
   agent: string | null;
   parent: string | null;
+  stopped: string | null;
 }
 
 const SESSION_SELECT = `SELECT s.session_id AS sessionId, s.owner_user_id AS ownerUserId, u.name AS ownerName, s.title,
        s.agent, s.host, s.cwd, s.parent, s.connected_at AS connectedAt, s.disconnected_at AS disconnectedAt,
-       s.last_seen_at AS lastSeenAt,
+       s.last_seen_at AS lastSeenAt, s.stopped,
        (SELECT COUNT(*) FROM approvals a
          WHERE a.team_id = s.team_id AND a.session_id = s.session_id AND a.state = 'pending') AS pending
   FROM agent_sessions s JOIN users u ON u.id = s.owner_user_id`;
 
-function sessionFromRow({ ownerUserId, ownerName, agent, parent, ...s }: SessionDbRow): AgentSession {
+function sessionFromRow({ ownerUserId, ownerName, agent, parent, stopped, ...s }: SessionDbRow): AgentSession {
   return {
     ...s,
     owner: { userId: ownerUserId, name: ownerName },
     agent: agent ? JSON.parse(agent) : null,
     ...(parent ? { parent: JSON.parse(parent) } : {}),
+    ...(stopped && { stopped: JSON.parse(stopped) }),
   };
 }
 

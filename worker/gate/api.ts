@@ -8,7 +8,7 @@
  * `sdk/src` and `worker/policy.ts`, so `types.ts` can type `Env.SESSION_GATE` through it
  * without an import cycle.
  */
-import type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/approval";
+import type { Approval, ApprovalState, Owner, ResolutionReason, SessionStop } from "../../sdk/src/approval";
 import type { AgentAsk, CreateElicitationResponse, ElicitationAction } from "../../sdk/src/elicitation-protocol";
 import type { ErrorCode } from "../../sdk/src/errors";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
@@ -104,6 +104,19 @@ export type DecisionResult =
   /** An elicitation's content does not fit its form: `field` names where (the message never echoes the value). */
   | { ok: false; error: Extract<ErrorCode, "invalid_content">; field: string; message: string };
 
+/** Who stops a session, from where (the device the decision header names), and their words to the agent. */
+export interface StopInput {
+  by: Owner;
+  device: string;
+  reason?: string;
+}
+
+/** The session's stop as it is now (null once resumed), and how many pending requests the call denied. */
+export interface StopResult {
+  stopped: SessionStop | null;
+  denied: number;
+}
+
 export type HttpOpenResult =
   | { ok: true; approvalId: string; expiresAt: number }
   | {
@@ -115,6 +128,8 @@ export type HttpOpenResult =
       message: string;
       issues?: unknown[];
     }
+  /** Someone stopped the session: refused until it is resumed (`stopped`: who, when, why). */
+  | { ok: false; error: Extract<ErrorCode, "session_stopped">; message: string; stopped: SessionStop }
   /** Over a team quota (`limit` named), or the quotas could not be checked: retry after `retryAfterMs`. */
   | {
       ok: false;
@@ -168,6 +183,13 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
 
   /** A revoked key: its pending requests are denied and its sockets closed; how many were denied. */
   revokeKey(teamId: string, keyId: string): Promise<number>;
+  /**
+   * Someone stops the session: its pending requests are denied (`session_stopped`), new ones
+   * refused until `resume`; null for another team's session or one the gate never served.
+   */
+  stop(teamId: string, input: StopInput): Promise<StopResult | null>;
+  /** The session's owner or an admin resumes it: new requests are held again. Null as for `stop`. */
+  resume(teamId: string, by: Owner): Promise<StopResult | null>;
   /** The team's policy changed: requests opened from now on use it. False if it was not newer. */
   applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean>;
   /**

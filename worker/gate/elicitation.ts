@@ -120,6 +120,7 @@ export function elicitationAnswer(
     action?: ElicitationAction | null;
     content?: ElicitationContent;
     decidedBy?: DecidedBy | null;
+    message?: string;
   },
 ): CreateElicitationResponse {
   const answer =
@@ -127,7 +128,11 @@ export function elicitationAnswer(
       ? { action: r.action, ...(r.content && { content: r.content }) }
       : ELICITATION_CANCELLED;
   const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
-  return { ...answer, _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }) } } };
+  const message = r.message !== undefined ? { message: r.message } : undefined;
+  return {
+    ...answer,
+    _meta: { tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...message } },
+  };
 }
 
 /** Whether an answer repeats the one that ended the elicitation: same person, action, content and hash. */

@@ -53,6 +53,8 @@ export class HttpAgents {
         return { ok: false, error: "quota_unavailable", message: opened.message, retryAfterMs: opened.retryAfterMs };
       case "key_revoked":
         return { ok: false, error: "key_revoked", message: opened.message };
+      case "session_stopped":
+        return { ok: false, error: "session_stopped", message: opened.message, stopped: opened.stopped };
       case "not_held":
         return { ok: false, error: "internal_error", message: opened.message };
       case "holder_gone":

@@ -122,6 +122,7 @@ export class Presence {
         policyVersion: meta.policyVersion ?? 0,
         // Rows set aside: the outbox's dead letters, and the requests whose own record could not be written (quarantined).
         deadLetters: this.host.outbox.deadLetterCount() + this.host.store.quarantinedCount(),
+        stopped: this.host.store.stopped(),
       },
     });
   }

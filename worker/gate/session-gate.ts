@@ -9,12 +9,12 @@
  * `webSocketMessage`, `webSocketClose`, `webSocketError`, `alarm`) and each RPC method to one
  * wrapper that always ends in the post-change step (`afterChange`: schedule the alarm, flush
  * the outbox), so no path can forget it. It owns no rule, no SQL and no protocol: see
- * state-machine.ts, admission.ts, store.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts,
+ * state-machine.ts, admission.ts, store.ts, session-stop.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts,
  * escalation.ts, resolved-cap.ts, alarm-backoff.ts. A failure in one handler never stops the
  * others: a failing alarm backs off, a failing start-up sweep leaves the gate serving.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Approval } from "../../sdk/src/approval";
+import type { Approval, Owner } from "../../sdk/src/approval";
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import { HEARTBEAT_INTERVAL_MS, type HelloParams, METHODS } from "../../sdk/src/protocol";
 import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
@@ -31,6 +31,8 @@ import type {
   HttpOpenResult,
   HttpPollResult,
   SessionGateApi,
+  StopInput,
+  StopResult,
 } from "./api";
 import { Escalation } from "./escalation";
 import { HttpAgents } from "./http-agents";
@@ -41,6 +43,7 @@ import { Outbox, type ReplayResult } from "./outbox";
 import { OutboxStore } from "./outbox-store";
 import { Presence } from "./presence";
 import { ResolvedCap } from "./resolved-cap";
+import { SessionStops } from "./session-stop";
 import { SocketAgents } from "./socket-agents";
 import { joinOf, Sockets } from "./sockets";
 import { StateMachine } from "./state-machine";
@@ -56,6 +59,8 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly sockets: Sockets;
   private readonly agents: SocketAgents;
   private readonly escalation: Escalation;
+  /** Stopping and resuming the session (the stop is kept in `meta('stopped')`). */
+  private readonly stops: SessionStops;
   /** The outbox to D1 and the audit chain (a field, not exposed over RPC). */
   readonly outbox: Outbox;
   /** News for the team's hub, sent at each change's end (with the outbox's rows when they flush). */
@@ -140,6 +145,12 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       admission: this.admission,
       presence: this.presence,
       sockets: this.sockets,
+    });
+    this.stops = new SessionStops({
+      store,
+      machine: this.machine,
+      outbox: this.outbox,
+      report: (now) => this.presence.noteConnection(now),
     });
     this.http = new HttpAgents({
       store,
@@ -233,6 +244,14 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       this.presence.noteConnection(now);
       return denied;
     });
+  }
+
+  async stop(teamId: string, input: StopInput): Promise<StopResult | null> {
+    return this.change(() => this.stops.stop(teamId, input, Date.now()));
+  }
+
+  async resume(teamId: string, by: Owner): Promise<StopResult | null> {
+    return this.change(() => this.stops.resume(teamId, by, Date.now()));
   }
 
   async applyPolicy(teamId: string, update: VersionedPolicy): Promise<boolean> {

@@ -214,6 +214,8 @@ function refusalReply(id: RpcId, r: Refusal): object {
       return rpcError(id, RPC_ERROR.internal, r.message);
     case "key_revoked":
       return rpcError(id, RPC_ERROR.invalidRequest, r.message, { reason: "key_revoked" });
+    case "session_stopped":
+      return rpcError(id, RPC_ERROR.tooManyPending, r.message, { reason: "session_stopped", stopped: r.stopped });
     case "invalid_params":
       return rpcError(id, RPC_ERROR.invalidParams, r.message, r.issues && { issues: r.issues });
   }

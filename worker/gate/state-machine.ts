@@ -10,7 +10,7 @@
  * Owns: the transitions. Does not own: the rules they follow (rules.ts), storage (store.ts),
  * transports (socket-agents.ts, http-agents.ts) or when to flush and wake (the shell).
  */
-import type { Approval } from "../../sdk/src/approval";
+import { type Approval, type SessionStop, stoppedSentence } from "../../sdk/src/approval";
 import { type AgentAnswer, type AgentAsk, isElicitation } from "../../sdk/src/elicitation-protocol";
 import type { QuotaLimit } from "../../sdk/src/human/policy";
 import { LIMITS, type PermissionOption, tapgateMetaSchema } from "../../sdk/src/protocol";
@@ -52,7 +52,9 @@ export type Refusal =
   /** Its key was revoked while it was being admitted. */
   | { refused: "key_revoked"; message: string }
   /** Storage failed while holding it: nothing was held. */
-  | { refused: "not_held"; message: string };
+  | { refused: "not_held"; message: string }
+  /** Someone stopped the session (session-stop.ts): every new request is refused until it is resumed. */
+  | { refused: "session_stopped"; message: string; stopped: SessionStop };
 
 /** What the state machine needs from its Durable Object. */
 export interface MachineHost {
@@ -98,6 +100,8 @@ export class StateMachine {
     if (params.sessionId !== meta.sessionId) {
       return { refused: "invalid_params", message: `sessionId is not this session's (${meta.sessionId})` };
     }
+    const stopped = this.store.stopped();
+    if (stopped) return { refused: "session_stopped", message: stoppedSentence(stopped), stopped };
     const ask = tapgateMetaSchema.safeParse(params._meta?.tapgate ?? {});
     if (!ask.success) {
       const issues = ask.error.issues.map((i) => ({ ...i, path: ["_meta", "tapgate", ...i.path] }));

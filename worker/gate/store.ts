@@ -1,14 +1,14 @@
 /**
  * Every SQL statement of a SessionGate's own SQLite, and the mapping between rows and values.
  *
- * Owns: reads and writes of `meta`, `approvals` (and pruning them past retention), `quarantined`,
+ * Owns: reads and writes of `meta` (the session, its stop), `approvals` (and pruning them past retention), `quarantined`,
  * `tool_calls`, `revoked_keys` (the outbox's tables: `outbox-store.ts`; the escalation ladder's
  * `ladders`: `ladder-store.ts`; the cap on resolved rows: `resolved-cap.ts`). Does not own: the
  * schema (migrations.ts) or any
  * decision about what to write (state-machine.ts, outbox.ts, ...). Synchronous, like the
  * storage under it: a caller that reads and then writes cannot be interleaved.
  */
-import type { Approval, SessionInfo } from "../../sdk/src/approval";
+import type { Approval, SessionInfo, SessionStop } from "../../sdk/src/approval";
 import type { TeamPolicy } from "../policy";
 import type { VerifiedStepUp } from "./api";
 
@@ -84,6 +84,8 @@ export class GateStore {
    * each change costs no query for it.
    */
   private oldestResolved: number | null | undefined;
+  /** The session's stop (`meta('stopped')`), read once per instance: every new request checks it. */
+  private cachedStop: Readonly<SessionStop> | null | undefined;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -110,6 +112,24 @@ export class GateStore {
     const text = JSON.stringify(meta);
     this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)", text);
     this.cachedMeta = deepFreeze(JSON.parse(text) as ServedSession);
+  }
+
+  // ── the session's stop ───────────────────────────────────────────────────
+
+  /** Who stopped the session, when and why; null while it is not stopped. */
+  stopped(): Readonly<SessionStop> | null {
+    if (this.cachedStop === undefined) {
+      const row = this.sql.exec("SELECT v FROM meta WHERE k = 'stopped'").toArray()[0];
+      this.cachedStop = row ? deepFreeze(JSON.parse(row.v as string) as SessionStop) : null;
+    }
+    return this.cachedStop;
+  }
+
+  /** Stops the session (a stop), or resumes it (null). */
+  setStopped(stop: SessionStop | null): void {
+    if (stop) this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('stopped', ?)", JSON.stringify(stop));
+    else this.sql.exec("DELETE FROM meta WHERE k = 'stopped'");
+    this.cachedStop = stop && deepFreeze({ ...stop, by: { ...stop.by } });
   }
 
   // ── revoked keys ─────────────────────────────────────────────────────────

@@ -6,7 +6,7 @@
  * subsystems). Imports only types from `sdk/src`, `worker/policy.ts`, `db/devices.ts` and
  * the pure `../audit-chain.ts`, so `types.ts` can type `Env.TEAM_HUB` through it without an import cycle.
  */
-import type { Approval, Delivery, EscalationEvent, Owner, SessionInfo } from "../../sdk/src/approval";
+import type { Approval, Delivery, EscalationEvent, Owner, SessionInfo, SessionStop } from "../../sdk/src/approval";
 import type { Claim, ReceiptBody } from "../../sdk/src/human/approvals";
 import type { EscalationStep, QuotaLimit, TeamLimits, TeamPolicy } from "../../sdk/src/human/policy";
 import type { DeviceHealth } from "../../sdk/src/human/push";
@@ -107,6 +107,8 @@ export interface SessionNews {
   policyVersion: number;
   /** Outbox rows the gate could not write (dead letters, `outbox_dead`); absent from older gates. */
   deadLetters?: number;
+  /** The session's stop (null: not stopped); absent from older gates, which cannot be stopped. */
+  stopped?: SessionStop | null;
 }
 
 /**

@@ -82,6 +82,8 @@ const MIGRATIONS: MigrationStep[] = [
   // hub evicted mid-step sends none of them again.
   `CREATE TABLE IF NOT EXISTS escalation_starts (approval_id TEXT NOT NULL, step INTEGER NOT NULL,
      phase TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (approval_id, step, phase));`,
+  // A stopped session (gate/session-stop.ts): its stop as the gate last reported it, shown live.
+  "ALTER TABLE sessions ADD COLUMN stopped TEXT;",
 ];
 
 /** The version every hub reaches on its next start. */

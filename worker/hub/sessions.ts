@@ -4,8 +4,8 @@
  * bounded: a "connected" row whose gate stopped reporting is marked disconnected, and rows idle
  * for a week go.
  *
- * Owns: the `sessions` table (with its stale-row correction, pruning and each session's reported
- * dead-letter count), `meta('policy')` (the
+ * Owns: the `sessions` table (with its stale-row correction, pruning, each session's reported
+ * dead-letter count and stop), `meta('policy')` (the
  * hub's copy of the team's versioned policy) and the fan-out of a policy change to live
  * sessions (`policy_fanout`), bounded per invocation and continued from the alarm. Does not own:
  * the policy itself (D1, `db/people.ts`), how a gate applies it (the gate keeps the newest
@@ -71,15 +71,17 @@ export class Sessions {
         : ((before?.disconnected_at as number) ?? news.at);
     const info = JSON.stringify(news.info);
     const dead = deadLettersAfter(before, news);
+    const stopped = news.stopped ? JSON.stringify(news.stopped) : null;
     const changed =
       !before ||
       wasConnected !== news.connected ||
       before.info !== info ||
       before.pending !== news.pending ||
-      before.dead_letters !== dead.count;
+      before.dead_letters !== dead.count ||
+      before.stopped !== stopped;
     sql.exec(
       `INSERT OR REPLACE INTO sessions (session_id, owner_user_id, info, connected, connected_at, disconnected_at,
-         last_seen_at, pending, dead_letters, dead_lettered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         last_seen_at, pending, dead_letters, dead_lettered_at, stopped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       news.sessionId,
       news.ownerUserId,
       info,
@@ -90,6 +92,7 @@ export class Sessions {
       news.pending,
       dead.count,
       dead.at,
+      stopped,
     );
     if (changed) {
       await this.directory.load();
@@ -265,6 +268,7 @@ export class Sessions {
       lastSeenAt: row.last_seen_at as number,
       pending: row.pending as number,
       ...((row.dead_letters as number) > 0 && { deadLetters: row.dead_letters as number }),
+      ...(row.stopped && { stopped: JSON.parse(row.stopped as string) }),
     };
   }
 }

@@ -62,6 +62,9 @@ async function openOverHttp(c: Context<AppEnv>, sessionId: string, params: Agent
   const result = (await session.gate.openOverHttp(session.join, params)) as unknown as HttpOpenResult;
   if (result.ok) return c.json({ approvalId: result.approvalId, expiresAt: result.expiresAt }, 201);
   if ("retryAfterMs" in result) throw quotaRefusal(result);
+  if ("stopped" in result) {
+    throw new DomainError(result.error, result.message, { extra: { reason: result.error, stopped: result.stopped } });
+  }
   const { error, message, issues } = result;
   throw new DomainError(error, message, { extra: issues && { issues } });
 }

@@ -9,7 +9,7 @@ import {
 } from "../../sdk/src/human/approvals";
 import { requireCurrentWeb, requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listApprovals } from "../db";
-import { cursorParam, nextCursor, relyingParty, validate } from "../http";
+import { cursorParam, deviceOf, nextCursor, relyingParty, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
 import { claimApproval, type DecisionRequest, decideApproval, readApproval } from "../team/approvals";
 import { decideBatch } from "../team/decision-batch";
@@ -82,19 +82,6 @@ function decisionRequest(c: Context<AppEnv>, approvalId: string, body: AnyDecisi
     userId: w.userId,
     name: w.name,
     role: w.role,
-    device: deviceName(c.req.header("X-Tapgate-Device")),
+    device: deviceOf(c),
   };
-}
-
-/**
- * The device or surface a decision came from. Browsers only send Latin-1 header values, so the
- * app percent-encodes the name; anything undecodable is shown as sent.
- */
-function deviceName(header: string | undefined): string {
-  if (!header) return "web";
-  try {
-    return decodeURIComponent(header).slice(0, 64) || "web";
-  } catch {
-    return header.slice(0, 64);
-  }
 }

@@ -1,22 +1,25 @@
 /**
  * Agent sessions of the team: connected or recent, and one session with its requests in order;
- * an admin replays a session's dead letters.
+ * an admin replays a session's dead letters; a decider stops a session, its owner or an admin
+ * resumes it (team/sessions.ts).
  */
 import { Hono } from "hono";
 import {
   type ReplayAnswer,
   type SessionDetail,
   type SessionList,
+  type StopAnswer,
   sessionListQuerySchema,
   sessionPageQuerySchema,
   sessionParamSchema,
+  stopBodySchema,
 } from "../../sdk/src/human/sessions";
-import { requireRole, requireSameOrigin, requireWeb } from "../auth";
+import { requireCurrentWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { listSessionApprovals } from "../db";
 import { DomainError } from "../errors";
-import { cursorParam, nextCursor, validate } from "../http";
-import { ADMIN_ROLES } from "../roles";
-import { listTeamSessions, replayDeadLetters, teamSession } from "../team/sessions";
+import { cursorParam, deviceOf, nextCursor, validate } from "../http";
+import { ADMIN_ROLES, DECIDER_ROLES } from "../roles";
+import { listTeamSessions, replayDeadLetters, resumeSession, stopSession, teamSession } from "../team/sessions";
 import type { AppEnv } from "../types";
 
 const pageQuery = sessionPageQuerySchema.extend({ cursor: cursorParam.optional() });
@@ -48,4 +51,27 @@ export const sessionRoutes = new Hono<AppEnv>()
       if (!replayed) throw new DomainError("not_found", "no such session");
       return c.json(replayed satisfies ReplayAnswer);
     },
+  )
+  // Stopping only ever denies, so everyone who may decide may stop; the role as it is now.
+  .post(
+    "/v1/sessions/:sessionId/stop",
+    requireSameOrigin,
+    requireCurrentWeb,
+    requireRole(...DECIDER_ROLES),
+    validate("param", sessionParamSchema),
+    validate("json", stopBodySchema),
+    async (c) => {
+      const w = c.get("web");
+      const { reason } = c.req.valid("json");
+      const input = { by: { userId: w.userId, name: w.name }, device: deviceOf(c), ...(reason && { reason }) };
+      return c.json((await stopSession(c.env, w.teamId, c.req.valid("param").sessionId, input)) satisfies StopAnswer);
+    },
+  )
+  .post(
+    "/v1/sessions/:sessionId/resume",
+    requireSameOrigin,
+    requireCurrentWeb,
+    validate("param", sessionParamSchema),
+    async (c) =>
+      c.json((await resumeSession(c.env, c.get("web"), c.req.valid("param").sessionId)) satisfies StopAnswer),
   );

@@ -12,6 +12,7 @@ import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { RiskTag } from "../components/RiskNote";
 import { SafeText } from "../components/SafeText";
+import { StopSessionButton } from "../components/SessionStop";
 import { ago, describeApproval } from "../format";
 import { useLiveEvents, useLiveStatus, useShowingCards } from "../live";
 import { pending, usePending } from "../pending";
@@ -227,7 +228,7 @@ function SessionHeader({ rows, owner, columns }: { rows: PendingApproval[]; owne
             </>
           )}
         </span>
-        <span class="group-count">{rows.length} waiting</span>
+        <span class="group-count">{rows.length} waiting</span> <StopSessionButton sessionId={first.sessionId} compact />
       </th>
     </tr>
   );

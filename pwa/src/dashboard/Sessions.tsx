@@ -7,6 +7,7 @@ import { useNow } from "../clock";
 import { ApprovalRow } from "../components/ApprovalRow";
 import { Banner } from "../components/Banner";
 import { SafeText } from "../components/SafeText";
+import { StoppedNote, StopSessionButton } from "../components/SessionStop";
 import { ago, dateTime } from "../format";
 import { useLiveEvents } from "../live";
 import { Link } from "../router";
@@ -63,7 +64,7 @@ export function Sessions() {
       )}
       {!list.data && list.loading && <p class="muted">Loading…</p>}
       <DeadLetters deadLettered={list.data?.deadLettered ?? []} replayed={() => void list.reload()} />
-      {sessions.length > 0 && <SessionTable sessions={sessions} />}
+      {sessions.length > 0 && <SessionTable sessions={sessions} changed={() => void list.reload()} />}
     </section>
   );
 }
@@ -128,7 +129,7 @@ function DeadLetters({ deadLettered, replayed }: { deadLettered: DeadLetteredSes
   );
 }
 
-function SessionTable({ sessions }: { sessions: AgentSession[] }) {
+function SessionTable({ sessions, changed }: { sessions: AgentSession[]; changed: () => void }) {
   const now = useNow();
   return (
     <DataTable
@@ -143,6 +144,7 @@ function SessionTable({ sessions }: { sessions: AgentSession[] }) {
           <th>Connected</th>
           <th>Last seen</th>
           <th class="num">Pending</th>
+          <th>Stop</th>
         </>
       }
     >
@@ -183,6 +185,9 @@ function SessionTable({ sessions }: { sessions: AgentSession[] }) {
                 · {s.deadLetters} unsaved
               </span>
             ) : null}
+          </td>
+          <td class="nowrap">
+            <SessionStopControl session={s} changed={changed} />
           </td>
         </tr>
       ))}
@@ -237,6 +242,7 @@ export function SessionPage({ id }: { id: string }) {
           <PageHead
             title={s.title || s.sessionId}
             sub={s.disconnectedAt ? `Disconnected ${ago(s.disconnectedAt, now)}` : "Connected"}
+            actions={<SessionStopControl session={s} changed={() => void page.reload()} />}
           />
           <dl class="facts wide-facts" data-testid="session-facts">
             {s.parent && (
@@ -287,6 +293,15 @@ export function SessionPage({ id }: { id: string }) {
         </>
       )}
     </section>
+  );
+}
+
+/** A stopped session's note (with Resume), else its Stop button; `changed` reloads after either. */
+function SessionStopControl({ session, changed }: { session: AgentSession; changed: () => void }) {
+  return session.stopped ? (
+    <StoppedNote session={session} onResumed={changed} />
+  ) : (
+    <StopSessionButton sessionId={session.sessionId} compact onStopped={changed} />
   );
 }
 

@@ -31,6 +31,7 @@ export const REASONS: Record<string, string> = {
   agent_disconnected: "Agent disconnected",
   agent_cancelled: "Cancelled by agent",
   session_cancelled: "Session cancelled",
+  session_stopped: "Session stopped",
   key_revoked: "Key revoked",
   service_restart: "Restart",
   invalid: "Invalid",

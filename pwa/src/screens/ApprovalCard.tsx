@@ -15,6 +15,7 @@ import { ReasonField } from "../components/ReasonField";
 import { RiskBanner, RiskTag } from "../components/RiskNote";
 import { RuleOffer } from "../components/RuleOffer";
 import { SafeText } from "../components/SafeText";
+import { StopSessionButton } from "../components/SessionStop";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
 import { dateTime, describeApproval, outcomeWithTime } from "../format";
 import { useLiveEvents, useShowingCards } from "../live";
@@ -279,6 +280,10 @@ function Card({
         ) : (
           <Outcome approval={approval} />
         )}
+        {/* On every card, decided ones too: the agent may still be at work. Kept after the stop, to say what it did. */}
+        <p class="card-stop" data-testid="card-stop">
+          <StopSessionButton sessionId={approval.sessionId} reason={reason} />
+        </p>
       </div>
     </article>
   );

@@ -6,6 +6,7 @@
  * Does not own: turning an agent's payload into a permission request (each agent's `hook.ts`),
  * asking (the SDK's gate session, or the gate itself), or the agent's output shape.
  */
+import { stoppedSentence } from "../approval.js";
 import type { RequestPermissionResponse, TapgateAnswerMeta } from "../protocol.js";
 import { tapgateAnswerMeta } from "../protocol.js";
 
@@ -51,6 +52,8 @@ export function denyReason(meta: TapgateAnswerMeta, waitedMs: number): string {
       return "Tapgate: the request was cancelled";
     case "key_revoked":
       return "Tapgate: this API key was revoked — run `tapgate login`";
+    case "session_stopped":
+      return `Tapgate: ${stoppedSentence({ by: meta.decidedBy ?? { name: "a human reviewer" }, reason: humanReason(meta) })}`;
     case "service_restart":
       return "Tapgate: the service restarted before anyone decided; try again";
     case "invalid":

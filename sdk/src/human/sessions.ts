@@ -1,7 +1,8 @@
 /** `/v1/sessions`: the team's agent sessions, and one session with its requests in order. */
 import { z } from "zod";
-import { agentSessionSchema, approvalSchema } from "../approval.js";
+import { agentSessionSchema, approvalSchema, sessionStopSchema } from "../approval.js";
 import { sessionIdSchema } from "../protocol.js";
+import { DECISION_REASON_CHARS } from "./approvals.js";
 import { cursorQuerySchema } from "./common.js";
 
 export const sessionListQuerySchema = z.object({
@@ -38,3 +39,18 @@ export const replayAnswerSchema = z.object({
   deadLetters: z.number().int().nonnegative(),
 });
 export type ReplayAnswer = z.infer<typeof replayAnswerSchema>;
+/** `POST /v1/sessions/:sessionId/stop`: the stopper's words to the agent, if any (as long as a decision's). */
+export const stopBodySchema = z.strictObject({
+  reason: z.string().trim().min(1).max(DECISION_REASON_CHARS).optional(),
+});
+export type StopBody = z.infer<typeof stopBodySchema>;
+/**
+ * `POST /v1/sessions/:sessionId/stop` and `/resume`: the session's stop as it is now (null once
+ * resumed) and how many pending requests this call denied (`session_stopped`).
+ */
+export const stopAnswerSchema = z.object({
+  sessionId: z.string(),
+  stopped: sessionStopSchema.nullable(),
+  denied: z.number().int().nonnegative(),
+});
+export type StopAnswer = z.infer<typeof stopAnswerSchema>;
