@@ -82,6 +82,7 @@ export type {
   Approval,
   ApprovalDetail,
   ApprovalState,
+  ApproverFigures,
   AuditEntry,
   AuditVerdict,
   Claim,
@@ -98,6 +99,7 @@ export type {
   LinkPreview,
   Me,
   Member,
+  OversightFigures,
   OwnedApproval,
   PushSubscriptionBody,
   ResolutionReason,
@@ -110,7 +112,13 @@ export type {
   TeamPolicy,
   WebSessionInfo,
 } from "../../sdk/src/human/index";
-export { DEFAULT_HIGH_RISK, ROLES, roleRank } from "../../sdk/src/human/index";
+export {
+  DEFAULT_HIGH_RISK,
+  fastAllowsFilter,
+  ROLES,
+  roleRank,
+  rubberStamping,
+} from "../../sdk/src/human/index";
 
 // The site's CSP has no 'unsafe-eval': zod must not try to compile its parsers (nor log that it cannot).
 config({ jitless: true });
