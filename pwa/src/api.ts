@@ -83,6 +83,7 @@ export type {
   Approval,
   ApprovalDetail,
   ApprovalState,
+  ApproverFigures,
   AuditEntry,
   AuditVerdict,
   Claim,
@@ -99,6 +100,7 @@ export type {
   LinkPreview,
   Me,
   Member,
+  OversightFigures,
   OwnedApproval,
   PushSubscriptionBody,
   ResolutionReason,
@@ -111,7 +113,13 @@ export type {
   TeamPolicy,
   WebSessionInfo,
 } from "../../sdk/src/human/index";
-export { DEFAULT_HIGH_RISK, ROLES, roleRank } from "../../sdk/src/human/index";
+export {
+  DEFAULT_HIGH_RISK,
+  fastAllowsFilter,
+  ROLES,
+  roleRank,
+  rubberStamping,
+} from "../../sdk/src/human/index";
 
 // The site's CSP has no 'unsafe-eval': zod must not try to compile its parsers (nor log that it cannot).
 config({ jitless: true });

@@ -37,6 +37,11 @@ export const decidedBySchema = z.object({
   name: z.string(),
   /** The device or surface the decision came from, e.g. "web" or a device name. */
   device: z.string(),
+  /**
+   * When the decider first saw the card (a device of theirs displayed or opened its push, or a
+   * visible page of theirs showed it), as the gate knew at the decision; absent when it knew of none.
+   */
+  shownAt: z.number().optional(),
 });
 export type DecidedBy = z.infer<typeof decidedBySchema>;
 

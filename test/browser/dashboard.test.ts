@@ -372,6 +372,10 @@ describe.skipIf(!browserAvailable)("the team dashboard in headless Chromium", ()
     expect(await chart.locator("g[data-total='2']").count()).toBe(1);
     expect(await chart.locator("rect.fill-allowed").count()).toBe(1);
     expect(await chart.locator("rect.fill-denied").count()).toBe(1);
+    // Rubber-stamping: the team's two human decisions, one of them an allow.
+    const team = owner.getByTestId("oversight-row-team");
+    expect(await team.locator("td").nth(1).textContent()).toBe("2");
+    expect(await team.locator("td").nth(2).textContent()).toBe("50 %");
     const path = await screenshot(owner, "dashboard-stats.png");
     expect(pngSize(await readFile(path))).toEqual(DESKTOP);
   });

@@ -228,12 +228,22 @@ describe.skipIf(!browserAvailable)("the phone app in headless Chromium", () => {
   it("a push delivered to the service worker shows a Deny-only notification and reports it seen", async () => {
     const registrationId = await sw.activeRegistration(`${app.origin}/`);
     const title = "Edit src/main.ts";
+    // As the hub sends it: the service worker's fields and, beside them, the declarative
+    // notification (Safari, iOS 18.4+); a service worker that runs still shows its own.
     await sw.deliver(app.origin, registrationId, {
       v: 1,
       type: "approval",
       approvalId: diffApproval.id,
       title,
       expiresAt: diffApproval.expiresAt,
+      web_push: 8030,
+      notification: {
+        title,
+        body: "Open it in Tapgate to decide.",
+        navigate: `${app.origin}/approvals/${diffApproval.id}`,
+        tag: diffApproval.id,
+      },
+      mutable: true,
     });
     await expect.poll(async () => (await shownNotifications(page, diffApproval.id)).length).toBe(1);
     const [notification] = await shownNotifications(page, diffApproval.id);

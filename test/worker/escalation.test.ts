@@ -116,6 +116,18 @@ describe("the escalation ladder", () => {
       expect(p).not.toHaveProperty("risk");
     }
     expect(JSON.stringify(asked)).not.toContain("secret service");
+    // The declarative notification (Safari, iOS 18.4+) says no more than the lock screen may.
+    for (const p of asked) expect(p.notification).toMatchObject({ title: "An agent is asking you a question" });
+    // A repeat is as urgent as the first push, lives no longer than the request has left, and
+    // replaces it at the push service (one Topic per request).
+    const sent = fake.pushes.filter((p) => p.payload.approvalId === risky.approval.id);
+    expect(sent.map((p) => p.headers.get("Urgency"))).toEqual(["high", "high"]);
+    expect(new Set(sent.map((p) => p.headers.get("Topic"))).size).toBe(1);
+    const left = Math.ceil((risky.approval.expiresAt - risky.approval.createdAt) / 1000);
+    for (const p of sent) {
+      expect(Number(p.headers.get("TTL"))).toBeGreaterThan(0);
+      expect(Number(p.headers.get("TTL"))).toBeLessThanOrEqual(left);
+    }
     // `risk: "high"`: the service worker offers no lock-screen action, on the repeat as on the first.
     expect(pushesOf(risky.approval.id).map((p) => [p.title, p.risk])).toEqual([
       ["Wipe", "high"],

@@ -8,6 +8,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { createECDH, randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
+import { declarativePushSchema, pushPayloadSchema } from "../../sdk/src/human/push";
 import type { TeamHub } from "../../worker/hub/team-hub";
 import { type Captured, fakePushService } from "./fake-push";
 import {
@@ -95,7 +96,19 @@ describe("Web Push", () => {
       title: "Remove build output",
       expiresAt: approval.expiresAt,
       risk: "high", // `rm -rf …` is high-risk by default: the lock screen offers no action for it
+      // Declarative Web Push beside it: Safari and iOS 18.4+ show this even without the service worker.
+      web_push: 8030,
+      notification: {
+        title: "High risk: Remove build output",
+        body: "Open it in Tapgate to decide.",
+        navigate: expect.stringMatching(new RegExp(`^https?://[^/]+/approvals/${approval.id}$`)),
+        tag: approval.id,
+      },
+      mutable: true,
     });
+    // Both readers take it: the service worker's schema and the declarative format's.
+    expect(pushPayloadSchema.parse(push?.payload)).toMatchObject({ type: "approval", approvalId: approval.id });
+    expect(declarativePushSchema.safeParse(push?.payload).success).toBe(true);
     expect(JSON.stringify(push?.payload)).not.toContain("rm -rf");
     expect(JSON.stringify(push?.payload)).not.toContain("abc123");
     expect(push?.headers.get("Urgency")).toBe("high");
@@ -287,7 +300,21 @@ describe("Web Push", () => {
       const mine = pushes.filter((p) => p.url === phone.endpoint).map((p) => p.payload);
       expect(mine.filter((p) => p.type === "approval")).toHaveLength(10);
       // The eleventh request brings one summary of the requests waiting for this device; the twelfth, silence.
-      expect(mine.filter((p) => p.type === "summary")).toEqual([{ v: 1, type: "summary", count: 11 }]);
+      expect(mine.filter((p) => p.type === "summary")).toEqual([
+        {
+          v: 1,
+          type: "summary",
+          count: 11,
+          web_push: 8030,
+          notification: {
+            title: "11 requests waiting",
+            body: "Open Tapgate to review them.",
+            navigate: expect.stringMatching(/^https?:\/\/[^/]+\/$/),
+            tag: "tapgate-summary",
+          },
+          mutable: true,
+        },
+      ]);
     }
     // Every request still waits: the budget holds back pushes, never requests.
     for (const sessionId of sessions) expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
@@ -305,7 +332,11 @@ describe("Web Push", () => {
       202,
     );
     await untilPushes(1);
-    expect(pushes[0]?.payload).toEqual({ v: 1, type: "test" });
+    expect(pushes[0]?.payload).toMatchObject({ v: 1, type: "test", web_push: 8030, mutable: true });
+    expect(declarativePushSchema.parse(pushes[0]?.payload).notification).toMatchObject({
+      title: "Tapgate test",
+      navigate: expect.stringMatching(/\/devices$/),
+    });
   });
 });
 

@@ -3,6 +3,7 @@
 import { env, SELF } from "cloudflare:test";
 import type { PublicKeyCredentialCreationOptionsJSON } from "@simplewebauthn/server";
 import { expect } from "vitest";
+import type { DecidedBy } from "../../sdk/src/approval";
 import type { Role } from "../../sdk/src/human/roles";
 import { newId, randomToken, sha256Hex } from "../../worker/crypto";
 import { SoftAuthenticator } from "./authenticator";
@@ -46,7 +47,8 @@ export interface SeedRow {
   kind?: string;
   createdAt: number;
   latencyMs?: number;
-  decidedBy?: { userId: string; name: string; device: string } | null;
+  decidedBy?: DecidedBy | null;
+  risk?: "high" | "normal";
 }
 
 /** Inserts approvals straight into the D1 index, as a SessionGate's outbox would have. */
@@ -56,8 +58,8 @@ export async function seedApprovals(teamId: string, rows: SeedRow[]): Promise<st
     rows.map((r, i) =>
       env.DB.prepare(
         `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
-           options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id)
-         VALUES (?, ?, ?, ?, ?, ?, '{"toolCall":{"toolCallId":"t"},"session":{}}', ?, '[]', ?, ?, ?, ?, ?, ?, ?)`,
+           options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id, risk)
+         VALUES (?, ?, ?, ?, ?, ?, '{"toolCall":{"toolCallId":"t"},"session":{}}', ?, '[]', ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).bind(
         ids[i],
         teamId,
@@ -73,6 +75,7 @@ export async function seedApprovals(teamId: string, rows: SeedRow[]): Promise<st
         r.state === "pending" ? null : r.createdAt + (r.latencyMs ?? 1000),
         r.decidedBy ? JSON.stringify(r.decidedBy) : null,
         r.state === "allowed" ? "allow" : null,
+        r.risk ?? null,
       ),
     ),
   );

@@ -2,6 +2,7 @@
 import type { ApprovalState } from "../../sdk/src/approval";
 import type { HistoryItem } from "../../sdk/src/human/history";
 import { type OwnedApprovalRow, ownedApprovalFromRow } from "./approvals";
+import { decideMsSql } from "./oversight";
 
 export interface HistoryFilter {
   teamId: string;
@@ -13,6 +14,8 @@ export interface HistoryFilter {
   kind?: string;
   from?: number;
   to?: number;
+  decider?: string;
+  decidedUnderMs?: number;
 }
 
 /** The WHERE clause and bindings of a history filter; resolved requests of the team only. */
@@ -30,6 +33,8 @@ function historyWhere(f: HistoryFilter): { where: string; binds: Array<string | 
   if (f.kind) add("a.tool_kind = ?", f.kind);
   if (f.from !== undefined) add("a.created_at >= ?", f.from);
   if (f.to !== undefined) add("a.created_at < ?", f.to);
+  if (f.decider) add("json_extract(a.decided_by, '$.userId') = ?", f.decider);
+  if (f.decidedUnderMs !== undefined) add(`a.reason = 'decided' AND ${decideMsSql} < ?`, f.decidedUnderMs);
   return { where: where.join(" AND "), binds };
 }
 

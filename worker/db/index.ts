@@ -9,6 +9,7 @@ export * from "./device-codes";
 export * from "./devices";
 export * from "./history";
 export * from "./keys";
+export * from "./oversight";
 export * from "./passkeys";
 export * from "./people";
 export * from "./rate-limits";

@@ -82,6 +82,11 @@ export class Escalation {
     this.saveAndTell(row, pending, now);
   }
 
+  /** When this person first saw a pending request, by the receipts the hub last reported; null if not. */
+  seenAt(approvalId: string, userId: string): number | null {
+    return this.host.ladders.get(approvalId)?.receipts.seenBy.find((s) => s.userId === userId)?.at ?? null;
+  }
+
   /** The progress of an HTTP-held request, for its poll's `202`. */
   progress(approvalId: string): Progress | null {
     const row = this.host.ladders.get(approvalId);

@@ -123,6 +123,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
         // The first step runs after this change committed: never awaited on the agent's path.
         ctx.waitUntil(Promise.resolve().then(() => this.escalateDue(now)));
       },
+      seenAt: (approvalId, userId) => this.escalation.seenAt(approvalId, userId),
     });
     this.escalation = new Escalation({
       store,

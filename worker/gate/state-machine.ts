@@ -78,6 +78,8 @@ export interface MachineHost {
   quarantine(row: PendingRow, error: unknown, now: number): void;
   /** A request is now pending (its escalation ladder starts). */
   opened?(approval: Approval, meta: ServedSession, now: number): void;
+  /** When this person first saw the pending request, as the hub's receipts told (null: not known). */
+  seenAt?(approvalId: string, userId: string): number | null;
 }
 
 export class StateMachine {
@@ -337,7 +339,11 @@ export class StateMachine {
     }
     if ("partial" in check)
       return { ok: true, approval: this.recordPartialAllow(meta, current, check.partial, d, now) };
-    const resolution = check.resolution;
+    // The time it was shown to the decider goes on the record: the Stats screen's decision times.
+    const shownAt = this.host.seenAt?.(row.id, d.userId) ?? null;
+    const { decidedBy } = check.resolution;
+    const resolution =
+      shownAt === null || !decidedBy ? check.resolution : { ...check.resolution, decidedBy: { ...decidedBy, shownAt } };
     const approval = this.atomically(() => {
       // The proof keeps the step-ups that allowed (a deny needs none, whatever it carried).
       if (d.stepUp && resolution.state === "allowed") this.store.addStepUp(row.id, d.stepUp);

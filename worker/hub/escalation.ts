@@ -228,8 +228,7 @@ export class Escalations {
   private async mail(order: EscalationOrder, people: string[]) {
     const teamId = this.host.teamId();
     const members = teamId ? await listMembers(this.host.env.DB, teamId) : [];
-    const origin = this.host.env.APP_ORIGIN ?? "http://localhost:8787";
-    const link = `${origin}/approvals/${encodeURIComponent(order.approval.id)}`;
+    const link = `${this.host.appOrigin}/approvals/${encodeURIComponent(order.approval.id)}`;
     let reached = 0;
     for (const userId of people) {
       const member = members.find((m) => m.userId === userId);

@@ -13,6 +13,8 @@ export interface HubHost {
   readonly sql: SqlStorage;
   /** D1, the VAPID keys, the SessionGate namespace. */
   readonly env: Env;
+  /** Where the app is, for links that leave the hub (a mail, a push's notification). */
+  readonly appOrigin: string;
   /** The team this hub serves, once any caller named it; null in a hub never called by name. */
   teamId(): string | null;
   /** The hub's accepted WebSockets, all of them or those carrying `tag`. */
@@ -31,6 +33,8 @@ export function hubHost(ctx: DurableObjectState, env: Env, teamId: () => string 
   return {
     sql: ctx.storage.sql,
     env,
+    // Local mode without APP_ORIGIN: the dev server's address.
+    appOrigin: env.APP_ORIGIN ?? "http://localhost:8787",
     teamId,
     sockets: (tag) => ctx.getWebSockets(tag),
     accept: (ws, tags) => ctx.acceptWebSocket(ws, tags),

@@ -16,7 +16,7 @@ import type { ApprovalNews, HubDevice, ReceiptEvent } from "./api";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";
 import { PushBudget } from "./push-budget";
-import { lockScreenTitle, type PushPayload, pushTopic, sendPush, type VapidKeys } from "./web-push";
+import { lockScreenTitle, type PushPayload, pushMessage, pushTopic, sendPush, type VapidKeys } from "./web-push";
 
 const RETRY_BASE_MS = 1_000;
 const RETRY_MAX_MS = 60_000;
@@ -331,7 +331,7 @@ export class PushQueue {
     if (approvalId) this.track(approvalId, device.id, "sent_at");
     const outcome = await sendPush(
       { endpoint: device.endpoint, keys: { p256dh: device.p256dh, auth: device.auth } },
-      payload,
+      pushMessage(payload, this.host.appOrigin),
       { ttlSeconds, urgency: job.urgency as Urgency, topic: topicOf(payload) },
       vapid,
     );

@@ -11,7 +11,15 @@
  */
 import { z } from "zod";
 import type { Approval } from "../../sdk/src/approval";
-import type { PushPayload } from "../../sdk/src/human/push";
+import {
+  approvalTitle,
+  type DeclarativePush,
+  type PushPayload,
+  SUMMARY_TAG,
+  summaryText,
+  TEST_TAG,
+  TEST_TEXT,
+} from "../../sdk/src/human/push";
 import { sha256Hex } from "../crypto";
 import type { ApprovalNews } from "./api";
 import { pushRequest, type VapidKeys } from "./push-request";
@@ -87,6 +95,40 @@ export function lockScreenTitle(approval: Approval, policy: ApprovalNews["lockSc
   return title.length > 80 ? `${title.slice(0, 79)}…` : title;
 }
 
+/** What a push carries: the payload the service worker reads, and its declarative notification. */
+export type PushMessage = PushPayload & Partial<DeclarativePush>;
+
+/**
+ * The payload with its declarative notification (`declarativePushSchema`) beside it, for the
+ * platforms that show one without running the service worker. Its text is the service
+ * worker's (the lock-screen title, never arguments); `resolved` gets none, since it closes a
+ * notification and has nothing to show.
+ */
+export function pushMessage(payload: PushPayload, appOrigin: string): PushMessage {
+  const at = (path: string) => new URL(path, appOrigin).href;
+  const declarative = (notification: DeclarativePush["notification"]): PushMessage => ({
+    ...payload,
+    web_push: 8030,
+    notification,
+    mutable: true,
+  });
+  switch (payload.type) {
+    case "approval":
+      return declarative({
+        title: approvalTitle(payload),
+        body: "Open it in Tapgate to decide.",
+        navigate: at(`/approvals/${encodeURIComponent(payload.approvalId)}`),
+        tag: payload.approvalId,
+      });
+    case "summary":
+      return declarative({ ...summaryText(payload.count), navigate: at("/"), tag: SUMMARY_TAG });
+    case "test":
+      return declarative({ ...TEST_TEXT, navigate: at("/devices"), tag: TEST_TAG });
+    case "resolved":
+      return payload;
+  }
+}
+
 /** delivered: the push service took it · gone: drop the device · retry: try again later · rejected: give up. */
 export type PushOutcome = "delivered" | "gone" | "retry" | "rejected";
 
@@ -104,7 +146,7 @@ export function pushTopic(approvalId: string): string {
 
 export async function sendPush(
   subscription: PushSubscription,
-  payload: PushPayload,
+  payload: PushMessage,
   options: { ttlSeconds: number; urgency: "high" | "normal"; topic?: string },
   vapid: VapidKeys,
 ): Promise<PushOutcome> {

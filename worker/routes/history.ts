@@ -9,8 +9,16 @@ import {
   type Stats,
   statsQuerySchema,
 } from "../../sdk/src/human/history";
-import { requireWeb } from "../auth";
-import { exportHistory, type HistoryExportRow, type HistoryFilter, listHistory, teamStats } from "../db";
+import { requireCurrentWeb, requireWeb } from "../auth";
+import {
+  exportHistory,
+  getTeamPolicy,
+  type HistoryExportRow,
+  type HistoryFilter,
+  listHistory,
+  oversightStats,
+  teamStats,
+} from "../db";
 import { cursorParam, nextCursor, validate } from "../http";
 import type { AppEnv } from "../types";
 
@@ -42,7 +50,8 @@ const EXPORT_COLUMNS: Array<keyof HistoryExportRow> = [
 export const historyRoutes = new Hono<AppEnv>()
   .use("/v1/history", requireWeb)
   .use("/v1/history/*", requireWeb)
-  .use("/v1/stats", requireWeb)
+  // Each person's figures go to those who decide, by the role the hub vouches for now.
+  .use("/v1/stats", requireWeb, requireCurrentWeb)
   .get("/v1/history", validate("query", pageQuery), async (c) => {
     const { cursor, limit, ...filter } = c.req.valid("query");
     const approvals = await listHistory(
@@ -67,14 +76,20 @@ export const historyRoutes = new Hono<AppEnv>()
     const days = c.req.valid("query").days;
     const today = Date.UTC(...utcDate(new Date()));
     const since = today - (days - 1) * DAY_MS;
-    const stats = await teamStats(c.env.DB, c.get("web").teamId, since);
+    const { teamId, role } = c.get("web");
+    const { policy } = await getTeamPolicy(c.env.DB, teamId);
+    const rubberStamp = { ms: policy.rubberStampMs, share: policy.rubberStampShare };
+    const [stats, oversight] = await Promise.all([
+      teamStats(c.env.DB, teamId, since),
+      oversightStats(c.env.DB, teamId, since, rubberStamp.ms, role !== "viewer"),
+    ]);
     // Days without requests have no row in D1's GROUP BY; the chart still shows them, as zeros.
     const byDate = new Map(stats.days.map((d) => [d.date, d]));
     const series = Array.from({ length: days }, (_, i) => {
       const date = new Date(since + i * DAY_MS).toISOString().slice(0, 10);
       return byDate.get(date) ?? { date, allowed: 0, denied: 0, cancelled: 0, expired: 0 };
     });
-    return c.json({ days: series, latency: stats.latency } satisfies Stats);
+    return c.json({ days: series, latency: stats.latency, ...oversight, rubberStamp } satisfies Stats);
   });
 
 function utcDate(d: Date): [number, number, number] {

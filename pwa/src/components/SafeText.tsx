@@ -1,5 +1,5 @@
 import { useMemo, useState } from "preact/hooks";
-import { DEFAULT_LINE_LIMIT, toSafeText } from "../safe-text";
+import { DEFAULT_LINE_LIMIT, toSafeText } from "../../../sdk/src/safe-text";
 
 /**
  * Agent text, rendered as text nodes only (never HTML), with unsafe characters shown as tokens

@@ -1,6 +1,10 @@
-/** Requests per day by outcome (stacked bars) and decision latency p50/p90, over 7 or 30 days. Hand-made SVG. */
+/**
+ * Requests per day by outcome (stacked bars), decision latency p50/p90, and rubber-stamping
+ * (`Oversight.tsx`), over 7 or 30 days. Hand-made SVG.
+ */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type Stats as StatsData } from "../api";
+import { Oversight } from "./Oversight";
 import { Empty, LoadError, latency, PageHead, useLoad } from "./ui";
 
 type Day = StatsData["days"][number];
@@ -93,6 +97,7 @@ export function Stats() {
               <BarChart days={series} />
             )}
           </section>
+          <Oversight stats={stats.data} days={days} />
         </>
       )}
       {!stats.data && stats.loading && <p class="muted">Loading…</p>}

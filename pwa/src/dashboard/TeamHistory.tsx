@@ -1,5 +1,6 @@
 /** The team's resolved requests: who allowed what, when, and how fast. Filters, pages, export. */
 import { useEffect, useState } from "preact/hooks";
+import { historyFilterSchema } from "../../../sdk/src/human/history";
 import { APPROVAL_STATES_RESOLVED, api, type HistoryFilters, type HistoryItem, historyQuery } from "../api";
 import { Field } from "../components/Field";
 import { KindIcon, kindLabel } from "../components/KindIcon";
@@ -7,6 +8,7 @@ import { SafeText } from "../components/SafeText";
 import { dateTime, describeApproval } from "../format";
 import { useLiveEvents } from "../live";
 import { usePaged } from "../paged";
+import { navigate } from "../router";
 import { ApprovalCard } from "../screens/ApprovalCard";
 import { useMe } from "../viewer";
 import { useMembers } from "./Board";
@@ -66,14 +68,31 @@ function toFilters(f: Form): HistoryFilters {
   };
 }
 
+/** Filters a link brought in its query (the Stats screen's rubber-stamp flag), kept until cleared. */
+function linkedFilters(): HistoryFilters {
+  const parsed = historyFilterSchema.safeParse(Object.fromEntries(new URLSearchParams(location.search)));
+  return parsed.success ? parsed.data : {};
+}
+
+/** The form's filters over the linked ones: a field set in the form wins. */
+function merged(linked: HistoryFilters, form: HistoryFilters): HistoryFilters {
+  return { ...linked, ...Object.fromEntries(Object.entries(form).filter(([, v]) => v !== undefined)) };
+}
+
 export function TeamHistory() {
   const me = useMe();
   const members = useMembers();
   const [form, setForm] = useState<Form>(EMPTY);
+  const [linked, setLinked] = useState<HistoryFilters>(linkedFilters);
   const [open, setOpen] = useState<string | null>(null);
   const [sessions, setSessions] = useState<Array<{ value: string; label: string }>>([]);
-  const filters = toFilters(form);
+  const filters = merged(linked, toFilters(form));
   const key = historyQuery(filters);
+  const clear = () => {
+    setForm(EMPTY);
+    setLinked({});
+    navigate("/history", { replace: true, keepScroll: true });
+  };
 
   const list = usePaged(
     (from) => api.history(filters, from, PAGE).then((page) => ({ items: page.approvals, cursor: page.cursor })),
@@ -166,8 +185,14 @@ export function TeamHistory() {
               data-testid="filter-to"
             />
           </Field>
+          {linked.decidedUnderMs !== undefined && (
+            <span class="tag warn" data-testid="filter-fast-allows">
+              Allowed by {members.get(linked.decider ?? "")?.name ?? "anyone"} within {latency(linked.decidedUnderMs)}{" "}
+              of seeing it
+            </span>
+          )}
           {key && (
-            <button type="button" class="link-button" onClick={() => setForm(EMPTY)} data-testid="filter-clear">
+            <button type="button" class="link-button" onClick={clear} data-testid="filter-clear">
               Clear filters
             </button>
           )}

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { describeMatch } from "../../../sdk/src/rules";
+import { containsUnsafeText } from "../../../sdk/src/safe-text";
 import { traceIdOf } from "../../../sdk/src/trace";
 import { type ApiError, type ApprovalView, api, canDecide, type RuleMatch } from "../api";
 import { useClaimWhileOpen } from "../claim";
@@ -20,7 +21,6 @@ import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
 import { dateTime, describeApproval, outcomeWithTime } from "../format";
 import { useLiveEvents, useShowingCards } from "../live";
 import { Link } from "../router";
-import { containsUnsafeText } from "../safe-text";
 import { decideWithStepUp } from "../step-up";
 import { useMe } from "../viewer";
 

@@ -9,8 +9,16 @@
 import { config } from "zod";
 import { approvalSchema } from "../../../sdk/src/approval";
 import { errorBodySchema } from "../../../sdk/src/errors";
-import { type PushPayload, pushPayloadSchema } from "../../../sdk/src/human/push";
-import { withVisibleTokens } from "../safe-text";
+import {
+  approvalTitle,
+  type PushPayload,
+  pushPayloadSchema,
+  SUMMARY_TAG,
+  summaryText,
+  TEST_TAG,
+  TEST_TEXT,
+} from "../../../sdk/src/human/push";
+import { withVisibleTokens } from "../../../sdk/src/safe-text";
 import { META_CACHE, META_KEY, type ThisDevice } from "./shared";
 
 declare const self: ServiceWorkerGlobalScope;
@@ -93,17 +101,14 @@ async function onPush(message: PushPayload | null): Promise<void> {
       return showApproval(message);
     case "resolved":
       return closeResolved(message);
-    case "summary":
-      return self.registration.showNotification(`${message.count} request${message.count === 1 ? "" : "s"} waiting`, {
-        tag: "tapgate-summary",
-        body: "Open Tapgate to review them.",
-        icon: ICON,
-        data: { url: "/" },
-      });
+    case "summary": {
+      const { title, body } = summaryText(message.count);
+      return self.registration.showNotification(title, { tag: SUMMARY_TAG, body, icon: ICON, data: { url: "/" } });
+    }
     case "test":
-      return self.registration.showNotification("Tapgate test", {
-        tag: "tapgate-test",
-        body: "Notifications work on this device.",
+      return self.registration.showNotification(TEST_TEXT.title, {
+        tag: TEST_TAG,
+        body: TEST_TEXT.body,
         icon: ICON,
         data: { url: "/devices" },
       });
@@ -135,8 +140,7 @@ async function showApproval(message: Extract<PushPayload, { type: "approval" }>)
     actions: message.risk === "high" ? [] : [{ action: "deny", title: "Deny" }],
     data: { approvalId: id, url: `/approvals/${encodeURIComponent(id)}` },
   };
-  const title = visible(message.title || "An agent is asking for permission");
-  await self.registration.showNotification(message.risk === "high" ? `High risk: ${title}` : title, options);
+  await self.registration.showNotification(approvalTitle(message), options);
   // …and showNotification resolved: it is on the screen.
   await Promise.all([receipt, report(id, "displayed")]);
 }

@@ -151,6 +151,13 @@ export const teamPolicySchema = z.object({
   highRiskQuorum: z.union([z.literal(1), z.literal(2)]).default(1),
   /** The escalation ladder: who is reached when, until the request is seen or ends. */
   escalation: escalationSchema.default(DEFAULT_ESCALATION),
+  /**
+   * Rubber-stamping (the Stats screen): an allow this soon after the card was shown is a fast
+   * allow; someone whose fast allows pass `rubberStampShare` of their allows is flagged. Only
+   * what the screen flags: changing either gives no power away.
+   */
+  rubberStampMs: z.number().int().min(100).max(60_000).default(2_000),
+  rubberStampShare: z.number().min(0).max(1).default(0.3),
 });
 export type TeamPolicy = z.infer<typeof teamPolicySchema>;
 

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { approvalStateSchema } from "../approval.js";
+import { withVisibleTokens } from "../safe-text.js";
 import { deviceIdSchema } from "./approvals.js";
 
 export const pushPayloadSchema = z.discriminatedUnion("type", [
@@ -21,6 +22,45 @@ export const pushPayloadSchema = z.discriminatedUnion("type", [
   z.object({ v: z.literal(1), type: z.literal("test") }),
 ]);
 export type PushPayload = z.infer<typeof pushPayloadSchema>;
+
+/**
+ * Declarative Web Push (WebKit: Safari, and iOS/iPadOS 18.4+): beside the payload above, the
+ * notification the platform shows by itself when the service worker is not run (or shows
+ * none). `mutable`: a service worker that is there still gets the push and shows its own (with
+ * the receipts and the lock-screen Deny). Lock-screen text only: never tool arguments.
+ */
+export const declarativePushSchema = z.object({
+  web_push: z.literal(8030),
+  notification: z.object({
+    title: z.string(),
+    body: z.string(),
+    /** An absolute URL of the app: the card, the pending list or the Devices screen. */
+    navigate: z.url(),
+    /** The same tag as the service worker's notification, so one replaces the other. */
+    tag: z.string(),
+    silent: z.boolean().optional(),
+  }),
+  mutable: z.literal(true),
+});
+export type DeclarativePush = z.infer<typeof declarativePushSchema>;
+
+/** The words and tags of the notifications the service worker and the declarative part both show. */
+export const SUMMARY_TAG = "tapgate-summary";
+export const TEST_TAG = "tapgate-test";
+
+/**
+ * A request's notification title: the lock-screen title the hub chose, with direction overrides
+ * and invisible characters made visible (lock screens render text raw), marked when high-risk.
+ */
+export function approvalTitle(message: { title: string; risk?: "high" }): string {
+  const title = withVisibleTokens(message.title || "An agent is asking for permission").slice(0, 200);
+  return message.risk === "high" ? `High risk: ${title}` : title;
+}
+
+export function summaryText(count: number): { title: string; body: string } {
+  return { title: `${count} request${count === 1 ? "" : "s"} waiting`, body: "Open Tapgate to review them." };
+}
+export const TEST_TEXT = { title: "Tapgate test", body: "Notifications work on this device." } as const;
 
 /** `GET /v1/push/key`. */
 export const pushKeyAnswerSchema = z.object({ publicKey: z.string() });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { containsUnsafeText, toSafeText, withVisibleTokens } from "./safe-text";
+import { containsUnsafeText, toSafeText, withVisibleTokens } from "./safe-text.js";
 
 const tokens = (text: string) =>
   toSafeText(text).segments.flatMap((s) => (s.kind === "escape" ? [s.label] : s.kind === "text" ? [s.text] : []));
