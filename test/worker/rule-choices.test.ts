@@ -7,7 +7,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
-import type { RuleChoices } from "../../sdk/src/human/rules";
+import { type RuleChoices, ruleChoicesSchema } from "../../sdk/src/human/rules";
 import { api, json, type Member, signUp, unique } from "./helpers";
 import { session, type ToolCall } from "./rule-helpers";
 import { addMember } from "./team-helpers";
@@ -104,7 +104,7 @@ describe("a card's rule choices", () => {
 
     const response = await ruleChoices(owner, approval);
     expect(response.status).toBe(200);
-    const { choices, capped } = await json<RuleChoices>(response);
+    const { choices, capped } = ruleChoicesSchema.parse(await response.json());
     expect(capped).toBe(false);
     expect(choices.map((c) => [c.choice, c.wouldHaveAllowed])).toEqual([
       ["exact", 1],
