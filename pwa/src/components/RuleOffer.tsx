@@ -36,7 +36,7 @@ function buttonLabel(approval: ApprovalView, offered: Offered): string {
 function countWords(offered: Offered, capped: boolean): string {
   const n = offered.wouldHaveAllowed;
   const requests = n === 1 ? "request" : "requests";
-  return `Would have allowed ${capped ? "at least " : ""}${n} of your ${requests} in the last 7 days`;
+  return `Would have allowed ${capped ? "at least " : ""}${n} ${requests} of yours in the last 7 days`;
 }
 
 /** The server's choices for this request, loaded once per request; null until they are here (no offer before). */
