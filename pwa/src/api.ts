@@ -61,6 +61,7 @@ import {
   replayAnswerSchema,
   revokedKeySchema,
   ruleAnswerSchema,
+  ruleChoicesSchema,
   ruleListSchema,
   type SignedInAsOther,
   type SignupBody,
@@ -106,6 +107,8 @@ export type {
   ResolutionReason,
   Role,
   Rule,
+  RuleChoice,
+  RuleChoices,
   RuleMatch,
   SignedInAsOther,
   Stats,
@@ -298,6 +301,8 @@ export const api = {
   /** Several at once: each item answered as its single decision would be. */
   decideBatch: (decisions: DecisionBatchItem[]) =>
     post(decisionBatchAnswerSchema, "/v1/approvals/decisions", { decisions }),
+  /** What the card's "Allow for 1 h" may make from this request, and what each choice would have allowed. */
+  ruleChoices: (id: string) => get(ruleChoicesSchema, `/v1/approvals/${enc(id)}/rule-choices`),
   /** "I am looking at this" for teammates (2 minutes; not a lock). */
   claim: (id: string) => post(claimSchema, `/v1/approvals/${enc(id)}/claim`),
 

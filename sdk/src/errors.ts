@@ -67,6 +67,10 @@ export const ERRORS = {
     message: "this request was too large to show whole, so it cannot be allowed; deny it (the agent can send less)",
   },
   rule_not_possible: { status: 409, message: "no rule can be made from this request; nothing was decided" },
+  rule_choice_not_offered: {
+    status: 409,
+    message: "this rule choice is not offered for this request (GET its rule-choices); nothing was decided",
+  },
   second_approver_required: { status: 409, message: "you already allowed this; another person must allow it too" },
   no_passkey: { status: 409, message: "add a passkey to your account first" },
   confirm_required: {

@@ -128,11 +128,24 @@ const COMMAND_INPUT_KEYS = new Set(["command", "cwd", "description", "timeout"])
  * or a diff. Where it is not, a rule from its card binds the whole input too.
  */
 export function commandCoversInput(toolCall: ToolCall): boolean {
+  return argumentsBesideCommand(toolCall)?.length === 0;
+}
+
+/**
+ * The arguments of a command request beside its command (`rawInput` keys past `command`, `cwd`,
+ * `description`, `timeout`), when a rule may leave them free and still hold the command to its
+ * folder: the command is a string, and nothing else names a path (a `dir_path` would move it
+ * elsewhere), a location or a diff. Null where a rule must bind them (`commandCoversInput` is
+ * the case with none).
+ */
+export function argumentsBesideCommand(toolCall: ToolCall): string[] | null {
   const raw = toolCall.rawInput;
-  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return false;
-  if (typeof (raw as { command?: unknown }).command !== "string") return false;
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return null;
+  if (typeof (raw as { command?: unknown }).command !== "string") return null;
   const { locations, diffs } = requestInput(toolCall);
-  return Object.keys(raw).every((key) => COMMAND_INPUT_KEYS.has(key)) && locations.length === 0 && diffs.length === 0;
+  if (locations.length > 0 || diffs.length > 0) return null;
+  const others = Object.keys(raw).filter((key) => !COMMAND_INPUT_KEYS.has(key));
+  return others.some((key) => PATH_KEY.test(key)) ? null : others;
 }
 
 /**

@@ -10,8 +10,8 @@
  * PWA loads it lazily (`components/RuleOffer.tsx`).
  */
 import type { HighRiskPattern } from "./human/policy.js";
-import { globMatch, type RequestFacts } from "./request-match.js";
-import { readShell, type ShellReading } from "./shell/commands.js";
+import { globMatch, normalizeSpace, type RequestFacts } from "./request-match.js";
+import { readShell, runsOtherCommands, type ShellReading } from "./shell/commands.js";
 
 /**
  * Whether a request is high-risk under these patterns (ignoring case; a fact the request lacks
@@ -24,6 +24,20 @@ export function isHighRisk(patterns: readonly HighRiskPattern[], facts: RequestF
     return reading;
   };
   return patterns.some((pattern) => riskPatternMatches(pattern, facts, shell));
+}
+
+/**
+ * Whether no card rule may allow this program with any arguments: a high-risk `command` pattern
+ * names it (the pattern's first word, a glob, matches the program or its file name, ignoring
+ * case: `git` for `git push --force*`), or it runs other commands (`sudo`, `bash`, `env`, …).
+ */
+export function isRiskyProgram(patterns: readonly HighRiskPattern[], program: string): boolean {
+  const name = program.slice(program.lastIndexOf("/") + 1);
+  if (runsOtherCommands(name)) return true;
+  return patterns.some((pattern) => {
+    const first = pattern.command === undefined ? undefined : normalizeSpace(pattern.command).split(" ")[0];
+    return first !== undefined && (matchesIgnoringCase(first, name) || matchesIgnoringCase(first, program));
+  });
 }
 
 const matchesIgnoringCase = (pattern: string, text: string) => globMatch(pattern, text, { ignoreCase: true });

@@ -1,12 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_HIGH_RISK } from "./human/policy.js";
 import { ruleMatchSchema } from "./human/rules.js";
-import { type RequestFacts, requestFacts } from "./request-match.js";
-import { isHighRisk } from "./risk-match.js";
 import {
   applicableRule,
   argumentsText,
-  cardRule,
   derivedMatch,
   describeMatch,
   ruleApplies,
@@ -122,55 +118,6 @@ describe("the match schema and its words", () => {
     expect(ruleMatchSchema.safeParse({ input: f.input }).success).toBe(true);
     expect(ruleMatchSchema.safeParse({ input: "nope" }).success).toBe(false);
     expect(describeMatch(derivedMatch(f))).toContain("with exactly the arguments it was made from");
-  });
-});
-
-describe("cardRule", () => {
-  const card = (command: string, more: { truncated?: boolean } = {}) => ({
-    sessionId: "s1",
-    options: [
-      { optionId: "ok", name: "Allow", kind: "allow_once" },
-      { optionId: "no", name: "Deny", kind: "reject_once" },
-    ],
-    snapshot: {
-      toolCall: { toolCallId: "t", kind: "execute", rawInput: { command } },
-      session,
-      ...(more.truncated && { truncated: { bytesNotStored: 10 } }),
-    },
-  });
-  const who = {
-    deciderUserId: "u1",
-    ownerUserId: "u1",
-    isHighRisk: (f: RequestFacts) => isHighRisk(DEFAULT_HIGH_RISK, f),
-  };
-
-  it("offers the derived match on your own request with allow_once, never otherwise", () => {
-    expect(cardRule(card("npm test"), who)).toEqual({
-      ok: true,
-      match: { kind: "execute", command: "npm test", cwd: "/repo", host: "laptop" },
-    });
-    expect(cardRule(card("npm test"), { ...who, optionId: "no" }).ok).toBe(false);
-    expect(cardRule(card("npm test"), { ...who, deciderUserId: "u2" }).ok).toBe(false);
-    expect(cardRule(card("git push --force"), who).ok).toBe(false);
-    expect(cardRule(card("npm test", { truncated: true }), who).ok).toBe(false);
-    expect(cardRule(card("npm test"), { ...who, match: { command: "npm run *" } }).ok).toBe(false);
-    expect(cardRule(card("npm test"), { ...who, match: { command: "npm test" } }).ok).toBe(true);
-  });
-
-  it("refuses a match from a card that would allow other arguments", () => {
-    expect(cardRule(card("npm test"), { ...who, match: { command: "npm *" } })).toEqual({
-      ok: false,
-      message: "a rule from a card allows only this request's exact arguments (its command or input)",
-    });
-    const grep = {
-      ...card("x"),
-      snapshot: {
-        toolCall: { toolCallId: "t", kind: "search", title: "Grep: x", rawInput: { pattern: "x" } },
-        session,
-      },
-    };
-    expect(cardRule(grep, { ...who, match: { kind: "search", title: "Grep: x" } }).ok).toBe(false);
-    expect(cardRule(grep, who).ok).toBe(true);
   });
 });
 

@@ -3,8 +3,9 @@
  * they arrive, the Worker derives a card's rule with `derivedMatch`, and the PWA's card and
  * Rules screen describe a match with `describeMatch`, so the preview says exactly what the gate
  * will do. Reads requests through `requestFacts` and compares with `globMatch` (request-match.ts).
- * A rule made from a card binds every argument of its request: its command literally, or the
- * request's input fingerprint (`inputFingerprint`), so one click never allows other arguments.
+ * A card's exact rule binds every argument of its request: its command literally, or the
+ * request's input fingerprint (`inputFingerprint`); the broader choices a card offers are
+ * `card-rules.ts`'s.
  *
  * Owns: the meaning of a match, its scope and expiry, and the words for it. Does not own: which
  * rules exist (the hub's copy, D1's record), high-risk patterns (the caller passes its `isHighRisk`
@@ -64,7 +65,7 @@ export interface RuleTarget {
 const SHELL_CONTROL = /[;&|<>`\n\r]|\$\(/;
 
 /** In a command a line break ends a command, so `a b` never matches `a⏎b` (nor a rule made from one the other). */
-const COMMAND_SPACE = { lineBreaks: true } as const;
+export const COMMAND_SPACE = { lineBreaks: true } as const;
 
 /** Whether `glob` has a `*` or `?` that is not escaped. */
 export function hasWildcard(glob: string): boolean {
@@ -165,46 +166,6 @@ export function ruleFactsOf(approval: Pick<Approval, "snapshot">, isHighRisk: Hi
   if (approval.snapshot.truncated) return null;
   if (isHighRisk(requestFacts(approval.snapshot))) return null;
   return ruleFacts(approval.snapshot);
-}
-
-/**
- * The match of the rule a card's "Allow for 1 h" makes, or why none may be made: the request
- * must offer `allow_once` (and the decision pick it, when `optionId` is given), the decider must
- * own the session (a `me` rule covers only their own sessions), the request must not be
- * high-risk or cut, and the match (derived unless given) must match this very request and no
- * other arguments (`coversEveryArgument`). The gate decides with it; the card offers the
- * button and its preview with it.
- */
-export function cardRule(
-  approval: Pick<Approval, "snapshot" | "options" | "sessionId">,
-  c: {
-    deciderUserId: string;
-    ownerUserId: string;
-    isHighRisk: HighRiskTest;
-    optionId?: string;
-    match?: RuleMatch;
-  },
-): { ok: true; match: RuleMatch } | { ok: false; message: string } {
-  const option = approval.options.find((o) =>
-    c.optionId === undefined ? o.kind === "allow_once" : o.optionId === c.optionId,
-  );
-  if (option?.kind !== "allow_once") return { ok: false, message: "a rule is made only with an allow_once option" };
-  if (c.deciderUserId !== c.ownerUserId) {
-    return { ok: false, message: "a rule from a card covers your own sessions: only the session's owner makes one" };
-  }
-  const facts = ruleFactsOf(approval, c.isHighRisk);
-  if (!facts) return { ok: false, message: "no rule allows a high-risk or truncated request" };
-  const match = c.match ?? derivedMatch(facts);
-  if (!ruleMatches(match, { facts, sessionId: approval.sessionId })) {
-    return { ok: false, message: "the rule's match does not match this request" };
-  }
-  if (!coversEveryArgument(match, facts)) {
-    return {
-      ok: false,
-      message: "a rule from a card allows only this request's exact arguments (its command or input)",
-    };
-  }
-  return { ok: true, match };
 }
 
 /** A glob for people: literal text quoted as is, a pattern marked as one. */

@@ -111,6 +111,51 @@ export async function getApprovalStepUps(
   return { approval: approvalFromRow(row), stepUps: row.step_ups ? JSON.parse(row.step_ups) : [] };
 }
 
+/** A past permission request as a standing rule reads it. */
+export type PastRequest = Pick<Approval, "id" | "sessionId" | "createdAt" | "snapshot" | "options">;
+
+/**
+ * One page, newest first, of the permission requests asked in one person's sessions of a team
+ * since `since`, leaving out `except`; only of `kind` when it is given. `before` is the last row
+ * of the previous page.
+ */
+export async function pastRequestsPage(
+  db: D1Database,
+  q: {
+    teamId: string;
+    ownerUserId: string;
+    since: number;
+    except: string;
+    kind: string | null;
+    before: { createdAt: number; id: string } | null;
+    limit: number;
+  },
+): Promise<PastRequest[]> {
+  const where = [
+    "team_id = ?1",
+    "owner_user_id = ?2",
+    "request_type = 'permission'",
+    "created_at >= ?3",
+    "id <> ?4",
+    ...(q.kind !== null ? ["tool_kind = ?5"] : []),
+    ...(q.before ? ["(created_at < ?6 OR (created_at = ?6 AND id < ?7))"] : []),
+  ];
+  const { results } = await db
+    .prepare(
+      `SELECT id, session_id, created_at, snapshot, options FROM approvals
+        WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?8`,
+    )
+    .bind(q.teamId, q.ownerUserId, q.since, q.except, q.kind, q.before?.createdAt ?? 0, q.before?.id ?? "", q.limit)
+    .all<Pick<ApprovalRow, "id" | "session_id" | "created_at" | "snapshot" | "options">>();
+  return results.map((r) => ({
+    id: r.id,
+    sessionId: r.session_id,
+    createdAt: r.created_at,
+    snapshot: JSON.parse(r.snapshot),
+    options: JSON.parse(r.options),
+  }));
+}
+
 // ── writes replayed from a SessionGate outbox ───────────────────────────────
 
 /** What a SessionGate hands to D1 after the agent has its answer. Replays are idempotent. */

@@ -9,11 +9,12 @@
  * without an import cycle.
  */
 import type { Approval, ApprovalState, Owner, ResolutionReason, SessionStop } from "../../sdk/src/approval";
+import type { OfferedRule } from "../../sdk/src/card-rules";
 import type { AgentAsk, CreateElicitationResponse, ElicitationAction } from "../../sdk/src/elicitation-protocol";
 import type { ErrorCode } from "../../sdk/src/errors";
-import type { QuotaLimit } from "../../sdk/src/human/policy";
+import type { HighRiskPattern, QuotaLimit } from "../../sdk/src/human/policy";
 import type { Role } from "../../sdk/src/human/roles";
-import type { RuleMatch } from "../../sdk/src/human/rules";
+import type { RuleChoice, RuleMatch } from "../../sdk/src/human/rules";
 import type { BoundStepUpAssertion } from "../../sdk/src/human/step-up";
 import type { HelloParams, Progress, RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
@@ -56,7 +57,7 @@ export interface DecisionInput {
   content?: Record<string, unknown>;
   requestHash: string;
   /** Also make a standing `me` rule from this request (the card's "Allow for 1 h"): checked by the gate. */
-  rule?: { expiresInMs: number; match?: RuleMatch };
+  rule?: { expiresInMs: number; choice?: RuleChoice; match?: RuleMatch };
   /** The decider's words to the agent (the body's `reason`): the approval's `message`. */
   reason?: string;
   /** A passkey assertion the Worker verified for this person, approval, requestHash and option (team/step-up.ts). */
@@ -66,6 +67,12 @@ export interface DecisionInput {
    * verified). An earlier allow of a quorum by anyone else no longer counts (`gate/risk.ts`).
    */
   deciders?: string[];
+}
+
+/** What the gate offers a card (`ruleChoices`): empty `choices` where no rule may be made. */
+export interface GateRuleChoices {
+  choices: Array<OfferedRule & { sentence: string }>;
+  highRisk: HighRiskPattern[];
 }
 
 /** A step-up assertion the Worker verified, with what its challenge committed to. */
@@ -78,8 +85,8 @@ export type VerifiedStepUp = BoundStepUpAssertion;
 export type DecisionResult =
   /** `ruleMatch`: what the rule asked for must match, when this decision allowed with `rule` (not on a repeat). */
   | { ok: true; approval: Approval; ruleMatch?: RuleMatch }
-  /** `rule` was asked for, but no rule may be made from this request: nothing was decided. */
-  | { ok: false; error: Extract<ErrorCode, "rule_not_possible">; message: string }
+  /** `rule` was asked for, but no rule (or not the choice asked for) may be made from this request: nothing was decided. */
+  | { ok: false; error: Extract<ErrorCode, "rule_not_possible" | "rule_choice_not_offered">; message: string }
   | {
       ok: false;
       error: Extract<
@@ -176,6 +183,12 @@ export interface SessionGateApi extends Rpc.DurableObjectBranded {
   getApproval(teamId: string, approvalId: string): Promise<Approval | null>;
   /** A human decides a pending approval. */
   decide(d: DecisionInput): Promise<DecisionResult>;
+  /**
+   * The rules this person's card may make from a pending approval (`sdk/src/card-rules.ts`),
+   * with the session's high-risk patterns they were offered under; null for another team's or
+   * unknown ids.
+   */
+  ruleChoices(teamId: string, approvalId: string, userId: string): Promise<GateRuleChoices | null>;
   /** The hub's receipts for a pending request changed: its ladder stops once seen, and its agent hears the progress. */
   deliveryChanged(teamId: string, approvalId: string, receipts: DeliveryReceipts): Promise<void>;
   /** The verified step-up assertions an approval's allows carried; null for another team's or unknown ids. */

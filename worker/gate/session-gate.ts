@@ -28,6 +28,7 @@ import type {
   DecisionResult,
   DeliveryReceipts,
   GateJoin,
+  GateRuleChoices,
   HttpOpenResult,
   HttpPollResult,
   SessionGateApi,
@@ -222,6 +223,11 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   async decide(d: DecisionInput): Promise<DecisionResult> {
     await this.admission.settled(d.approvalId);
     return this.change(() => this.machine.decide(d, Date.now()));
+  }
+
+  async ruleChoices(teamId: string, approvalId: string, userId: string): Promise<GateRuleChoices | null> {
+    await this.admission.settled(approvalId);
+    return this.change(() => this.machine.ruleChoices(teamId, approvalId, userId));
   }
 
   async deliveryChanged(teamId: string, approvalId: string, receipts: DeliveryReceipts): Promise<void> {

@@ -16,7 +16,7 @@ import type { QuotaLimit } from "../../sdk/src/human/policy";
 import { LIMITS, type PermissionOption, tapgateMetaSchema } from "../../sdk/src/protocol";
 import type { StandingRule } from "../../sdk/src/rules";
 import { randomBase62 } from "../crypto";
-import type { DecisionInput, DecisionResult } from "./api";
+import type { DecisionInput, DecisionResult, GateRuleChoices } from "./api";
 import {
   checkElicitationDecision,
   elicitationAnswer,
@@ -26,7 +26,7 @@ import {
 } from "./elicitation";
 import type { GateNews } from "./hub";
 import type { Outbox } from "./outbox";
-import { cardRuleMatch, ruleResolution } from "./rule-allow";
+import { cardRuleMatch, highRiskPatterns, offeredRules, ruleResolution } from "./rule-allow";
 import {
   agentAnswer,
   auditOp,
@@ -324,12 +324,15 @@ export class StateMachine {
     const card = !d.rule
       ? null
       : d.optionId === undefined
-        ? { ok: false as const, message: "a rule is made only with an option of a permission request" }
-        : cardRuleMatch(meta, current, { userId: d.userId, optionId: d.optionId, match: d.rule.match });
+        ? {
+            ok: false as const,
+            error: "rule_not_possible" as const,
+            message: "a rule is made only with an option of a permission request",
+          }
+        : cardRuleMatch(meta, current, { userId: d.userId, optionId: d.optionId, ...d.rule });
     // No rule is made from a high-risk request: that answer comes before asking for its step-up.
-    const ruleRefusal = card && !card.ok ? card.message : null;
-    if (ruleRefusal !== null && (check.ok || check.error === "step_up_required")) {
-      return { ok: false, error: "rule_not_possible", message: ruleRefusal };
+    if (card && !card.ok && (check.ok || check.error === "step_up_required")) {
+      return { ok: false, error: card.error, message: card.message };
     }
     if (!check.ok) {
       if (check.error === "invalid_content") return check;
@@ -351,6 +354,14 @@ export class StateMachine {
     });
     if (!approval) return { ok: false, error: "already_decided", approval: current };
     return card?.ok ? { ok: true, approval, ruleMatch: card.match } : { ok: true, approval };
+  }
+
+  /** The rules this person's card may make from a pending approval of this team's session (rule-allow.ts). */
+  ruleChoices(teamId: string, approvalId: string, userId: string): GateRuleChoices | null {
+    const meta = this.store.meta();
+    const approval = meta?.teamId === teamId ? this.store.approval(approvalId) : null;
+    if (!meta || !approval) return null;
+    return { choices: offeredRules(meta, approval, userId), highRisk: highRiskPatterns(meta.policy) };
   }
 
   /**

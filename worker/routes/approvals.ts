@@ -1,4 +1,4 @@
-/** The human side of approvals: list, read, decide (one, or a batch: team/decision-batch.ts), claim (team/approvals.ts). */
+/** The human side of approvals: list, read, a card's rule choices (team/rule-choices.ts), decide (one, or a batch: team/decision-batch.ts), claim (team/approvals.ts). */
 import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
 import { type Context, Hono } from "hono";
 import {
@@ -13,6 +13,7 @@ import { cursorParam, deviceOf, nextCursor, relyingParty, validate } from "../ht
 import { DECIDER_ROLES } from "../roles";
 import { claimApproval, type DecisionRequest, decideApproval, readApproval } from "../team/approvals";
 import { decideBatch } from "../team/decision-batch";
+import { ruleChoicesFor } from "../team/rule-choices";
 import type { AppEnv } from "../types";
 
 const listQuery = approvalListQuerySchema.extend({ cursor: cursorParam.optional() });
@@ -34,6 +35,11 @@ export const approvalRoutes = new Hono<AppEnv>()
     return c.json({ approvals, cursor: nextCursor(approvals, q.limit) });
   })
   .get("/v1/approvals/:id", async (c) => c.json(await readApproval(c.env, c.get("web").teamId, c.req.param("id"))))
+  // What the card's "Allow for 1 h" may make, and what each choice would have allowed (team/rule-choices.ts).
+  .get("/v1/approvals/:id/rule-choices", requireRole(...DECIDER_ROLES), async (c) => {
+    const w = c.get("web");
+    return c.json(await ruleChoicesFor(c.env, { teamId: w.teamId, userId: w.userId }, c.req.param("id")));
+  })
   .post(
     "/v1/approvals/:id/decision",
     // The role as it is now, not as cached: a member removed or demoted a moment ago decides nothing.

@@ -101,6 +101,7 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
   }
   switch (result.error) {
     case "rule_not_possible":
+    case "rule_choice_not_offered":
       throw new DomainError(result.error, result.message);
     case "not_found":
       throw noSuchApproval();

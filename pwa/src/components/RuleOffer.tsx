@@ -1,44 +1,58 @@
 /**
- * The card's "Allow for 1 h": beside "Allow once", where a rule is possible (the request offers
- * `allow_once`, it is in your own session, it is not high-risk under the team's policy, nothing
- * of it was cut, and the rule binds every argument), labelled with what one click allows
- * ("Allow web_fetch (prompt: “…”) for 1 h, exactly these arguments") and a sentence saying
- * exactly what the rule will match. The offer and the words come from `sdk/src/rules.ts`, the
- * same code the gate decides and matches with.
+ * The card's "Allow for 1 h": beside "Allow once", where the server offers a rule from this
+ * request (`GET /v1/approvals/:id/rule-choices`: your own session, `allow_once` offered, not
+ * high-risk, nothing cut). Before the click it shows each choice (this exact request, this
+ * command in this folder and below, this program with any arguments) with the sentence saying
+ * what its rule matches and how many of your requests of the last 7 days it would have allowed;
+ * the button makes the chosen one.
  *
- * Owns: the button and its preview. Does not own: the decision (the card's `onChoose`) or
- * whether the server agrees (it checks again: `409 rule_not_possible`).
+ * Owns: the choices, the button and its preview. Does not own: which choices a request gets,
+ * their words and counts (the server, `sdk/src/card-rules.ts`), or the decision (the card's
+ * `onChoose`; the server checks the choice again: `409 rule_choice_not_offered`).
  */
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { RULE_DEFAULT_MS } from "../../../sdk/src/human/rules";
 import { requestFacts } from "../../../sdk/src/request-match";
-import { argumentsText, cardRule, describeMatch, type HighRiskTest, ruleOfferLabel } from "../../../sdk/src/rules";
-import { type ApprovalView, api, type RuleMatch } from "../api";
-import { useMe } from "../viewer";
+import { argumentsText, ruleOfferLabel } from "../../../sdk/src/rules";
+import { type ApprovalView, api, type RuleChoice, type RuleChoices } from "../api";
 import { SafeText } from "./SafeText";
 
-/**
- * High-risk under the team's patterns, the gate's own test: the patterns read once per page load,
- * with the matcher (and its shell parser, a chunk of its own) loaded beside them. Null until
- * both are here: no offer before.
- */
-let highRisk: Promise<HighRiskTest> | null = null;
-function useHighRisk(): HighRiskTest | null {
-  const [test, setTest] = useState<{ isHighRisk: HighRiskTest } | null>(null);
+type Offered = RuleChoices["choices"][number];
+
+const CHOICE_NAMES: Record<RuleChoice, string> = {
+  exact: "Exactly this request",
+  folder: "This command in this folder and below",
+  program: "This program with any arguments",
+};
+
+/** What one click allows for 1 h, e.g. `Allow “npm” with any arguments for 1 h`. */
+function buttonLabel(approval: ApprovalView, offered: Offered): string {
+  const facts = requestFacts(approval.snapshot);
+  if (offered.choice === "exact") return ruleOfferLabel(facts, offered.match, approval.snapshot.toolCall);
+  if (offered.choice === "folder") return `Allow “${facts.command}” in ${facts.cwd} and below for 1 h`;
+  return `Allow “${facts.command?.trim().split(/\s+/)[0]}” with any arguments for 1 h`;
+}
+
+function countWords(offered: Offered, capped: boolean): string {
+  const n = offered.wouldHaveAllowed;
+  const requests = n === 1 ? "request" : "requests";
+  return `Would have allowed ${capped ? "at least " : ""}${n} ${requests} of yours in the last 7 days`;
+}
+
+/** The server's choices for this request, loaded once per request; null until they are here (no offer before). */
+function useRuleChoices(approvalId: string): RuleChoices | null {
+  const [loaded, setLoaded] = useState<{ id: string; choices: RuleChoices } | null>(null);
   useEffect(() => {
-    highRisk ??= Promise.all([api.policy(), import("../../../sdk/src/risk-match")]).then(
-      ([policy, matcher]) =>
-        (facts) =>
-          matcher.isHighRisk(policy.highRisk, facts),
+    let live = true;
+    api.ruleChoices(approvalId).then(
+      (choices) => live && setLoaded({ id: approvalId, choices }),
+      () => undefined, // no offer: Allow once and Deny remain
     );
-    highRisk.then(
-      (isHighRisk) => setTest({ isHighRisk }),
-      () => {
-        highRisk = null;
-      },
-    );
-  }, []);
-  return test?.isHighRisk ?? null;
+    return () => {
+      live = false;
+    };
+  }, [approvalId]);
+  return loaded?.id === approvalId ? loaded.choices : null;
 }
 
 export function RuleOffer({
@@ -48,43 +62,67 @@ export function RuleOffer({
 }: {
   approval: ApprovalView;
   busy: string | null;
-  onAllowWithRule: (optionId: string, rule: { expiresInMs: number; match: RuleMatch }) => void;
+  onAllowWithRule: (optionId: string, rule: { expiresInMs: number; choice: RuleChoice }) => void;
 }) {
-  const me = useMe();
-  const isHighRisk = useHighRisk();
+  const loaded = useRuleChoices(approval.id);
+  const [picked, setPicked] = useState<RuleChoice>("exact");
   const allowOnce = approval.options.find((o) => o.kind === "allow_once");
-  const userId = me?.user.id;
-  // cardRule hashes the request's arguments: once per request, not once per render.
-  const offer = useMemo(
-    () =>
-      userId && isHighRisk && approval.owner
-        ? cardRule(approval, { deciderUserId: userId, ownerUserId: approval.owner.userId, isHighRisk })
-        : null,
-    [approval, userId, isHighRisk],
-  );
-  if (!allowOnce || !offer?.ok) return null;
+  const offered = loaded?.choices.find((o) => o.choice === picked) ?? loaded?.choices[0];
+  if (!allowOnce || !loaded || !offered) return null;
   const { toolCall } = approval.snapshot;
-  const label = ruleOfferLabel(requestFacts(approval.snapshot), offer.match, toolCall);
   const preview =
-    offer.match.input === undefined
-      ? describeMatch(offer.match)
-      : `${describeMatch(offer.match)} Exactly these arguments:\n${argumentsText(toolCall, 600)}`;
+    offered.match.input === undefined
+      ? offered.sentence
+      : `${offered.sentence} Exactly these arguments:\n${argumentsText(toolCall, 600)}`;
   return (
-    <button
-      type="button"
-      class="option allow rule-offer"
-      disabled={busy !== null}
-      aria-busy={busy === "rule"}
-      onClick={() => onAllowWithRule(allowOnce.optionId, { expiresInMs: RULE_DEFAULT_MS, match: offer.match })}
-      data-testid="option-allow-rule"
-    >
-      {/* The label and the match quote the agent's own text: shown as safe text, like the request itself. */}
-      <span data-testid="option-label">
-        <SafeText text={label} />
-      </span>
-      <span class="option-note" data-testid="rule-preview">
-        <SafeText text={preview} />
-      </span>
-    </button>
+    <div class="rule-offer-group" data-testid="rule-offer">
+      {loaded.choices.length > 1 && (
+        <fieldset class="rule-choices" data-testid="rule-choices">
+          <legend>What Allow for 1 h allows</legend>
+          {loaded.choices.map((o) => (
+            <label key={o.choice} class="rule-choice" data-testid={`rule-choice-${o.choice}`}>
+              <input
+                type="radio"
+                name={`rule-choice-${approval.id}`}
+                value={o.choice}
+                checked={o.choice === offered.choice}
+                onChange={() => setPicked(o.choice)}
+              />
+              <span>
+                <strong>{CHOICE_NAMES[o.choice]}</strong>
+                <span class="rule-choice-sentence" data-testid="rule-choice-sentence">
+                  <SafeText text={o.sentence} />
+                </span>
+                <span class="rule-choice-count" data-testid="rule-choice-count">
+                  {countWords(o, loaded.capped)}
+                </span>
+              </span>
+            </label>
+          ))}
+        </fieldset>
+      )}
+      <button
+        type="button"
+        class="option allow rule-offer"
+        disabled={busy !== null}
+        aria-busy={busy === "rule"}
+        onClick={() => onAllowWithRule(allowOnce.optionId, { expiresInMs: RULE_DEFAULT_MS, choice: offered.choice })}
+        data-testid="option-allow-rule"
+        data-choice={offered.choice}
+      >
+        {/* The label and the match quote the agent's own text: shown as safe text, like the request itself. */}
+        <span data-testid="option-label">
+          <SafeText text={buttonLabel(approval, offered)} />
+        </span>
+        <span class="option-note" data-testid="rule-preview">
+          <SafeText text={preview} />
+        </span>
+        {loaded.choices.length === 1 && (
+          <span class="option-note" data-testid="rule-choice-count">
+            {countWords(offered, loaded.capped)}
+          </span>
+        )}
+      </button>
+    </div>
   );
 }

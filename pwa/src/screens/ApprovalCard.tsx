@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { describeMatch } from "../../../sdk/src/rules";
 import { containsUnsafeText } from "../../../sdk/src/safe-text";
 import { traceIdOf } from "../../../sdk/src/trace";
-import { type ApiError, type ApprovalView, api, canDecide, type RuleMatch } from "../api";
+import { type ApiError, type ApprovalView, api, canDecide, type RuleChoice } from "../api";
 import { useClaimWhileOpen } from "../claim";
 import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
@@ -25,7 +25,7 @@ import { decideWithStepUp } from "../step-up";
 import { useMe } from "../viewer";
 
 /** The rule a card may make ("Allow for 1 h"). */
-type CardRule = { expiresInMs: number; match: RuleMatch };
+type CardRule = { expiresInMs: number; choice: RuleChoice };
 type DecisionAnswer = Awaited<ReturnType<typeof api.decide>>;
 
 type Notice = { tone: "error" | "warn" | "ok"; text: string } | null;

@@ -94,10 +94,52 @@ export type RuleList = z.infer<typeof ruleListSchema>;
 export const ruleParamSchema = z.object({ id: z.string().regex(/^rul_[0-9A-Za-z]{22}$/, "not a rule id") });
 
 /**
- * `rule` of `POST /v1/approvals/:id/decision`: allow this request and make a `me` rule; `match`
- * left out is derived from the request (`../rules.ts` `derivedMatch`).
+ * Which rule a card's "Allow for 1 h" makes (`../card-rules.ts`): `exact` binds every argument
+ * (`derivedMatch`), `folder` this command in this folder and below, `program` this program with
+ * any arguments (commands only).
+ */
+export const ruleChoiceSchema = z.enum(["exact", "folder", "program"]);
+export type RuleChoice = z.infer<typeof ruleChoiceSchema>;
+
+/** How far back `GET /v1/approvals/:id/rule-choices` counts the requests a choice would have allowed. */
+export const RULE_CHOICE_WINDOW_MS = 7 * 24 * 60 * MINUTE;
+/** The most of those requests it reads (the newest first); past it, `capped` and each count is a floor. */
+export const RULE_CHOICE_SCAN_MAX = 2_000;
+
+/**
+ * `GET /v1/approvals/:id/rule-choices`: the rules a card offers for this request, narrowest
+ * first, each with what it matches, a sentence for people, and how many of your requests of the
+ * last 7 days (from `since`) it would have allowed; empty when no rule may be made from it.
+ */
+export const ruleChoicesSchema = z.object({
+  choices: z.array(
+    z.object({
+      choice: ruleChoiceSchema,
+      match: ruleMatchSchema,
+      sentence: z.string(),
+      wouldHaveAllowed: z.number().int().min(0),
+    }),
+  ),
+  since: z.number(),
+  capped: z.boolean(),
+});
+export type RuleChoices = z.infer<typeof ruleChoicesSchema>;
+
+/**
+ * `rule` of `POST /v1/approvals/:id/decision`: allow this request and make a `me` rule, the one
+ * `choice` names (default `exact`; a choice not offered for this request is `409
+ * rule_choice_not_offered`). `match` narrows the `exact` choice only; left out, it is derived
+ * from the request (`../rules.ts` `derivedMatch`).
  */
 export const decisionRuleSchema = z
-  .object({ expiresInMs: expiresInMsSchema, match: ruleMatchSchema.optional() })
-  .strict();
+  .object({
+    expiresInMs: expiresInMsSchema,
+    choice: ruleChoiceSchema.default("exact"),
+    match: ruleMatchSchema.optional(),
+  })
+  .strict()
+  .refine((r) => r.match === undefined || r.choice === "exact", {
+    message: "a match narrows only the exact choice",
+    path: ["match"],
+  });
 export type DecisionRule = z.input<typeof decisionRuleSchema>;

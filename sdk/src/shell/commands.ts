@@ -232,6 +232,11 @@ const SHELLS = new Set(["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish
 const SHELL_ARGUMENT_OPTIONS = new Set(["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]);
 const SSH_ARGUMENT_OPTIONS = new Set("BbcDEeFIiJLlmOopQRSWw".split("").map((letter) => `-${letter}`));
 
+/** Programs whose arguments are another command or script (shells, `eval`, `ssh`, `watch`, `find -exec`, wrappers). */
+export function runsOtherCommands(program: string): boolean {
+  return SHELLS.has(program) || ["eval", "ssh", "watch", "find"].includes(program) || Object.hasOwn(WRAPPERS, program);
+}
+
 function innerOf(argv: string[]): Inner {
   const [name = "", ...args] = argv;
   if (SHELLS.has(name)) return shellScript(args);
