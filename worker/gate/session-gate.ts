@@ -48,7 +48,7 @@ import { GateStore } from "./store";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** The most a dropped socket's hub report and D1 flush wait after its resolution committed. */
-export const CLOSE_SPREAD_MS = 2_000;
+const CLOSE_SPREAD_MS = 2_000;
 
 export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly store: GateStore;
