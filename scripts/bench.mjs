@@ -386,6 +386,7 @@ try {
   const floor = report.httpFloor.p50 + report.wsPing.p50;
   report.floorMs = floor;
   report.ratioSequential = report.sequential.p50 / floor;
+  report.ratioSequentialP99 = report.sequential.p99 / floor;
   report.ratioConcurrent = report.concurrent.p50 / floor;
   report.ratioLiveFeed = report.liveFeed.p50 / floor;
 
@@ -547,6 +548,12 @@ if (argv.json) {
       `${report.sequential.p50.toFixed(1)} ms`,
       x(report.ratioSequential),
       "<= 2x",
+    ],
+    [
+      "decision -> agent, sequential, p99",
+      `${report.sequential.p99.toFixed(1)} ms`,
+      x(report.ratioSequentialP99),
+      "<= 3x",
     ],
     [
       `decisions per second (${N} sessions, ${IN_FLIGHT} in flight)`,

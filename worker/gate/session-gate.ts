@@ -51,6 +51,8 @@ import { StateMachine } from "./state-machine";
 import { GateStore, REVOKED_KEY_MEMORY_MS } from "./store";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** The most a dropped socket's hub report and D1 flush wait after its resolution committed. */
+const CLOSE_SPREAD_MS = 2_000;
 
 export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly store: GateStore;
@@ -182,12 +184,15 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     await this.changeAsync(() => this.agents.message(ws, message));
   }
 
+  // A dropped socket's answer reaches nobody: once its requests' ends committed (with their
+  // outbox rows and the alarm), the hub report and the D1 flush wait a random delay
+  // (`CLOSE_SPREAD_MS`), so a thousand closes at once do not queue their reports together.
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
-    this.change(() => this.agents.closed(ws, { code, reason }));
+    this.change(() => this.agents.closed(ws, { code, reason }), CLOSE_SPREAD_MS);
   }
 
   override async webSocketError(ws: WebSocket): Promise<void> {
-    this.change(() => this.agents.closed(ws));
+    this.change(() => this.agents.closed(ws), CLOSE_SPREAD_MS);
   }
 
   /** One alarm serves expiry, leases, heartbeat checks, presence reports, outbox retries, escalation and retention. */
@@ -351,12 +356,15 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   // ── the post-change step ─────────────────────────────────────────────────
 
-  /** Runs `work`, then the post-change step, whatever `work` did (or threw). */
-  private change<T>(work: () => T): T {
+  /**
+   * Runs `work`, then the post-change step, whatever `work` did (or threw); with `spreadMs`, its
+   * news and flush leave within that many milliseconds instead of at once.
+   */
+  private change<T>(work: () => T, spreadMs = 0): T {
     try {
       return work();
     } finally {
-      this.afterChange();
+      this.afterChange(spreadMs);
     }
   }
 
@@ -372,10 +380,11 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
    * After any change: delete what the hub acknowledged (in this change's commit), schedule the
    * next alarm; the outbox and the news go to the hub in the background.
    */
-  private afterChange(): void {
+  private afterChange(spreadMs = 0): void {
     this.outbox.settle();
     this.scheduleAlarm();
-    this.mail.send();
+    if (spreadMs > 0) this.mail.sendWithin(spreadMs);
+    else this.mail.send();
   }
 
   /**

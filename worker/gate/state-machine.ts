@@ -186,7 +186,7 @@ export class StateMachine {
   resolve(row: PendingRow, r: Resolution, now: number): Approval | null {
     return this.atomically(() => {
       const approval = resolvedApproval(JSON.parse(row.record) as Approval, r, now);
-      const answer = this.answerFor(row, r);
+      const answer = this.answerFor(row, r, approval.type);
       const stepUps = this.store.resolve(row.id, r.state, approval, answer);
       if (!stepUps) return null;
       const meta = this.store.meta();
@@ -290,12 +290,16 @@ export class StateMachine {
     else effect();
   }
 
-  /** The answer the agent gets for a row ending this way (recomputed for rows stored without one). */
+  /**
+   * The answer the agent gets for a row ending this way (recomputed for rows stored without one).
+   * `type` is the record's, when the caller parsed it already.
+   */
   answerFor(
     row: PendingRow,
     r: Parameters<typeof agentAnswer>[2] & Parameters<typeof elicitationAnswer>[1],
+    type = (JSON.parse(row.record) as Approval).type,
   ): AgentAnswer {
-    if ((JSON.parse(row.record) as Approval).type === "elicitation") return elicitationAnswer(row.id, r);
+    if (type === "elicitation") return elicitationAnswer(row.id, r);
     return agentAnswer(row.id, JSON.parse(row.agent_options) as PermissionOption[], r);
   }
 

@@ -125,6 +125,11 @@ export class LiveFeed {
     if (approval) this.send({ type, approval });
   }
 
+  /** Like `broadcast`, for an approval just stored (`remember`): not read back and parsed again. */
+  broadcastStored(type: "approval" | "resolved", approval: Approval, ownerUserId: string): void {
+    this.send({ type, approval: this.live(approval, ownerUserId) });
+  }
+
   send(event: LiveEvent): void {
     this.closeExpired(Date.now());
     const frame = JSON.stringify(event);

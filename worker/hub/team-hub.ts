@@ -167,7 +167,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     // Remembered only once it can be shown: an end the directory failed is taken again from its row.
     await this.directory.load();
     if (!this.feed.remember(approval, ownerUserId, now)) return;
-    this.feed.broadcast("resolved", approval.id);
+    this.feed.broadcastStored("resolved", approval, ownerUserId);
     this.push.queueResolved(approval, now);
     // Pruning is a sweep over the tables, not per-request work: at most once a minute, so a burst
     // of resolutions does not sweep once per request.
