@@ -27,8 +27,9 @@ import {
   toPermissionRequest,
 } from "../../sdk/src/claude/hook";
 import { duplicateKeyMessage, findDuplicateKey } from "../../sdk/src/duplicate-keys";
-import { decisionFrom, deny, type HookDecision } from "../../sdk/src/hooks/decision";
+import { decisionFrom, deny, type HookDecision, requestAcceptsEdits } from "../../sdk/src/hooks/decision";
 import { depthExceeds } from "../../sdk/src/jsonrpc";
+import { withTimeoutMeta } from "../../sdk/src/params";
 import { LIMITS, parseJson } from "../../sdk/src/protocol";
 import { agentOf } from "../auth";
 import { DomainError } from "../errors";
@@ -192,7 +193,7 @@ async function hold(
   const request = toPermissionRequest(input, sessionId, toolCallIdOf(input), () => ({
     withheld: "the HTTP hook cannot read the agent's files",
   }));
-  const params = { ...request, _meta: { tapgate: { timeoutMs: lifetimeMs } } };
+  const params = withTimeoutMeta(request, lifetimeMs);
   const info = { title: "Claude Code", agent: { name: "claude-code" }, ...(input.cwd && { cwd: input.cwd }) };
   const opened = (await session.gate.openOverHttp(session.join, params, info)) as unknown as HttpOpenResult;
   if (!opened.ok) return deny(`Tapgate: ${opened.message}`);
@@ -214,7 +215,7 @@ async function hold(
     }
     // A permission request was asked, so the answer has an outcome; anything else is no allow.
     if (!("outcome" in body)) return deny("Tapgate: the service answered something other than a decision");
-    const waited = { waitedMs: Date.now() - asked, timeoutMs: lifetimeMs };
+    const waited = { waitedMs: Date.now() - asked, timeoutMs: lifetimeMs, acceptsEdits: requestAcceptsEdits(request) };
     return decisionFrom({ outcome: body.outcome, _meta: body._meta }, waited);
   }
 }

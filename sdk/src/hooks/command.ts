@@ -13,7 +13,7 @@ import { credentials } from "../cli/config.js";
 import { type LogLevel, type SessionMeta, Tapgate } from "../client.js";
 import { progressLine } from "../progress-line.js";
 import { type Progress, parseJson, type RequestPermissionParams } from "../protocol.js";
-import { decisionFrom, deny, type HookDecision } from "./decision.js";
+import { decisionFrom, deny, type HookDecision, requestAcceptsEdits } from "./decision.js";
 import { sanitizeSessionId } from "./request.js";
 
 /** What makes a hook command one agent's: its payload, its card, its answer, its timeouts. */
@@ -135,7 +135,8 @@ async function ask<Input>(
     const onProgress = (progress: Progress) => log("info", progressLine(progress));
     const request = agent.toRequest(input, sessionId, toolCallId);
     const answer = await session.requestPermission(request, { timeoutMs, onProgress });
-    return decisionFrom(answer, { waitedMs: Date.now() - asked, timeoutMs, problem: problems.at(-1) });
+    const waited = { waitedMs: Date.now() - asked, timeoutMs, problem: problems.at(-1) };
+    return decisionFrom(answer, { ...waited, acceptsEdits: requestAcceptsEdits(request) });
   } catch (err) {
     return deny(`Tapgate: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
