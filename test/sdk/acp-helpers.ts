@@ -12,6 +12,7 @@ export const STRING_ID_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/st
 export const V2_PERMISSION_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/v2-permission-agent.mjs")];
 export const ABORT_AWARE_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/abort-aware-agent.mjs")];
 export const ELICIT_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/elicit-agent.mjs")];
+export const EDIT_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/edit-agent.mjs")];
 
 /** An environment with no credentials at all: an empty config directory and no key. */
 export function signedOutEnv(url: string): NodeJS.ProcessEnv {

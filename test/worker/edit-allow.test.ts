@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import { toCodexRequest } from "../../sdk/src/codex/hook";
 import { toGeminiRequest } from "../../sdk/src/gemini/hook";
-import { stepUpOptionsAnswerSchema } from "../../sdk/src/human/step-up";
+import { stepUpOptionsAnswerSchema, stepUpProofSchema } from "../../sdk/src/human/step-up";
 import { canonicalJson, sha256Hex } from "../../worker/crypto";
 import {
   api,
@@ -28,6 +28,7 @@ import {
   signUp,
   unique,
 } from "./helpers";
+import { offlineProblem } from "./offline-proof";
 import { type Approver, withPasskey } from "./team-helpers";
 
 const EDITS = { _meta: { tapgate: { acceptsEdits: true } } };
@@ -294,10 +295,16 @@ describe("an edit is classified again", () => {
     });
     expect(ok.status).toBe(200);
     expect(await agent.next()).toMatchObject({ result: { _meta: { tapgate: { updatedInput } } } });
-    const proof = await json<{ assertions: Array<{ editedInputHash?: string }> }>(
-      await api(`/v1/approvals/${approval.id}/proof`, { cookie: owner.cookie }),
+    const proof = stepUpProofSchema.parse(
+      await json(await api(`/v1/approvals/${approval.id}/proof`, { cookie: owner.cookie })),
     );
     expect(proof.assertions).toMatchObject([{ editedInputHash: hashOf(updatedInput) }]);
+    // The proof verifies offline, its challenge (v3) committing to the edit.
+    const [assertion] = proof.assertions;
+    expect(await offlineProblem(approval.id, approval.requestHash, assertion as never)).toBeNull();
+    expect(
+      await offlineProblem(approval.id, approval.requestHash, { ...assertion, editedInputHash: undefined } as never),
+    ).toMatch(/challenge/);
   });
 
   it("the gate checks the step-up's edit too: one verified for the original is refused for an edit", async () => {
