@@ -291,12 +291,18 @@ export const api = {
    * `rule`: also make a standing `me` rule from this request (the card's "Allow for 1 h").
    * `stepUp`: the passkey assertion over `stepUpOptions`' challenge, to allow a high-risk request.
    * `reason`: the decider's words to the agent (≤ 500 characters).
+   * `updatedInput`: allow with this tool input instead (a request whose agent `acceptsEdits`).
    */
   decide: (
     id: string,
     optionId: string,
     requestHash: string,
-    extra: { rule?: DecisionRule; stepUp?: AuthenticationResponseJSON; reason?: string } = {},
+    extra: {
+      rule?: DecisionRule;
+      stepUp?: AuthenticationResponseJSON;
+      reason?: string;
+      updatedInput?: Record<string, unknown>;
+    } = {},
   ) => post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash, ...extra }),
   /** Several at once: each item answered as its single decision would be. */
   decideBatch: (decisions: DecisionBatchItem[]) =>
@@ -313,9 +319,12 @@ export const api = {
   rules: () => get(ruleListSchema, "/v1/rules"),
   createRule: (body: CreateRuleBody) => post(ruleAnswerSchema, "/v1/rules", body),
   endRule: (id: string) => del(ruleAnswerSchema, `/v1/rules/${enc(id)}`),
-  /** Options around a challenge bound to this request and the option the allow will choose. */
-  stepUpOptions: (id: string, optionId: string) =>
-    post(stepUpOptionsAnswerSchema, `/v1/approvals/${enc(id)}/step-up`, { optionId }),
+  /** Options around a challenge bound to this request, the option the allow will choose and its edited input, if any. */
+  stepUpOptions: (id: string, optionId: string, updatedInput?: Record<string, unknown>) =>
+    post(stepUpOptionsAnswerSchema, `/v1/approvals/${enc(id)}/step-up`, {
+      optionId,
+      ...(updatedInput && { updatedInput }),
+    }),
   proof: (id: string) => get(stepUpProofSchema, `/v1/approvals/${enc(id)}/proof`),
 
   pushKey: () => get(pushKeyAnswerSchema, "/v1/push/key"),

@@ -29,18 +29,30 @@ export const needsStepUp = (approval: ApprovalView, optionId: string) =>
   approval.risk === "high" && !!approval.options.find((o) => o.optionId === optionId)?.kind.startsWith("allow");
 
 /**
- * The decision (with `rule`: and a standing rule; with `reason`: words for the agent), with a
- * fresh passkey assertion when the option needs one.
+ * The decision (with `rule`: and a standing rule; with `reason`: words for the agent; with
+ * `updatedInput`: an allow of edited input), with a fresh passkey assertion when the option needs
+ * one, or when the server says the edit made the request high-risk (`step_up_required`).
  */
 export async function decideWithStepUp(
   approval: ApprovalView,
   optionId: string,
-  extra: { rule?: DecisionRule | undefined; reason?: string | undefined } = {},
+  extra: {
+    rule?: DecisionRule | undefined;
+    reason?: string | undefined;
+    updatedInput?: Record<string, unknown> | undefined;
+  } = {},
 ) {
-  const { rule, reason } = extra;
-  const plain = { ...(rule && { rule }), ...(reason && { reason }) };
-  if (!needsStepUp(approval, optionId)) return api.decide(approval.id, optionId, approval.requestHash, plain);
-  const { options } = await api.stepUpOptions(approval.id, optionId);
+  const { rule, reason, updatedInput } = extra;
+  const plain = { ...(rule && { rule }), ...(reason && { reason }), ...(updatedInput && { updatedInput }) };
+  if (!needsStepUp(approval, optionId)) {
+    try {
+      return await api.decide(approval.id, optionId, approval.requestHash, plain);
+    } catch (e) {
+      // The gate classifies an edit again: one that made the request high-risk needs a step-up for that edit.
+      if (!updatedInput || !(e instanceof ApiError) || e.code !== "step_up_required") throw e;
+    }
+  }
+  const { options } = await api.stepUpOptions(approval.id, optionId, updatedInput);
   const assertion = await signWithPasskey(
     options,
     "The passkey check did not finish, so nothing was decided. Try again to allow it.",

@@ -165,6 +165,12 @@ export const approvalSchema = z.object({
   risk: riskSchema.optional(),
   /** Present on a high-risk request that needs more than one person to allow it. */
   quorum: quorumSchema.optional(),
+  /**
+   * Allowed with edited input: the input the agent was told to run instead of the request's
+   * `toolCall.rawInput`, and its hash (SHA-256 hex of its canonical JSON). `requestHash` stays the original's.
+   */
+  editedInput: z.record(z.string(), z.unknown()).optional(),
+  editedInputHash: z.string().optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

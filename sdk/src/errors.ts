@@ -17,6 +17,16 @@ export const ERRORS = {
   invalid_content: { status: 400, message: "the answer does not fit the agent's form" },
   step_up_failed: { status: 400, message: "the passkey step-up could not be verified; ask for a new one" },
   over_ceiling: { status: 400, message: "over a ceiling of this server; its operator sets them" },
+  edit_not_supported: {
+    status: 400,
+    message:
+      "this request cannot be allowed with edited input: its agent does not take edits, or it is not a tool call",
+  },
+  edit_needs_allow: { status: 400, message: "edited input (updatedInput) goes only with an allow option" },
+  rule_from_edit: {
+    status: 400,
+    message: "no rule is made from an edited decision: send rule or updatedInput, not both",
+  },
   step_up_not_needed: {
     status: 400,
     message: "no step-up is needed: the request is not high-risk or no longer pending, or the change weakens nothing",

@@ -219,6 +219,11 @@ export const tapgateAnswerMetaSchema = z.looseObject({
   decidedBy: z.looseObject({ name: z.string(), device: z.string() }).optional(),
   /** The decider's words to the agent (the decision's `reason`), when they gave one. */
   message: z.string().optional(),
+  /**
+   * An allow after a human edited the tool's input (requests that said `acceptsEdits`): the
+   * whole input to run instead of the one asked for. Absent: run it as asked.
+   */
+  updatedInput: z.record(z.string(), z.unknown()).optional(),
 });
 export type TapgateAnswerMeta = z.infer<typeof tapgateAnswerMetaSchema>;
 
@@ -262,8 +267,10 @@ export const cancelRequestParamsSchema = z.object({ requestId: rpcIdSchema });
 export const sessionCancelParamsSchema = z.looseObject({ sessionId: sessionIdSchema });
 
 /**
- * How an agent asks for a shorter lifetime than its team's: `params._meta.tapgate.timeoutMs`.
- * The gate uses the smaller of this and the team lifetime.
+ * What an agent tells Tapgate on a request, in `params._meta.tapgate`: `timeoutMs`, a shorter
+ * lifetime than its team's (the gate uses the smaller); `acceptsEdits`, that it runs the tool
+ * with the input an allow's `_meta.tapgate.updatedInput` carries (docs/agent-protocol.md "Edited
+ * input"): only then may a decider edit before allowing.
  */
 export const tapgateMetaSchema = z.object({
   timeoutMs: z
@@ -272,6 +279,7 @@ export const tapgateMetaSchema = z.object({
     .min(1000)
     .max(24 * 60 * 60 * 1000)
     .optional(),
+  acceptsEdits: z.boolean().optional(),
 });
 
 /** The ACP answer for a withdrawn request. */

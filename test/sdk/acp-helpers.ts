@@ -13,6 +13,7 @@ export const V2_PERMISSION_AGENT = [process.execPath, join(ROOT, "test/sdk/agent
 export const ABORT_AWARE_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/abort-aware-agent.mjs")];
 export const ELICIT_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/elicit-agent.mjs")];
 export const SUBAGENT_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/subagent-agent.mjs")];
+export const EDIT_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/edit-agent.mjs")];
 
 /** An environment with no credentials at all: an empty config directory and no key. */
 export function signedOutEnv(url: string): NodeJS.ProcessEnv {

@@ -5,6 +5,7 @@
  */
 interface ProofAssertion {
   optionId: string;
+  editedInputHash?: string;
   nonce: string;
   challenge: string;
   rpId: string;
@@ -40,8 +41,10 @@ export async function offlineProblem(
   requestHash: string,
   a: ProofAssertion,
 ): Promise<string | null> {
-  // 1. The challenge commits to this approval, its requestHash and the option allowed.
-  const input = ["tapgate.step-up.v2", approvalId, requestHash, a.optionId, a.nonce].join("\n");
+  // 1. The challenge commits to this approval, its requestHash, the option allowed and the edited input (v3), if any.
+  const input = a.editedInputHash
+    ? ["tapgate.step-up.v3", approvalId, requestHash, a.optionId, a.editedInputHash, a.nonce].join("\n")
+    : ["tapgate.step-up.v2", approvalId, requestHash, a.optionId, a.nonce].join("\n");
   const challenge = b64url(await sha256(utf8(input)));
   if (challenge !== a.challenge)
     return "the challenge is not derived from this approval, requestHash, option and nonce";

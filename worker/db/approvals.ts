@@ -34,6 +34,9 @@ export interface ApprovalRow {
   /** Migration 0012; null on rows from before tiers and on normal requests' quorum. */
   risk: string | null;
   quorum: string | null;
+  /** Migration 0028: an allow with edited input (JSON) and its hash; absent or null otherwise. */
+  edited_input?: string | null;
+  edited_input_hash?: string | null;
 }
 
 export function approvalFromRow(r: ApprovalRow): Approval {
@@ -55,6 +58,9 @@ export function approvalFromRow(r: ApprovalRow): Approval {
     ...(typeof r.message === "string" && { message: r.message }),
     ...(r.risk === "high" || r.risk === "normal" ? { risk: r.risk } : {}),
     ...(r.quorum ? { quorum: JSON.parse(r.quorum) } : {}),
+    ...(r.edited_input && r.edited_input_hash
+      ? { editedInput: JSON.parse(r.edited_input), editedInputHash: r.edited_input_hash }
+      : {}),
   };
 }
 
@@ -214,12 +220,15 @@ function approvalUpsertStatement(
     .prepare(
       `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
                               options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id,
-                              request_type, action, rule, rule_id, risk, quorum, step_ups, message)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)
+                              request_type, action, rule, rule_id, risk, quorum, step_ups, message,
+                              edited_input, edited_input_hash)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
+               ?25, ?26)
        ON CONFLICT (id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
               resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id,
               action = excluded.action, rule = excluded.rule, rule_id = excluded.rule_id,
-              quorum = excluded.quorum, message = excluded.message, step_ups = COALESCE(excluded.step_ups, approvals.step_ups)
+              quorum = excluded.quorum, message = excluded.message, step_ups = COALESCE(excluded.step_ups, approvals.step_ups),
+              edited_input = excluded.edited_input, edited_input_hash = excluded.edited_input_hash
         WHERE approvals.state = 'pending' AND approvals.team_id = excluded.team_id`,
     )
     .bind(
@@ -247,5 +256,7 @@ function approvalUpsertStatement(
       a.quorum ? JSON.stringify(a.quorum) : null,
       stepUps ? JSON.stringify(stepUps) : null,
       a.message ?? null,
+      a.editedInput ? JSON.stringify(a.editedInput) : null,
+      a.editedInputHash ?? null,
     );
 }

@@ -1,5 +1,5 @@
 /**
- * D1 access: step-up challenges (migrations 0012, 0021). Each is single-use, short-lived, scoped
+ * D1 access: step-up challenges (migrations 0012, 0021, 0028). Each is single-use, short-lived, scoped
  * to one person and team, and for one purpose and subject: an allow of one approval with one
  * option (`decision`), or one change of the team policy (`policy`). Does not own what a challenge
  * commits to (sdk/src/human/step-up.ts).
@@ -17,6 +17,8 @@ export interface StepUpChallengeRow {
   subjectHash: string;
   /** The option the allow chooses (`decision`); null for `policy`. */
   optionId: string | null;
+  /** The edited input the allow carries (`decision`, migration 0028): its hash; null for none. */
+  editedInputHash: string | null;
   nonce: string;
   expiresAt: number;
   usedAt: number | null;
@@ -25,15 +27,20 @@ export interface StepUpChallengeRow {
 /** Stores a new challenge (sweeping expired ones first). */
 export async function createStepUpChallenge(
   db: D1Database,
-  ch: Omit<StepUpChallengeRow, "usedAt"> & { teamId: string; userId: string; now: number },
+  ch: Omit<StepUpChallengeRow, "usedAt" | "editedInputHash"> & {
+    editedInputHash?: string | null;
+    teamId: string;
+    userId: string;
+    now: number;
+  },
 ): Promise<void> {
   await db.batch([
     db.prepare("DELETE FROM step_up_challenges WHERE expires_at < ?").bind(ch.now),
     db
       .prepare(
         `INSERT INTO step_up_challenges (challenge, purpose, subject, subject_hash, option_id, team_id, user_id, nonce,
-                                         created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                                         created_at, expires_at, edited_input_hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .bind(
         ch.challenge,
@@ -46,6 +53,7 @@ export async function createStepUpChallenge(
         ch.nonce,
         ch.now,
         ch.expiresAt,
+        ch.editedInputHash ?? null,
       ),
   ]);
 }
@@ -57,7 +65,8 @@ export async function findStepUpChallenge(
 ): Promise<StepUpChallengeRow | null> {
   return db
     .prepare(
-      `SELECT challenge, purpose, subject, subject_hash AS subjectHash, option_id AS optionId, nonce,
+      `SELECT challenge, purpose, subject, subject_hash AS subjectHash, option_id AS optionId,
+              edited_input_hash AS editedInputHash, nonce,
               expires_at AS expiresAt, used_at AS usedAt
          FROM step_up_challenges WHERE challenge = ? AND team_id = ? AND user_id = ?`,
     )

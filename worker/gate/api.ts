@@ -60,6 +60,8 @@ export interface DecisionInput {
   rule?: { expiresInMs: number; choice?: RuleChoice; match?: RuleMatch };
   /** The decider's words to the agent (the body's `reason`): the approval's `message`. */
   reason?: string;
+  /** Allow with this tool input instead of the request's (checked by the gate, `gate/edit.ts`). */
+  updatedInput?: Record<string, unknown>;
   /** A passkey assertion the Worker verified for this person, approval, requestHash and option (team/step-up.ts). */
   stepUp?: VerifiedStepUp;
   /**
@@ -107,6 +109,12 @@ export type DecisionResult =
         | "step_up_required"
         | "step_up_wrong_request"
       >;
+    }
+  /** The decision's `updatedInput` may not be taken (`gate/edit.ts`): nothing was decided. */
+  | {
+      ok: false;
+      error: Extract<ErrorCode, "edit_not_supported" | "edit_needs_allow" | "invalid_request">;
+      message: string;
     }
   /** An elicitation's content does not fit its form: `field` names where (the message never echoes the value). */
   | { ok: false; error: Extract<ErrorCode, "invalid_content">; field: string; message: string };

@@ -34,8 +34,18 @@ export type HighRiskAllow =
   | { ok: true; complete: false; quorum: Quorum }
   | { ok: false; error: "step_up_required" | "step_up_wrong_request" | "second_approver_required" };
 
-/** What an allow of `pending` by this decision needs and does. */
-export function highRiskAllow(pending: Approval, d: DecisionInput, decidedBy: DecidedBy, now: number): HighRiskAllow {
+/**
+ * What an allow of `pending` by this decision needs and does. `editedInputHash`: the allow
+ * carries edited input (edit.ts; `pending.risk` is then the edit's tier), and its step-up must
+ * have been issued for that very edit; one for the request as asked does not cover it.
+ */
+export function highRiskAllow(
+  pending: Approval,
+  d: DecisionInput,
+  decidedBy: DecidedBy,
+  now: number,
+  editedInputHash?: string,
+): HighRiskAllow {
   if (pending.risk !== "high") return { ok: true, complete: true };
   const stepUp = d.stepUp;
   if (!stepUp) return { ok: false, error: "step_up_required" };
@@ -43,7 +53,8 @@ export function highRiskAllow(pending: Approval, d: DecisionInput, decidedBy: De
     stepUp.approvalId === pending.id &&
     stepUp.requestHash === pending.requestHash &&
     stepUp.userId === d.userId &&
-    stepUp.optionId === d.optionId;
+    stepUp.optionId === d.optionId &&
+    stepUp.editedInputHash === editedInputHash;
   if (!bound) return { ok: false, error: "step_up_wrong_request" };
   if (!pending.quorum) return { ok: true, complete: true };
   const standing = standingAllows(pending.quorum, d.deciders);

@@ -16,6 +16,7 @@ import type {
   ResolutionReason,
   SessionInfo,
 } from "../../sdk/src/approval";
+import type { ToolInput } from "../../sdk/src/edit-input";
 import type { ElicitationAction, ElicitationContent } from "../../sdk/src/elicitation-protocol";
 import {
   failClosedAnswer,
@@ -29,6 +30,7 @@ import type { OutboxOp } from "../db";
 import { limitsOf, offeredOptions, requestLifetimeMs, type VersionedPolicy } from "../policy";
 import { DECIDER_ROLES } from "../roles";
 import type { DecisionInput, GateJoin } from "./api";
+import { checkEdit, editedInputHash } from "./edit";
 import { highRiskAllow, openingQuorum, riskOf } from "./risk";
 import type { ServedSession } from "./store";
 import { storedSnapshot } from "./stored-snapshot";
@@ -90,6 +92,9 @@ export interface Resolution {
   message?: string;
   /** A high-risk allow under a quorum: who allowed, the last one included. */
   quorum?: Quorum;
+  /** An allow with edited input (edit.ts): the input the agent runs instead, and its hash. */
+  editedInput?: ToolInput;
+  editedInputHash?: string;
 }
 
 /**
@@ -150,6 +155,7 @@ export function resolvedApproval(pending: Approval, r: Resolution, now: number):
     ...(r.rule && { rule: r.rule }),
     ...(r.message !== undefined && { message: r.message }),
     ...(r.quorum && { quorum: r.quorum }),
+    ...(r.editedInput && { editedInput: r.editedInput, editedInputHash: r.editedInputHash }),
   };
 }
 
@@ -167,6 +173,7 @@ export function agentAnswer(
     decidedBy?: DecidedBy | null;
     rule?: ApprovalRule | null;
     message?: string;
+    editedInput?: ToolInput;
   },
 ): RequestPermissionResponse {
   const { outcome } =
@@ -178,10 +185,19 @@ export function agentAnswer(
   const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
   const rule = r.reason === "rule" && r.rule ? { id: r.rule.id, createdBy: r.rule.createdBy } : undefined;
   const message = r.message !== undefined ? { message: r.message } : undefined;
+  // Only a human's allow carries an edit (checkDecision); never a fail-closed answer.
+  const edit = outcome.outcome === "selected" && r.reason === "decided" && r.editedInput;
   return {
     outcome,
     _meta: {
-      tapgate: { approvalId, reason: r.reason, ...(decidedBy && { decidedBy }), ...(rule && { rule }), ...message },
+      tapgate: {
+        approvalId,
+        reason: r.reason,
+        ...(decidedBy && { decidedBy }),
+        ...(rule && { rule }),
+        ...message,
+        ...(edit && { updatedInput: edit }),
+      },
     },
   };
 }
@@ -215,7 +231,9 @@ export type DecisionCheck =
         | "step_up_required"
         | "step_up_wrong_request"
         | "second_approver_required";
-    };
+    }
+  /** The decision's `updatedInput` may not be taken (edit.ts): nothing was decided. */
+  | { ok: false; error: "edit_not_supported" | "edit_needs_allow" | "invalid_request"; message: string };
 
 /**
  * Whether a human may take this decision on a pending approval, and what it resolves to. A
@@ -233,6 +251,9 @@ export function checkDecision(
   const option = pending.options.find((o) => o.optionId === d.optionId);
   if (!option) return { ok: false, error: "option_not_offered" };
   if (d.requestHash !== pending.requestHash) return { ok: false, error: "request_changed" };
+  const checked = d.updatedInput === undefined ? null : checkEdit(meta, pending, option.kind, d.updatedInput);
+  if (checked && !checked.ok) return checked;
+  const edit = checked?.edit;
   const state = option.kind.startsWith("allow") ? "allowed" : "denied";
   const decidedBy = { userId: d.userId, name: d.name, device: d.device };
   const resolution: Resolution = {
@@ -241,11 +262,13 @@ export function checkDecision(
     optionId: option.optionId,
     decidedBy,
     ...(d.reason !== undefined && { message: d.reason }),
+    ...(edit && { editedInput: edit.input, editedInputHash: edit.hash }),
   };
   if (state === "denied") return { ok: true, resolution };
   // Only what a human saw is allowed: a request cut to the stored-bytes limit can only be denied.
   if (pending.snapshot.truncated) return { ok: false, error: "request_truncated" };
-  const allow = highRiskAllow(pending, d, decidedBy, now);
+  // An edit is classified again: one that makes the request high-risk needs a step-up bound to it.
+  const allow = highRiskAllow(edit ? { ...pending, risk: edit.risk } : pending, d, decidedBy, now, edit?.hash);
   if (!allow.ok) return allow;
   if (!allow.complete) return { ok: true, partial: allow.quorum };
   return { ok: true, resolution: { ...resolution, ...(allow.quorum && { quorum: allow.quorum }) } };
@@ -268,12 +291,16 @@ export const lateDecisionError = (current: Approval) =>
  * `requestHash`. A repeat is answered the stored result and changes nothing; anything else
  * on a decided approval is a conflict.
  */
-export function isRepeatDecision(current: Approval, d: Pick<DecisionInput, "userId" | "optionId" | "requestHash">) {
+export function isRepeatDecision(
+  current: Approval,
+  d: Pick<DecisionInput, "userId" | "optionId" | "requestHash" | "updatedInput">,
+) {
   return (
     current.reason === "decided" &&
     current.decidedBy?.userId === d.userId &&
     current.optionId === d.optionId &&
-    current.requestHash === d.requestHash
+    current.requestHash === d.requestHash &&
+    current.editedInputHash === (d.updatedInput === undefined ? undefined : editedInputHash(d.updatedInput))
   );
 }
 
@@ -335,6 +362,8 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     ...(a.type === "elicitation" && { action: a.action ?? null }),
     ...(a.rule && { rule: a.rule }),
     ...(a.message !== undefined && { message: a.message }),
+    // An edited allow: the hash of the input the agent ran (the input itself, like every argument, stays out).
+    ...(a.editedInputHash !== undefined && { editedInputHash: a.editedInputHash }),
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
 }

@@ -321,6 +321,9 @@ export class StateMachine {
       if (repeat) return { ok: true, approval: current };
       return { ok: false, error: lateDecisionError(current), approval: current };
     }
+    if (current.type === "elicitation" && d.updatedInput !== undefined) {
+      return { ok: false, error: "edit_not_supported", message: "an elicitation is answered, not edited" };
+    }
     const check =
       current.type === "elicitation"
         ? checkElicitationDecision(meta, current, d)
@@ -339,7 +342,7 @@ export class StateMachine {
       return { ok: false, error: card.error, message: card.message };
     }
     if (!check.ok) {
-      if (check.error === "invalid_content") return check;
+      if ("message" in check) return check;
       return check.error === "request_changed" || check.error === "second_approver_required"
         ? { ok: false, error: check.error, approval: current }
         : { ok: false, error: check.error };

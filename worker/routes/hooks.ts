@@ -27,8 +27,9 @@ import {
   toPermissionRequest,
 } from "../../sdk/src/claude/hook";
 import { duplicateKeyMessage, findDuplicateKey } from "../../sdk/src/duplicate-keys";
-import { decisionOf, deny, type HookDecision } from "../../sdk/src/hooks/decision";
+import { decisionOf, deny, type HookDecision, requestAcceptsEdits } from "../../sdk/src/hooks/decision";
 import { depthExceeds } from "../../sdk/src/jsonrpc";
+import { withTimeoutMeta } from "../../sdk/src/params";
 import { LIMITS, parseJson } from "../../sdk/src/protocol";
 import { agentOf } from "../auth";
 import { DomainError } from "../errors";
@@ -193,5 +194,6 @@ async function hold(
     progress.opened = true;
   };
   const later = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  return decisionOf(await holdOverHttp(c.env, agent, request, info, { lifetimeMs, answerByMs, onOpened }, later));
+  const asked = await holdOverHttp(c.env, agent, request, info, { lifetimeMs, answerByMs, onOpened }, later);
+  return decisionOf(asked, requestAcceptsEdits(request));
 }

@@ -23,8 +23,7 @@ export const stepUpRoutes = new Hono<AppEnv>()
     validate("json", stepUpOptionsBodySchema),
     async (c) => {
       const w = c.get("web");
-      const { optionId } = c.req.valid("json");
-      return c.json(await stepUpOptions(c.env, relyingParty(c), w, c.req.param("id"), optionId));
+      return c.json(await stepUpOptions(c.env, relyingParty(c), w, c.req.param("id"), c.req.valid("json")));
     },
   )
   .get("/v1/approvals/:id/proof", requireWeb, async (c) =>

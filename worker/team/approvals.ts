@@ -81,6 +81,8 @@ export type DecisionRequest = Omit<DecisionInput, "stepUp"> & {
  */
 export async function decideApproval(env: Env, request: DecisionRequest) {
   const { stepUp, ...rest } = request;
+  // A rule allows what was asked again and again; an edited allow allowed something else, once.
+  if (rest.rule && rest.updatedInput !== undefined) throw new DomainError("rule_from_edit");
   if (rest.rule) await assertRoomForRule(env, { teamId: rest.teamId, userId: rest.userId, role: rest.role });
   const { optionId } = rest;
   // An elicitation's answer is never an allow of a high-risk tool call: it has no step-up.
@@ -102,7 +104,13 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
   switch (result.error) {
     case "rule_not_possible":
     case "rule_choice_not_offered":
+    case "edit_not_supported":
+    case "edit_needs_allow":
       throw new DomainError(result.error, result.message);
+    case "invalid_request":
+      throw new DomainError(result.error, result.message, {
+        extra: { issues: [{ code: "custom", path: ["updatedInput"], message: result.message }] },
+      });
     case "not_found":
       throw noSuchApproval();
     case "option_not_offered":

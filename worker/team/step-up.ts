@@ -17,6 +17,7 @@ import {
 } from "@simplewebauthn/server";
 import { isoBase64URL } from "@simplewebauthn/server/helpers";
 import type { Approval } from "../../sdk/src/approval";
+import { acceptsEdits } from "../../sdk/src/edit-input";
 import type { ErrorCode } from "../../sdk/src/errors";
 import { type StepUpOptionsAnswer, type StepUpProof, stepUpChallenge } from "../../sdk/src/human/step-up";
 import {
@@ -31,6 +32,7 @@ import {
 } from "../db";
 import { DomainError } from "../errors";
 import { gateFor, type VerifiedStepUp } from "../gate/api";
+import { editedInputHash } from "../gate/edit";
 import type { Env } from "../types";
 import { publicKeyForms } from "./step-up-key";
 
@@ -50,7 +52,8 @@ export interface StepUpCaller {
 }
 
 /** What a challenge commits to, as stored with it. */
-export type StepUpSubject = Pick<StepUpChallengeRow, "purpose" | "subject" | "subjectHash" | "optionId">;
+export type StepUpSubject = Pick<StepUpChallengeRow, "purpose" | "subject" | "subjectHash" | "optionId"> &
+  Partial<Pick<StepUpChallengeRow, "editedInputHash">>;
 
 /** Request options around a fresh challenge, and what derived it. */
 export interface IssuedStepUp {
@@ -106,12 +109,18 @@ export async function stepUpOptions(
   rp: RelyingParty,
   who: StepUpCaller,
   approvalId: string,
-  optionId: string,
+  { optionId, updatedInput }: { optionId: string; updatedInput?: Record<string, unknown> | undefined },
 ): Promise<StepUpOptionsAnswer> {
   const approval = (await gateOf(env, approvalId).getApproval(who.teamId, approvalId)) as Approval | null;
   if (!approval) throw notFound();
   if (approval.state !== "pending") refused("step_up_not_needed", "this request is no longer pending");
-  if (approval.risk !== "high") refused("step_up_not_needed", "this request is not high-risk: allow it without");
+  // Whether an edit makes the request high-risk is the gate's to say when it is sent: `403 step_up_required`.
+  if (approval.risk !== "high" && updatedInput === undefined) {
+    refused("step_up_not_needed", "this request is not high-risk: allow it without");
+  }
+  if (updatedInput !== undefined && !acceptsEdits(approval.snapshot)) {
+    refused("edit_not_supported", "this request's agent does not take edited input");
+  }
   const option = approval.options.find((o) => o.optionId === optionId);
   if (!option) refused("option_not_offered", `option ${JSON.stringify(optionId)} was not offered`);
   if (!option?.kind.startsWith("allow")) refused("step_up_not_needed", "only an allow needs a step-up");
@@ -119,9 +128,12 @@ export async function stepUpOptions(
     throw new DomainError("second_approver_required", undefined, { extra: { approval } });
   }
   const { id, requestHash } = approval;
-  const subject = { purpose: "decision", subject: id, subjectHash: requestHash, optionId } as const;
-  const issued = await issueStepUp(env, rp, who, subject, (nonce) => stepUpChallenge(id, requestHash, optionId, nonce));
-  return { approvalId: id, requestHash, optionId, ...issued };
+  const editHash = updatedInput === undefined ? null : editedInputHash(updatedInput);
+  const subject = { purpose: "decision", subject: id, subjectHash: requestHash, optionId, editedInputHash: editHash };
+  const issued = await issueStepUp(env, rp, who, subject as StepUpSubject, (nonce) =>
+    stepUpChallenge(id, requestHash, optionId, nonce, editHash),
+  );
+  return { approvalId: id, requestHash, optionId, ...(editHash && { editedInputHash: editHash }), ...issued };
 }
 
 /** The JSON an assertion's clientDataJSON holds, or null when it is not JSON. */
@@ -198,11 +210,16 @@ export async function verifyAssertion(
   return { issued, credentialId: stored.id, publicKey: stored.publicKey, at: now };
 }
 
-/** Why a challenge is not for this allow: another approval, another purpose, another option. */
-function notThisAllow(approvalId: string, optionId: string) {
+/** Why a challenge is not for this allow: another approval, another purpose, another option, another edit (or none). */
+function notThisAllow(approvalId: string, optionId: string, editHash: string | null) {
   return (issued: StepUpChallengeRow): string | null => {
     if (issued.purpose !== "decision" || issued.subject !== approvalId) return "this step-up was for another request";
     if (issued.optionId !== optionId) return `this step-up was for option ${JSON.stringify(issued.optionId)}`;
+    if (issued.editedInputHash !== editHash) {
+      return issued.editedInputHash === null
+        ? "this step-up was for the request as asked, not for edited input; ask for one with updatedInput"
+        : "this step-up was for other edited input";
+    }
     return null;
   };
 }
@@ -214,10 +231,11 @@ function notThisAllow(approvalId: string, optionId: string) {
 export async function verifyStepUp(
   env: Env,
   rp: RelyingParty,
-  who: StepUpCaller & { approvalId: string; optionId: string },
+  who: StepUpCaller & { approvalId: string; optionId: string; updatedInput?: Record<string, unknown> | undefined },
   assertion: AuthenticationResponseJSON,
 ): Promise<VerifiedStepUp> {
-  const verified = await verifyAssertion(env, rp, who, assertion, notThisAllow(who.approvalId, who.optionId));
+  const editHash = who.updatedInput === undefined ? null : editedInputHash(who.updatedInput);
+  const verified = await verifyAssertion(env, rp, who, assertion, notThisAllow(who.approvalId, who.optionId, editHash));
   const { issued } = verified;
   return {
     approvalId: issued.subject,
@@ -225,6 +243,7 @@ export async function verifyStepUp(
     userId: who.userId,
     name: who.name,
     optionId: who.optionId,
+    ...(issued.editedInputHash !== null && { editedInputHash: issued.editedInputHash }),
     at: verified.at,
     nonce: issued.nonce,
     challenge: issued.challenge,

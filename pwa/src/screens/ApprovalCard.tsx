@@ -1,4 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
+import { acceptsEdits, type ToolInput } from "../../../sdk/src/edit-input";
 import { describeMatch } from "../../../sdk/src/rules";
 import { containsUnsafeText } from "../../../sdk/src/safe-text";
 import { traceIdOf } from "../../../sdk/src/trace";
@@ -9,6 +10,7 @@ import { useNow } from "../clock";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { DeliveryList, EscalationTimeline, Section } from "../components/DeliveryStory";
+import { EditAllow, EditedDiff } from "../components/EditAllow";
 import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
@@ -68,6 +70,9 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
   /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). `reason`: words for the agent. */
   const choose = (option: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) =>
     send(rule ? "rule" : option.optionId, (current) => decideWithStepUp(current, option.optionId, { rule, reason }));
+  /** "Edit and allow": the allow option with the tool input the decider edited. */
+  const allowEdited = (optionId: string, updatedInput: ToolInput, reason?: string) =>
+    send("edit", (current) => decideWithStepUp(current, optionId, { reason, updatedInput }));
   const answer = (a: ElicitationAnswer) => send(a.action, (current) => api.answer(id, a, current.requestHash));
 
   const send = async (busyWith: string, decision: (current: ApprovalView) => Promise<DecisionAnswer>) => {
@@ -125,7 +130,15 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
   }
   if (!approval) return <p class="muted center">Loading…</p>;
   return (
-    <Card approval={approval} busy={busy} notice={notice} onChoose={choose} onAnswer={answer} embedded={embedded} />
+    <Card
+      approval={approval}
+      busy={busy}
+      notice={notice}
+      onChoose={choose}
+      onAllowEdited={allowEdited}
+      onAnswer={answer}
+      embedded={embedded}
+    />
   );
 }
 
@@ -134,6 +147,7 @@ function Card({
   busy,
   notice,
   onChoose,
+  onAllowEdited,
   onAnswer,
   embedded,
 }: {
@@ -141,6 +155,7 @@ function Card({
   busy: string | null;
   notice: Notice;
   onChoose: (o: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) => void;
+  onAllowEdited: (optionId: string, updatedInput: ToolInput, reason?: string) => void;
   onAnswer: (a: ElicitationAnswer) => void;
   embedded: boolean;
 }) {
@@ -157,6 +172,9 @@ function Card({
   const suspicious = containsUnsafeText(approval.snapshot) || containsUnsafeText(approval.options);
   // Only what was shown can be allowed: a cut request offers deny alone (the gate refuses an allow too).
   const { truncated } = approval.snapshot;
+  // "Edit and allow": the agent takes edited input, the request was shown whole, and there is a once-only allow.
+  const allowOnce = approval.options.find((o) => o.kind === "allow_once");
+  const editable = !truncated && allowOnce !== undefined && acceptsEdits(approval.snapshot);
   return (
     <article
       class={embedded ? "card in-panel" : "screen card"}
@@ -235,6 +253,7 @@ function Card({
           <SafeText text={prettyJson(rawInput)} block testId="card-raw-input" />
         </Section>
       )}
+      <EditedDiff approval={approval} />
       <AgentMeta request={approval.snapshot.meta} toolCall={tc._meta} subject={unknownSubject(approval)} />
       {approval.delivery && approval.delivery.length > 0 && <DeliveryList delivery={approval.delivery} />}
       <EscalationTimeline approval={approval} />
@@ -275,6 +294,13 @@ function Card({
                   />
                 }
               />
+              {editable && allowOnce && (
+                <EditAllow
+                  approval={approval}
+                  busy={busy}
+                  onAllow={(input) => onAllowEdited(allowOnce.optionId, input, reason.trim() || undefined)}
+                />
+              )}
             </>
           )
         ) : (

@@ -170,6 +170,8 @@ export function toPermissionRequest(
       ...(subagent ? { _meta: subagent } : {}),
     },
     options: [...HOOK_OPTIONS],
+    // Claude Code runs an allow's `updatedInput` instead of the tool input it asked about (`hookOutput`).
+    _meta: { tapgate: { acceptsEdits: true } },
   };
 }
 
@@ -189,8 +191,10 @@ function subagentMeta(input: HookInput): Record<string, unknown> | undefined {
 
 /** The JSON Claude Code reads from stdout, in the shape each event expects. */
 export function hookOutput(event: HookEvent, decision: HookDecision): Record<string, unknown> {
+  // An edited allow: Claude Code replaces the whole tool input with `updatedInput`, in either event's answer.
+  const edited = decision.allow && decision.updatedInput ? { updatedInput: decision.updatedInput } : {};
   if (event === "PermissionRequest") {
-    const verdict = decision.allow ? { behavior: "allow" } : { behavior: "deny", message: decision.reason };
+    const verdict = decision.allow ? { behavior: "allow", ...edited } : { behavior: "deny", message: decision.reason };
     return { hookSpecificOutput: { hookEventName: event, decision: verdict } };
   }
   return {
@@ -198,6 +202,7 @@ export function hookOutput(event: HookEvent, decision: HookDecision): Record<str
       hookEventName: event,
       permissionDecision: decision.allow ? "allow" : "deny",
       permissionDecisionReason: decision.reason,
+      ...edited,
     },
   };
 }

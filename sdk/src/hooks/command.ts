@@ -13,7 +13,7 @@ import { credentials } from "../cli/config.js";
 import { type LogLevel, type SessionMeta, Tapgate } from "../client.js";
 import { progressLine } from "../progress-line.js";
 import { type Progress, parseJson, type RequestPermissionParams } from "../protocol.js";
-import { type Asked, decisionOf, deny, type HookDecision } from "./decision.js";
+import { type Asked, decisionOf, deny, type HookDecision, requestAcceptsEdits } from "./decision.js";
 import { sanitizeSessionId } from "./request.js";
 
 /** What makes a hook command one agent's: its payload, its card, its answer, its timeouts. */
@@ -115,7 +115,7 @@ async function ask<Input>(agent: HookAgent<Input>, input: Input, to: AskTarget):
   const cwd = agent.cwdOf(input);
   const meta: SessionMeta = { title: agent.session.title, agent: { name: agent.session.agent }, ...(cwd && { cwd }) };
   const request = agent.toRequest(input, sessionId, agent.toolCallIdOf(input));
-  return decisionOf(await askOnce(to, sessionId, meta, request));
+  return decisionOf(await askOnce(to, sessionId, meta, request), requestAcceptsEdits(request));
 }
 
 /** Where to ask, and for how long at most (the team's lifetime may be shorter). */

@@ -14,6 +14,8 @@ export interface HookDecision {
   allow: boolean;
   /** Shown to the agent on a deny, to the user on an allow. */
   reason: string;
+  /** An allow with input a human edited: the whole tool input to run instead (Claude's `updatedInput`). */
+  updatedInput?: Record<string, unknown>;
 }
 
 /** The two options every hook offers: the card shows "Allow once" and "Deny". */
@@ -70,6 +72,16 @@ export interface AnswerContext {
   timeoutMs: number;
   /** The last problem the SDK reported while asking (it answers local failures fail-closed). */
   problem?: string;
+  /** The request said the agent takes edited input (`_meta.tapgate.acceptsEdits`); else an edited allow is a deny. */
+  acceptsEdits?: boolean;
+}
+
+/** Whether a request said its agent takes edited input: the `acceptsEdits` a hook passes to `decisionFrom`. */
+export function requestAcceptsEdits(request: { _meta?: Record<string, unknown> | null | undefined }): boolean {
+  const tapgate = request._meta?.tapgate;
+  return (
+    typeof tapgate === "object" && tapgate !== null && (tapgate as { acceptsEdits?: unknown }).acceptsEdits === true
+  );
 }
 
 /**
@@ -78,9 +90,12 @@ export interface AnswerContext {
  */
 export type Asked = ({ answer: RequestPermissionResponse } & AnswerContext) | { failed: string };
 
-/** An ask's decision: a failure is a deny with its reason; an answer is read by `decisionFrom`. */
-export const decisionOf = (asked: Asked): HookDecision =>
-  "failed" in asked ? deny(asked.failed) : decisionFrom(asked.answer, asked);
+/**
+ * An ask's decision: a failure is a deny with its reason; an answer is read by `decisionFrom`
+ * (`acceptsEdits`: the request said its agent takes edited input).
+ */
+export const decisionOf = (asked: Asked, acceptsEdits = false): HookDecision =>
+  "failed" in asked ? deny(asked.failed) : decisionFrom(asked.answer, { ...asked, acceptsEdits });
 
 /**
  * The hook's decision from Tapgate's answer: only the offered allow option is an allow; every
@@ -88,8 +103,14 @@ export const decisionOf = (asked: Asked): HookDecision =>
  */
 export function decisionFrom(answer: RequestPermissionResponse, ctx: AnswerContext): HookDecision {
   const { outcome } = answer;
-  if (outcome.outcome === "selected" && outcome.optionId === HOOK_OPTIONS[0].optionId) return ALLOWED;
   const meta = tapgateAnswerMeta(answer);
+  if (outcome.outcome === "selected" && outcome.optionId === HOOK_OPTIONS[0].optionId) {
+    const updatedInput = meta?.updatedInput;
+    if (!updatedInput) return ALLOWED;
+    // Allowing the input as asked would run what nobody allowed: an edit this agent cannot take is a deny.
+    if (!ctx.acceptsEdits) return deny("Tapgate: allowed with edited input, which this agent cannot take");
+    return { ...ALLOWED, reason: "allowed on Tapgate with edited input", updatedInput };
+  }
   // The service says why it ended; answers the SDK gave itself carry no `_meta`.
   if (meta) return deny(denyReason(meta, ctx.waitedMs));
   if (outcome.outcome === "cancelled") return deny("Tapgate: the request was cancelled");

@@ -7,6 +7,9 @@ import { authenticationResponseSchema } from "./auth.js";
 import { cursorQuerySchema, pageOf } from "./common.js";
 import { decisionRuleSchema, ruleSchema } from "./rules.js";
 
+/** An edited tool input: a JSON object (its shape is checked against the request's by the gate). */
+export const toolInputSchema = z.record(z.string(), z.unknown());
+
 export const deviceIdSchema = z.string().regex(/^dev_[0-9A-Za-z]{22}$/, "not a device id");
 
 /** `GET /v1/approvals?state&scope&cursor&limit`. */
@@ -40,6 +43,11 @@ export const decisionBodySchema = z.object({
   reason: z.string().min(1).max(DECISION_REASON_CHARS).optional(),
   /** A passkey assertion over `POST /v1/approvals/:id/step-up`'s options: needed to allow a high-risk request. */
   stepUp: authenticationResponseSchema.optional(),
+  /**
+   * Allow with this tool input instead of the request's (an allow option of a request whose agent
+   * `acceptsEdits`; never with `rule`): the whole input, of the original's shape (`edit-input.ts`).
+   */
+  updatedInput: toolInputSchema.optional(),
 });
 export type DecisionBody = z.infer<typeof decisionBodySchema>;
 

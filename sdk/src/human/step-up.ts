@@ -22,8 +22,24 @@ export const STEP_UP_DOMAIN = "tapgate.step-up.v2";
 /** The prefix of a policy step-up's challenge. */
 export const POLICY_STEP_UP_DOMAIN = "tapgate.policy-step-up.v1";
 
-/** The text hashed into the challenge: prefix, approval id, requestHash, optionId and nonce, one per line. */
-export function stepUpChallengeInput(approvalId: string, requestHash: string, optionId: string, nonce: string): string {
+/** The prefix of an allow with edited input: v3 commits to the edited input's hash as well. */
+export const STEP_UP_EDIT_DOMAIN = "tapgate.step-up.v3";
+
+/**
+ * The text hashed into the challenge: prefix, approval id, requestHash, optionId and nonce, one
+ * per line (v2); an allow with edited input has the v3 prefix and its `editedInputHash` before
+ * the nonce, so a step-up for the request as asked never covers an edit, nor one edit another.
+ */
+export function stepUpChallengeInput(
+  approvalId: string,
+  requestHash: string,
+  optionId: string,
+  nonce: string,
+  editedInputHash?: string | null,
+): string {
+  if (editedInputHash) {
+    return [STEP_UP_EDIT_DOMAIN, approvalId, requestHash, optionId, editedInputHash, nonce].join("\n");
+  }
   return [STEP_UP_DOMAIN, approvalId, requestHash, optionId, nonce].join("\n");
 }
 
@@ -36,8 +52,14 @@ async function challengeOf(text: string): Promise<string> {
 }
 
 /** The WebAuthn challenge of an allow: base64url (no padding) of SHA-256 over `stepUpChallengeInput`. */
-export function stepUpChallenge(approvalId: string, requestHash: string, optionId: string, nonce: string) {
-  return challengeOf(stepUpChallengeInput(approvalId, requestHash, optionId, nonce));
+export function stepUpChallenge(
+  approvalId: string,
+  requestHash: string,
+  optionId: string,
+  nonce: string,
+  editedInputHash?: string | null,
+) {
+  return challengeOf(stepUpChallengeInput(approvalId, requestHash, optionId, nonce, editedInputHash));
 }
 
 /** The WebAuthn challenge of a policy change: SHA-256 over prefix, team id, the policy's hash and nonce, one per line. */
@@ -45,8 +67,13 @@ export function policyStepUpChallenge(teamId: string, policyHash: string, nonce:
   return challengeOf([POLICY_STEP_UP_DOMAIN, teamId, policyHash, nonce].join("\n"));
 }
 
-/** `POST /v1/approvals/:id/step-up`: the option the allow will choose (the challenge commits to it). */
-export const stepUpOptionsBodySchema = z.object({ optionId: z.string().min(1).max(128) }).strict();
+/**
+ * `POST /v1/approvals/:id/step-up`: the option the allow will choose, and the edited input it
+ * will carry, if any (the challenge commits to both).
+ */
+export const stepUpOptionsBodySchema = z
+  .object({ optionId: z.string().min(1).max(128), updatedInput: z.record(z.string(), z.unknown()).optional() })
+  .strict();
 export type StepUpOptionsBody = z.infer<typeof stepUpOptionsBodySchema>;
 
 /** `PublicKeyCredentialRequestOptionsJSON` (typed by the WebAuthn library): `userVerification: "required"`. */
@@ -57,6 +84,8 @@ export const stepUpOptionsAnswerSchema = z.object({
   approvalId: z.string(),
   requestHash: z.string(),
   optionId: z.string(),
+  /** With `updatedInput`: SHA-256 hex of its canonical JSON, which the challenge commits to. */
+  editedInputHash: z.string().optional(),
   nonce: z.string(),
   expiresAt: z.number(),
   options: requestOptionsSchema,
@@ -93,10 +122,12 @@ export const stepUpAssertionSchema = z.object({
   name: z.string(),
   /** The option the assertion allowed with. */
   optionId: z.string(),
+  /** The edited input the allow carried (its hash: the challenge's v3 line), when it carried one. */
+  editedInputHash: z.string().optional(),
   /** When the Worker verified it (ms). */
   at: z.number(),
   nonce: z.string(),
-  /** `stepUpChallenge(approvalId, requestHash, optionId, nonce)`: what `clientDataJSON.challenge` must be. */
+  /** `stepUpChallenge(approvalId, requestHash, optionId, nonce, editedInputHash)`: what `clientDataJSON.challenge` must be. */
   challenge: z.string(),
   rpId: z.string(),
   origin: z.string(),

@@ -86,11 +86,14 @@ function problemOf(error: z.ZodError): string {
 
 const text = (value: unknown): CallToolResult["content"] => [{ type: "text", text: JSON.stringify(value) }];
 
-/** `approve`'s one text block: what Claude Code's permission prompt tool reads. */
+/**
+ * `approve`'s one text block: what Claude Code's permission prompt tool reads. Its requests take
+ * edited input (`toPermissionRequest` says so), so an "Edit and allow" runs the edit.
+ */
 export function approveAnswer(asked: Asked, input: Record<string, unknown>): CallToolResult {
-  const decision = decisionOf(asked);
+  const decision = decisionOf(asked, true);
   const verdict = decision.allow
-    ? { behavior: "allow", updatedInput: input }
+    ? { behavior: "allow", updatedInput: decision.updatedInput ?? input }
     : { behavior: "deny", message: decision.reason };
   return { content: text(verdict) };
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+/**
+ * A test ACP agent on @agentclientprotocol/sdk 2.x that takes edited input: its
+ * `session/request_permission` says `_meta.tapgate.acceptsEdits: true` for a Bash-like tool call,
+ * and it reports what it would run as a message: `run: <JSON of the input>` (the allow's
+ * `_meta.tapgate.updatedInput` when there is one, else its own input), or `outcome: <…>` when not allowed.
+ */
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const INPUT = { command: "git push origin main", timeout: 60 };
+
+async function prompt(ctx) {
+  const { sessionId } = ctx.params;
+  const answer = await ctx.client.request("session/request_permission", {
+    sessionId,
+    toolCall: { toolCallId: "t1", title: "Bash: git push", kind: "execute", rawInput: INPUT },
+    options: [
+      { optionId: "allow", name: "Allow once", kind: "allow_once" },
+      { optionId: "deny", name: "Deny", kind: "reject_once" },
+    ],
+    _meta: { tapgate: { acceptsEdits: true } },
+  });
+  const { outcome } = answer;
+  const text =
+    outcome.outcome === "selected" && outcome.optionId === "allow"
+      ? `run: ${JSON.stringify(answer._meta?.tapgate?.updatedInput ?? INPUT)}`
+      : `outcome: ${outcome.outcome === "selected" ? outcome.optionId : outcome.outcome}`;
+  await ctx.client.notify("session/update", {
+    sessionId,
+    update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
+  });
+  return { stopReason: "end_turn" };
+}
+
+const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
+acp
+  .agent({ name: "edit-agent" })
+  .onRequest("initialize", () => ({
+    protocolVersion: acp.PROTOCOL_VERSION,
+    agentCapabilities: {},
+    agentInfo: { name: "edit-agent", version: "1.0.0" },
+  }))
+  .onRequest("session/new", () => ({ sessionId: `sid-${crypto.randomUUID()}` }))
+  .onRequest("session/prompt", prompt)
+  .connect(stream);
