@@ -7,9 +7,8 @@
  * policy change reaches them. Its one alarm serves push retries, session upkeep, the rest of
  * a policy or revocation fan-out and the refresh of its copy of the standing rules.
  *
- * Owns: the platform entry points, each mapped to one subsystem (partyserver style), and the
- * order of steps when news touches several subsystems. Does not own: any table or rule (the
- * subsystems: `hub-team.ts`, `directory.ts`, `live-feed.ts`, `push-queue.ts`, `escalation.ts`,
+ * Owns: the platform entry points, each mapped to one subsystem (partyserver style). Does not own: any table or rule (the
+ * subsystems: `approval-news.ts` (the order of a request's news), `hub-team.ts`, `directory.ts`, `live-feed.ts`, `push-queue.ts`, `escalation.ts`,
  * `sessions.ts`, `vouching.ts`, `revocations.ts`, `audit-writer.ts`, `gate-report.ts`, `report-turns.ts`; the
  * schema: `migrations.ts`). Callers see `api.ts`.
  */
@@ -35,12 +34,12 @@ import type {
   KeyRevocation,
   OutboxOp,
   QuotaAsk,
-  QuotaRefusal,
   QuotaVerdict,
   ReceiptEvent,
   SessionNews,
   TeamHubApi,
 } from "./api";
+import { ApprovalNewsDesk } from "./approval-news";
 import { AuditWriter } from "./audit-writer";
 import { Claims } from "./claims";
 import { devicesHealth, HEALTH_WINDOW } from "./device-health";
@@ -49,7 +48,7 @@ import { Escalations } from "./escalation";
 import { readGateReport } from "./gate-report";
 import { type HubHost, hubHost } from "./host";
 import { HubTeam } from "./hub-team";
-import { KEEP_RESOLVED_MS, LiveFeed } from "./live-feed";
+import { LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
 import { PushQueue } from "./push-queue";
 import { Quotas } from "./quotas";
@@ -59,11 +58,7 @@ import { StandingRules } from "./rules";
 import { Sessions } from "./sessions";
 import { Vouching } from "./vouching";
 
-/** How often a resolution also forgets requests resolved more than KEEP_RESOLVED_MS ago. */
-const PRUNE_EVERY_MS = 60_000;
-
 export class TeamHub extends DurableObject<Env> implements TeamHubApi {
-  private prunedAt = 0;
   private readonly team: HubTeam;
   private readonly host: HubHost;
   private readonly directory: Directory;
@@ -77,6 +72,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly rules: StandingRules;
   private readonly escalations: Escalations;
   private readonly claims: Claims;
+  private readonly news: ApprovalNewsDesk;
   /** Gate reports start a few per turn, so a storm of them leaves room for every other call. */
   private readonly reportTurns = new ReportTurns();
 
@@ -111,6 +107,11 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.audit = new AuditWriter(this.host);
     this.quotas = new Quotas(this.host);
     this.rules = new StandingRules(this.host);
+    this.news = new ApprovalNewsDesk({
+      ...{ directory: this.directory, feed: this.feed, push: this.push, quotas: this.quotas, claims: this.claims },
+      ...{ escalations: this.escalations, revocations: this.revocations, rules: this.rules },
+      background: (work) => ctx.waitUntil(work),
+    });
   }
 
   // ── platform entry points ────────────────────────────────────────────────
@@ -142,49 +143,17 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async approvalCreated(teamId: string, news: ApprovalNews): Promise<void> {
     this.team.adopt(teamId);
-    const now = Date.now();
-    // The directory first: the feed names the owner. Without it (D1 down) the request is still kept.
-    await this.directory.load().catch((error) => {
-      this.feed.remember(news.approval, news.ownerUserId, now);
-      throw error;
-    });
-    // News can overtake each other: a request already resolved here is not shown or pushed any more.
-    if (!this.feed.showNew(news.approval, news.ownerUserId, now)) return;
-    // Under a ladder the gate's `escalate` pushes, step by step.
-    if (news.ladder) return;
-    this.push.queueNews(news, this.directory.recipients(news), now);
-    await this.push.drain();
+    await this.news.created(news);
   }
 
   async approvalResolved(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
     this.team.adopt(teamId);
-    // The same end again (its news, then its replayed row: gate-report.ts) changes nothing.
-    if (this.feed.ended(approval.id)) return;
-    const now = Date.now();
-    this.quotas.release(approval.id);
-    this.claims.end(approval.id, now);
-    this.escalations.resolved(approval.id);
-    // Remembered only once it can be shown: an end the directory failed is taken again from its row.
-    await this.directory.load();
-    if (!this.feed.remember(approval, ownerUserId, now)) return;
-    this.feed.broadcastStored("resolved", approval, ownerUserId);
-    this.push.queueResolved(approval, now);
-    // Pruning is a sweep over the tables, not per-request work: at most once a minute, so a burst
-    // of resolutions does not sweep once per request.
-    if (now - this.prunedAt >= PRUNE_EVERY_MS) {
-      this.prunedAt = now;
-      this.escalations.prune(now - KEEP_RESOLVED_MS);
-      this.push.pruneDeliveries(now - KEEP_RESOLVED_MS);
-      this.feed.prune(now - KEEP_RESOLVED_MS);
-    }
-    await this.push.drain();
+    await this.news.resolved(approval, ownerUserId);
   }
 
   async approvalUpdated(teamId: string, approval: Approval, ownerUserId: string): Promise<void> {
     this.team.adopt(teamId);
-    if (!this.feed.remember(approval, ownerUserId, Date.now())) return;
-    await this.directory.load();
-    this.feed.broadcast("approval", approval.id);
+    await this.news.updated(approval, ownerUserId);
   }
 
   async sessionChanged(teamId: string, news: SessionNews): Promise<VersionedPolicy | null> {
@@ -196,23 +165,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict> {
     this.team.adopt(teamId);
-    const now = Date.now();
-    // A gate a revocation has not reached yet holds nothing new for the key.
-    if (this.revocations.refuses(ask.keyId, now)) return { ok: false, keyRevoked: true };
-    const verdict = this.quotas.admit(ask, now);
-    // Shown after the answer: the agent's refusal never waits on the directory.
-    if (!verdict.ok && this.quotas.shouldShow(ask.keyId, verdict.limit, now)) {
-      this.ctx.waitUntil(this.showRefusal(ask, verdict, now));
-    }
-    if (!verdict.ok) return verdict;
-    // A copy not loaded or too old hands out no rules (humans decide); one due is read again after the answer.
-    if (this.rules.refreshDue(now)) this.ctx.waitUntil(this.rules.loadSoon(teamId));
-    const rules = this.rules.forSession(ask.ownerUserId, now);
-    // With no rule that could allow it, a human decides: on the dashboards now, while the gate holds it.
-    if (ask.card && rules.length === 0 && this.directory.current()) {
-      this.feed.showAdmitted(ask.card, ask.ownerUserId, now);
-    }
-    return { ok: true, rules };
+    return this.news.admit(teamId, ask);
   }
 
   // ── standing rules ───────────────────────────────────────────────────────
@@ -224,20 +177,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async releaseRequest(teamId: string, approvalId: string): Promise<void> {
     this.team.adopt(teamId);
-    this.quotas.release(approvalId);
-    this.feed.withdraw(approvalId, Date.now());
+    this.news.released(approvalId);
   }
 
   /** Pending requests the quotas count now, for the team or one key (tests read it). */
   async quotaPending(keyId?: string): Promise<number> {
     return this.quotas.pending(keyId);
-  }
-
-  private async showRefusal(ask: QuotaAsk, verdict: QuotaRefusal, at: number): Promise<void> {
-    await this.directory.load();
-    const owner = { userId: ask.ownerUserId, name: this.directory.nameOf(ask.ownerUserId) };
-    const { limit, retryAfterMs } = verdict;
-    this.feed.send({ type: "refused", refusal: { sessionId: ask.sessionId, owner, limit, retryAfterMs, at } });
   }
 
   // ── pushes and devices ───────────────────────────────────────────────────
