@@ -69,8 +69,12 @@ const MIGRATIONS: MigrationStep[] = [
   },
   // A revoked key is remembered with when it was revoked, so the gate forgets it once nothing
   // could still vouch for it (store.ts, REVOKED_KEY_MEMORY_MS). Keys revoked before: from now.
-  `ALTER TABLE revoked_keys ADD COLUMN revoked_at INTEGER NOT NULL DEFAULT 0;
-   UPDATE revoked_keys SET revoked_at = CAST(strftime('%s', 'now') AS INTEGER) * 1000;`,
+  // Guarded like the steps above: an object from before versioning runs every step again.
+  (sql) => {
+    if (hasColumn(sql, "revoked_keys", "revoked_at")) return;
+    sql.exec(`ALTER TABLE revoked_keys ADD COLUMN revoked_at INTEGER NOT NULL DEFAULT 0;
+      UPDATE revoked_keys SET revoked_at = CAST(strftime('%s', 'now') AS INTEGER) * 1000;`);
+  },
 ];
 
 /** The version every object reaches on its next start. */

@@ -29,7 +29,6 @@ import {
 import { duplicateKeyMessage, findDuplicateKey } from "../../sdk/src/duplicate-keys";
 import { decisionOf, deny, type HookDecision, requestAcceptsEdits } from "../../sdk/src/hooks/decision";
 import { depthExceeds } from "../../sdk/src/jsonrpc";
-import { withTimeoutMeta } from "../../sdk/src/params";
 import { LIMITS, parseJson } from "../../sdk/src/protocol";
 import { agentOf } from "../auth";
 import { DomainError } from "../errors";

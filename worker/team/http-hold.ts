@@ -10,8 +10,10 @@
  * (`sdk/src/hooks/decision.ts`). A caller that goes away stops polling; the lease then lapses
  * (`agent_disconnected`, `LEASE_MS`).
  */
+
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import type { Asked } from "../../sdk/src/hooks/decision";
+import { withTimeoutMeta } from "../../sdk/src/params";
 import type { HelloParams } from "../../sdk/src/protocol";
 import { type HttpOpenResult, type HttpPollResult, MAX_WAIT_SECONDS } from "../gate/api";
 import type { AgentIdentity, Env } from "../types";
@@ -40,8 +42,7 @@ export async function holdOverHttp(
   const asked = Date.now();
   const session = await joinSession(env, agent, params.sessionId, later);
   const { lifetimeMs, answerByMs } = hold;
-  const ask =
-    lifetimeMs === undefined ? params : { ...params, _meta: { ...params._meta, tapgate: { timeoutMs: lifetimeMs } } };
+  const ask = lifetimeMs === undefined ? params : withTimeoutMeta(params, lifetimeMs);
   const opened = (await session.gate.openOverHttp(session.join, ask, info)) as unknown as HttpOpenResult;
   if (!opened.ok) return { failed: `Tapgate: ${opened.message}` };
   hold.onOpened?.();
