@@ -153,6 +153,25 @@ describe("pushes shown ÷ sent, per device and per platform, over 7 days", () =>
     expect((await reportAt(ada, noon(today + 8))).days).toEqual([]);
   }, 30_000);
 
+  it("a push retried after a 500 counts as one sent", async () => {
+    const ada = await signUp("Ada");
+    const pixel = await fake.addPhone(ada, "Pixel 8");
+    let calls = 0;
+    fake.state.answer = () => (++calls === 1 ? 500 : 201);
+    await askMany(ada, 1, 1);
+    const hub = hubStub(ada.teamId);
+    const alarm = await vi.waitFor(async () => {
+      const at = await runInDurableObject(hub, (_, state) => state.storage.getAlarm());
+      if (at === null) throw new Error("no alarm yet");
+      return at;
+    });
+    await runInDurableObject(hub, (h) => h.drain(alarm)); // the alarm's moment: the retry goes out
+    expect(fake.pushes).toHaveLength(2);
+    expect((await devicesOf(ada)).devices).toEqual([
+      expect.objectContaining({ id: pixel.deviceId, sent7d: 1, displayed7d: 0, displayedRatio: 0 }),
+    ]);
+  });
+
   it("a device with nothing sent shows zeros and no ratio", async () => {
     const ada = await signUp("Ada");
     const pixel = await fake.addPhone(ada, "Pixel 8");
