@@ -96,7 +96,7 @@ export type ReceiptEvent = ReceiptBody["event"];
 /** How a push device is doing (`GET /v1/devices`): its recent pushes failing, or taken but never shown. */
 export type { DeviceHealth };
 
-/** Shown ÷ sent over 7 days (`GET /v1/devices`, counted by `display-counts.ts`). */
+/** Shown ÷ sent over 7 days (`GET /v1/devices`, counted by `shown-counts.ts`). */
 export interface DisplayReport {
   /** This user's devices, by id (devices with nothing sent in the window are absent). */
   devices: Record<string, DisplayFigures>;

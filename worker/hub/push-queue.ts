@@ -6,7 +6,7 @@
  *
  * Owns: the `push_queue` and `deliveries` tables, the claim that keeps a job from being sent
  * twice, backoff, and the alarm time it needs. Does not own: the per-device push budget
- * (`push-budget.ts`, asked for each device), the 7-day shown ÷ sent counters (`display-counts.ts`,
+ * (`push-budget.ts`, asked for each device), the 7-day shown ÷ sent counters (`shown-counts.ts`,
  * told of each delivery's first send and first shown receipt), what a push says or how it is sent
  * (`web-push.ts`), which devices exist (`directory.ts`), showing deliveries live (the feed, told
  * through `onDelivery`), or forgetting a gone device everywhere (the shell, told through `onGone`).
@@ -15,9 +15,9 @@
 import type { Approval, Delivery } from "../../sdk/src/approval";
 import type { ApprovalNews, DisplayReport, HubDevice, ReceiptEvent } from "./api";
 import type { Directory } from "./directory";
-import { DisplayCounts, dayOf } from "./display-counts";
 import type { HubHost } from "./host";
 import { PushBudget } from "./push-budget";
+import { dayOf, ShownCounts } from "./shown-counts";
 import { lockScreenTitle, type PushPayload, pushMessage, pushTopic, sendPush, type VapidKeys } from "./web-push";
 
 const RETRY_BASE_MS = 1_000;
@@ -89,7 +89,7 @@ export interface PushQueueHooks {
 
 export class PushQueue {
   private readonly budget: PushBudget;
-  private readonly displayCounts: DisplayCounts;
+  private readonly shownCounts: ShownCounts;
 
   constructor(
     private readonly host: HubHost,
@@ -97,7 +97,7 @@ export class PushQueue {
     private readonly hooks: PushQueueHooks,
   ) {
     this.budget = new PushBudget(host);
-    this.displayCounts = new DisplayCounts(host);
+    this.shownCounts = new ShownCounts(host);
   }
 
   /**
@@ -205,7 +205,7 @@ export class PushQueue {
     // A duplicate (the service worker retries a receipt) sets nothing: the cards and the gate are not told again.
     if (known.at !== null && (event === "received" || known.seen_at !== null)) return true;
     const firstShown = event !== "received" && known.displayed_at === null && known.opened_at === null;
-    if (firstShown && known.sent_day !== null) this.displayCounts.displayed(deviceId, known.sent_day as number);
+    if (firstShown && known.sent_day !== null) this.shownCounts.displayed(deviceId, known.sent_day as number);
     const seen = event === "received" ? "seen_at" : "COALESCE(seen_at, ?1)";
     this.host.sql.exec(
       `UPDATE deliveries SET ${column} = COALESCE(${column}, ?1), seen_at = ${seen}
@@ -276,7 +276,7 @@ export class PushQueue {
 
   /** This user's devices' and the team's per-platform shown ÷ sent over the 7 days to `now`. */
   displayReport(userId: string, now: number): DisplayReport {
-    return this.displayCounts.report(userId, now);
+    return this.shownCounts.report(userId, now);
   }
 
   /** Forgets the deliveries of requests resolved before `before` (the feed forgets the requests). */
@@ -374,7 +374,7 @@ export class PushQueue {
         device.id,
       )
       .toArray();
-    if (first.length > 0) this.displayCounts.sent(device, day);
+    if (first.length > 0) this.shownCounts.sent(device, day);
   }
 
   private track(approvalId: string, deviceId: string, column: "sent_at" | "delivered_at" | "failed_at"): void {

@@ -32,7 +32,7 @@ function figuresOf({ sent, displayed }: SumRow): DisplayFigures {
   return { sent7d: sent, displayed7d: displayed, displayedRatio: sent === 0 ? null : displayed / sent };
 }
 
-export class DisplayCounts {
+export class ShownCounts {
   /** The day this object last pruned on a send: the table is swept once a day, not once per push. */
   private prunedDay = -1;
 
