@@ -37,12 +37,12 @@ export function fakePushService() {
     return new Response(null, { status: state.answer(request.url) });
   });
 
-  /** Registers a phone for `member` through the API, as the PWA does. */
-  async function addPhone(member: Member, name = "Pixel 8"): Promise<Phone> {
+  /** Registers a phone for `member` through the API, as the PWA does (`pushHost`: its push service). */
+  async function addPhone(member: Member, name = "Pixel 8", pushHost = "fcm.googleapis.com"): Promise<Phone> {
     const ecdh = createECDH("prime256v1");
     ecdh.generateKeys();
     const auth = randomBytes(16).toString("base64url");
-    const endpoint = `https://fcm.googleapis.com/fcm/send/${unique("sub")}`;
+    const endpoint = `https://${pushHost}/fcm/send/${unique("sub")}`;
     const response = await api("/v1/devices", {
       method: "POST",
       cookie: member.cookie,

@@ -9,7 +9,7 @@
 import type { Approval, Delivery, EscalationEvent, Owner, SessionInfo, SessionStop } from "../../sdk/src/approval";
 import type { Claim, ReceiptBody } from "../../sdk/src/human/approvals";
 import type { EscalationStep, QuotaLimit, TeamLimits, TeamPolicy } from "../../sdk/src/human/policy";
-import type { DeviceHealth } from "../../sdk/src/human/push";
+import type { DeviceHealth, DisplayFigures, PlatformFigures } from "../../sdk/src/human/push";
 import type { Role } from "../../sdk/src/human/roles";
 import type { DeadLetteredSession } from "../../sdk/src/human/sessions";
 import type { StandingRule } from "../../sdk/src/rules";
@@ -95,6 +95,14 @@ export type ReceiptEvent = ReceiptBody["event"];
 
 /** How a push device is doing (`GET /v1/devices`): its recent pushes failing, or taken but never shown. */
 export type { DeviceHealth };
+
+/** Shown ÷ sent over 7 days (`GET /v1/devices`, counted by `shown-counts.ts`). */
+export interface DisplayReport {
+  /** This user's devices, by id (devices with nothing sent in the window are absent). */
+  devices: Record<string, DisplayFigures>;
+  /** Every member's devices together, per push platform (platforms with nothing sent are absent). */
+  platforms: PlatformFigures[];
+}
 
 /** What a SessionGate reports when its connection state or metadata may have changed. */
 export interface SessionNews {
@@ -222,6 +230,8 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   markReceipt(approvalId: string, deviceId: string, userId: string, event: ReceiptEvent): Promise<boolean>;
   /** How each of this user's devices is doing, by device id (devices with no recent pushes are absent). */
   deviceHealth(userId: string): Promise<Record<string, DeviceHealth>>;
+  /** Shown ÷ sent over 7 days: this user's devices, and the team's per push platform (`now`: tests move the day). */
+  displayReport(userId: string, now?: number): Promise<DisplayReport>;
 
   /**
    * "Ada is looking": `by` claims a pending request for 2 minutes (renewed by claiming again);

@@ -7,7 +7,7 @@
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
  * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout, `quotas.ts`
- * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `revocations.ts` revocation_fanout, `daily-bytes.ts` quota_days, `escalation.ts` escalations/live_cards, `claims.ts` claims; the
+ * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `revocations.ts` revocation_fanout, `daily-bytes.ts` quota_days, `escalation.ts` escalations/live_cards, `claims.ts` claims, `shown-counts.ts` display_days; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -84,6 +84,11 @@ const MIGRATIONS: MigrationStep[] = [
      phase TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (approval_id, step, phase));`,
   // A stopped session (gate/session-stop.ts): its stop as the gate last reported it, shown live.
   "ALTER TABLE sessions ADD COLUMN stopped TEXT;",
+  // Pushes shown ÷ sent per day and device, kept past the deliveries (shown-counts.ts), and
+  // the day each delivery was counted as sent (its first send), so its receipt counts there once.
+  `CREATE TABLE IF NOT EXISTS display_days (day INTEGER NOT NULL, device_id TEXT NOT NULL, user_id TEXT NOT NULL,
+     platform TEXT NOT NULL, sent INTEGER NOT NULL, displayed INTEGER NOT NULL, PRIMARY KEY (day, device_id));
+   ALTER TABLE deliveries ADD COLUMN sent_day INTEGER;`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -6,16 +6,18 @@
  *
  * Owns: the `push_queue` and `deliveries` tables, the claim that keeps a job from being sent
  * twice, backoff, and the alarm time it needs. Does not own: the per-device push budget
- * (`push-budget.ts`, asked for each device), what a push says or how it is sent
+ * (`push-budget.ts`, asked for each device), the 7-day shown ÷ sent counters (`shown-counts.ts`,
+ * told of each delivery's first send and first shown receipt), what a push says or how it is sent
  * (`web-push.ts`), which devices exist (`directory.ts`), showing deliveries live (the feed, told
  * through `onDelivery`), or forgetting a gone device everywhere (the shell, told through `onGone`).
  * The exported functions above the class are pure and unit-tested (`push-queue.test.ts`).
  */
 import type { Approval, Delivery } from "../../sdk/src/approval";
-import type { ApprovalNews, HubDevice, ReceiptEvent } from "./api";
+import type { ApprovalNews, DisplayReport, HubDevice, ReceiptEvent } from "./api";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";
 import { PushBudget } from "./push-budget";
+import { dayOf, ShownCounts } from "./shown-counts";
 import { lockScreenTitle, type PushPayload, pushMessage, pushTopic, sendPush, type VapidKeys } from "./web-push";
 
 const RETRY_BASE_MS = 1_000;
@@ -87,6 +89,7 @@ export interface PushQueueHooks {
 
 export class PushQueue {
   private readonly budget: PushBudget;
+  private readonly shownCounts: ShownCounts;
 
   constructor(
     private readonly host: HubHost,
@@ -94,6 +97,7 @@ export class PushQueue {
     private readonly hooks: PushQueueHooks,
   ) {
     this.budget = new PushBudget(host);
+    this.shownCounts = new ShownCounts(host);
   }
 
   /**
@@ -190,7 +194,8 @@ export class PushQueue {
     }
     const known = this.host.sql
       .exec(
-        `SELECT ${column} AS at, seen_at FROM deliveries WHERE approval_id = ? AND device_id = ? AND user_id = ?`,
+        `SELECT ${column} AS at, seen_at, displayed_at, opened_at, sent_day FROM deliveries
+          WHERE approval_id = ? AND device_id = ? AND user_id = ?`,
         approvalId,
         deviceId,
         userId,
@@ -199,6 +204,8 @@ export class PushQueue {
     if (!known) return false;
     // A duplicate (the service worker retries a receipt) sets nothing: the cards and the gate are not told again.
     if (known.at !== null && (event === "received" || known.seen_at !== null)) return true;
+    const firstShown = event !== "received" && known.displayed_at === null && known.opened_at === null;
+    if (firstShown && known.sent_day !== null) this.shownCounts.displayed(deviceId, known.sent_day as number);
     const seen = event === "received" ? "seen_at" : "COALESCE(seen_at, ?1)";
     this.host.sql.exec(
       `UPDATE deliveries SET ${column} = COALESCE(${column}, ?1), seen_at = ${seen}
@@ -267,6 +274,11 @@ export class PushQueue {
     return byDevice;
   }
 
+  /** This user's devices' and the team's per-platform shown ÷ sent over the 7 days to `now`. */
+  displayReport(userId: string, now: number): DisplayReport {
+    return this.shownCounts.report(userId, now);
+  }
+
   /** Forgets the deliveries of requests resolved before `before` (the feed forgets the requests). */
   pruneDeliveries(before: number): void {
     this.host.sql.exec(
@@ -328,6 +340,7 @@ export class PushQueue {
     }
     const ttlSeconds = ((job.expires_at as number) - Date.now()) / 1000;
     const payload = JSON.parse(job.payload as string) as PushPayload;
+    if (approvalId) this.countFirstSend(approvalId, device);
     if (approvalId) this.track(approvalId, device.id, "sent_at");
     const outcome = await sendPush(
       { endpoint: device.endpoint, keys: { p256dh: device.p256dh, auth: device.auth } },
@@ -348,6 +361,20 @@ export class PushQueue {
     sql.exec("DELETE FROM push_queue WHERE seq = ?", seq);
     if (outcome === "gone") await this.hooks.onGone(device.id);
     if (approvalId) this.track(approvalId, device.id, outcome === "delivered" ? "delivered_at" : "failed_at");
+  }
+
+  /** A request's first send to a device counts once, today (a retry or a ladder repeat does not). */
+  private countFirstSend(approvalId: string, device: HubDevice): void {
+    const day = dayOf(Date.now());
+    const first = this.host.sql
+      .exec(
+        "UPDATE deliveries SET sent_day = ? WHERE approval_id = ? AND device_id = ? AND sent_day IS NULL RETURNING 1",
+        day,
+        approvalId,
+        device.id,
+      )
+      .toArray();
+    if (first.length > 0) this.shownCounts.sent(device, day);
   }
 
   private track(approvalId: string, deviceId: string, column: "sent_at" | "delivered_at" | "failed_at"): void {

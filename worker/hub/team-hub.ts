@@ -26,6 +26,7 @@ import type {
   ClaimResult,
   DeadLetteredSession,
   DeviceHealth,
+  DisplayReport,
   EscalationOrder,
   EscalationOutcome,
   GateReport,
@@ -209,6 +210,10 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async deviceHealth(userId: string): Promise<Record<string, DeviceHealth>> {
     return devicesHealth(this.push.recentByDevice(userId, HEALTH_WINDOW), Date.now());
+  }
+
+  async displayReport(userId: string, now = Date.now()): Promise<DisplayReport> {
+    return this.push.displayReport(userId, now);
   }
 
   async deliveries(approvalId: string): Promise<Delivery[]> {

@@ -1,7 +1,7 @@
 import { createECDH } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
-import { lockScreenTitle, outcomeOf, pushSubscriptionSchema, pushTopic } from "./web-push";
+import { lockScreenTitle, outcomeOf, pushPlatformOf, pushSubscriptionSchema, pushTopic } from "./web-push";
 
 const GENERIC = "An agent is asking for permission";
 
@@ -59,6 +59,17 @@ describe("lockScreenTitle", () => {
 
   it("never shows the tool's arguments", () => {
     expect(lockScreenTitle(approval("Edit file"), "tool_title")).not.toContain("never on the lock screen");
+  });
+});
+
+describe("pushPlatformOf", () => {
+  it("names the push service of each accepted host, and none for another", () => {
+    expect(pushPlatformOf("https://fcm.googleapis.com/fcm/send/abc")).toBe("fcm");
+    expect(pushPlatformOf("https://web.push.apple.com/QGx")).toBe("apple");
+    expect(pushPlatformOf("https://updates.push.services.mozilla.com/wpush/v2/x")).toBe("mozilla");
+    expect(pushPlatformOf("https://wns2-par02p.notify.windows.com/w/?token=x")).toBe("windows");
+    expect(pushPlatformOf("https://push.example.com/x")).toBeNull();
+    expect(pushPlatformOf("not a url")).toBeNull();
   });
 });
 

@@ -15,6 +15,7 @@ import {
   approvalTitle,
   type DeclarativePush,
   type PushPayload,
+  type PushPlatform,
   SUMMARY_TAG,
   summaryText,
   TEST_TAG,
@@ -26,13 +27,20 @@ import { pushRequest, type VapidKeys } from "./push-request";
 
 const MAX_ENDPOINT_CHARS = 1000;
 
-/** The push services browsers use (docs/limits.md, "Web Push"). Anything else is refused. */
-const PUSH_HOSTS: Array<(host: string) => boolean> = [
-  (h) => h === "fcm.googleapis.com",
-  (h) => h === "web.push.apple.com",
-  (h) => /^[a-z0-9-]+(\.[a-z0-9-]+)*\.push\.services\.mozilla\.com$/.test(h),
-  (h) => /^[a-z0-9-]+(\.[a-z0-9-]+)*\.notify\.windows\.com$/.test(h),
-];
+/** The push services browsers use, by platform (docs/limits.md, "Web Push"). Anything else is refused. */
+const PUSH_HOSTS: Record<PushPlatform, (host: string) => boolean> = {
+  fcm: (h) => h === "fcm.googleapis.com",
+  apple: (h) => h === "web.push.apple.com",
+  mozilla: (h) => /^[a-z0-9-]+(\.[a-z0-9-]+)*\.push\.services\.mozilla\.com$/.test(h),
+  windows: (h) => /^[a-z0-9-]+(\.[a-z0-9-]+)*\.notify\.windows\.com$/.test(h),
+};
+
+/** The push platform of a stored (so already checked) endpoint; null for one no longer known. */
+export function pushPlatformOf(endpoint: string): PushPlatform | null {
+  const host = URL.canParse(endpoint) ? new URL(endpoint).hostname : "";
+  const known = Object.entries(PUSH_HOSTS).find(([, matches]) => matches(host));
+  return known ? (known[0] as PushPlatform) : null;
+}
 
 function endpointProblem(endpoint: string): string | null {
   if (endpoint.length > MAX_ENDPOINT_CHARS) return `endpoint is longer than ${MAX_ENDPOINT_CHARS} characters`;
@@ -45,7 +53,7 @@ function endpointProblem(endpoint: string): string | null {
   if (url.protocol !== "https:") return "endpoint must use https";
   if (url.port !== "" && url.port !== "443") return "endpoint must use port 443";
   if (url.username || url.password) return "endpoint must not carry credentials";
-  if (!PUSH_HOSTS.some((known) => known(url.hostname)))
+  if (!Object.values(PUSH_HOSTS).some((known) => known(url.hostname)))
     return `endpoint host ${url.hostname} is not a known push service`;
   return null;
 }

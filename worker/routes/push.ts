@@ -1,16 +1,25 @@
-/** Web Push: the VAPID key, this user's devices (with their health), test pushes, and the service worker's receipts. */
+/** Web Push: the VAPID key, this user's devices (with their health and shown ÷ sent, and the team's per platform), test pushes, and the service worker's receipts. */
 import { Hono } from "hono";
 import { receiptBodySchema, seenBodySchema } from "../../sdk/src/human/approvals";
-import { type DeviceHealth, deviceBodySchema, deviceParamSchema } from "../../sdk/src/human/push";
+import {
+  type DeviceHealth,
+  type DeviceList,
+  type DisplayFigures,
+  deviceBodySchema,
+  deviceParamSchema,
+} from "../../sdk/src/human/push";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { listDevices, touchDevice } from "../db";
 import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { validate } from "../http";
-import { hubFor } from "../hub/api";
+import { type DisplayReport, hubFor } from "../hub/api";
 import { pushSubscriptionSchema } from "../hub/web-push";
 import { addDevice, removeDevice } from "../team/devices";
 import type { AppEnv } from "../types";
+
+/** A device with no push sent in the 7 days. */
+const NOTHING_SENT: DisplayFigures = { sent7d: 0, displayed7d: 0, displayedRatio: null };
 
 /** The contract's body, with the Worker's own checks of the subscription (push host, key points). */
 const deviceBody = deviceBodySchema.extend({ subscription: pushSubscriptionSchema });
@@ -34,22 +43,25 @@ export const pushRoutes = new Hono<AppEnv>()
   })
   .get("/v1/devices", async (c) => {
     const w = c.get("web");
-    const [devices, health] = await Promise.all([
+    const hub = hubFor(c.env, w.teamId);
+    // The hub's view of recent pushes; without it the list still answers (health and figures unknown).
+    const [devices, health, shown] = await Promise.all([
       listDevices(c.env.DB, w.teamId, w.userId),
-      // The hub's view of recent pushes; without it the list still answers (health unknown).
-      hubFor(c.env, w.teamId)
-        .deviceHealth(w.userId)
-        .catch((): Record<string, DeviceHealth> => ({})),
+      hub.deviceHealth(w.userId).catch((): Record<string, DeviceHealth> => ({})),
+      hub.displayReport(w.userId).catch((): DisplayReport => ({ devices: {}, platforms: [] })),
     ]);
-    return c.json({
+    const answer: DeviceList = {
       devices: devices.map(({ id, name, createdAt, lastSeenAt }) => ({
         id,
         name,
         createdAt,
         lastSeenAt,
         health: health[id] ?? "ok",
+        ...(shown.devices[id] ?? NOTHING_SENT),
       })),
-    });
+      platforms: shown.platforms,
+    };
+    return c.json(answer);
   })
   .delete("/v1/devices/:id", validate("param", deviceParamSchema), async (c) => {
     const w = c.get("web");

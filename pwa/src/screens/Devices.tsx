@@ -1,24 +1,29 @@
 import { useEffect, useState } from "preact/hooks";
+import type { PlatformFigures } from "../../../sdk/src/human/push";
 import { type ApiError, api, type Device } from "../api";
 import { useNow } from "../clock";
 import { Banner, LoadBanner } from "../components/Banner";
 import { EnableNotifications } from "../components/EnableNotifications";
+import { DeviceShownWarning, shownText, TeamPlatforms } from "../components/PushesShown";
 import { SafeText } from "../components/SafeText";
 import { WebSessions } from "../components/WebSessions";
 import { forgetThisDevice, thisDevice } from "../device";
 import { ago } from "../format";
 
 /**
- * My push devices: this browser and the others, each with a test push and a way to remove it;
- * then the browsers signed in as me, each of which I can sign out.
+ * My push devices: this browser and the others, each with a test push, a way to remove it and
+ * how many of its pushes showed; the team's pushes shown per platform; then the browsers signed
+ * in as me, each of which I can sign out.
  */
 export function Devices() {
   const [devices, setDevices] = useState<Device[] | null>(null);
+  const [platforms, setPlatforms] = useState<PlatformFigures[]>([]);
   const [error, setError] = useState<ApiError | null>(null);
   const load = () =>
     api.devices().then(
       (r) => {
         setDevices(r.devices);
+        setPlatforms(r.platforms);
         setError(null);
       },
       (e: ApiError) => setError(e),
@@ -48,6 +53,7 @@ export function Devices() {
           />
         ))}
       </ul>
+      <TeamPlatforms platforms={platforms} />
       {/* A full load drops every cached list, as the header's sign-out does. */}
       <WebSessions onSignedOutHere={() => location.assign("/signin")} />
     </section>
@@ -72,6 +78,7 @@ function DeviceRow({ device, onRemoved }: { device: Device; onRemoved: () => voi
   const [status, setStatus] = useState<{ tone: "ok" | "error"; text: string } | null>(null);
   const [busy, setBusy] = useState(false);
   const mine = thisDevice()?.id === device.id;
+  const shown = shownText(device);
 
   const act = async (what: "test" | "remove") => {
     setBusy(true);
@@ -106,6 +113,11 @@ function DeviceRow({ device, onRemoved }: { device: Device; onRemoved: () => voi
         <span class="row-sub muted">
           {device.lastSeenAt ? `last seen ${ago(device.lastSeenAt, now)}` : `added ${ago(device.createdAt, now)}`}
         </span>
+        {shown && (
+          <span class="row-sub muted" data-testid="device-shown">
+            {shown}
+          </span>
+        )}
       </div>
       <div class="row-actions">
         {ACTIONS.map(([what, tone, label]) => (
@@ -126,6 +138,7 @@ function DeviceRow({ device, onRemoved }: { device: Device; onRemoved: () => voi
           {HEALTH_ADVICE[device.health]}
         </Banner>
       )}
+      <DeviceShownWarning figures={device} />
       {status && (
         <Banner tone={status.tone} testId="device-status">
           {status.text}

@@ -89,9 +89,49 @@ export const savedDeviceSchema = z.object({ id: z.string(), name: z.string(), cr
  */
 export const deviceHealthSchema = z.enum(["ok", "failing", "not_shown"]);
 export type DeviceHealth = z.infer<typeof deviceHealthSchema>;
+
+/**
+ * Of the requests pushed over the last 7 days (UTC days, today included), how many pushes the
+ * push service was handed (`sent7d`, once per request and device) and how many the service
+ * worker reported shown (`displayed7d`: its first `displayed` or `opened` receipt).
+ * `displayedRatio` is `displayed7d / sent7d`, null with nothing sent.
+ */
+export const displayFiguresSchema = z.object({
+  sent7d: z.number().int().nonnegative(),
+  displayed7d: z.number().int().nonnegative(),
+  displayedRatio: z.number().min(0).max(1).nullable(),
+});
+export type DisplayFigures = z.infer<typeof displayFiguresSchema>;
+
+/** The push service a device's endpoint belongs to: Google's FCM (Chrome, Android), Apple, Mozilla, Microsoft's WNS. */
+export const pushPlatformSchema = z.enum(["fcm", "apple", "mozilla", "windows"]);
+export type PushPlatform = z.infer<typeof pushPlatformSchema>;
+export const platformFiguresSchema = displayFiguresSchema.extend({ platform: pushPlatformSchema });
+export type PlatformFigures = z.infer<typeof platformFiguresSchema>;
+
+/** Under this share shown, with at least `DISPLAYED_MIN_SENT` sent, a device or platform is flagged. */
+export const DISPLAYED_RATIO_MIN = 0.95;
+/** Fewer pushes than this in 7 days say too little to flag anything. */
+export const DISPLAYED_MIN_SENT = 5;
+
+/** Whether these figures show too few pushes shown to trust notifications there. */
+export function showsTooFew(figures: DisplayFigures): boolean {
+  return (
+    figures.sent7d >= DISPLAYED_MIN_SENT &&
+    figures.displayedRatio !== null &&
+    figures.displayedRatio < DISPLAYED_RATIO_MIN
+  );
+}
+
 export const deviceSchema = savedDeviceSchema.extend({
   lastSeenAt: z.number().nullable(),
   health: deviceHealthSchema.default("ok"),
+  ...displayFiguresSchema.shape,
 });
 export type Device = z.infer<typeof deviceSchema>;
-export const deviceListSchema = z.object({ devices: z.array(deviceSchema) });
+/**
+ * `GET /v1/devices`: this person's devices, each with its figures, and the team's figures per
+ * push platform (every member's devices together; no device of anyone else is named).
+ */
+export const deviceListSchema = z.object({ devices: z.array(deviceSchema), platforms: z.array(platformFiguresSchema) });
+export type DeviceList = z.infer<typeof deviceListSchema>;
