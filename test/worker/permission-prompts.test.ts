@@ -117,3 +117,33 @@ describe("richer permission prompts", () => {
     expect(approval.options.map((o) => o.kind)).toEqual(["allow_once", "allow_always", "reject_once", "reject_always"]);
   });
 });
+
+describe("ACP v2: an unoffered optionId is never an allow", () => {
+  it("a decision naming an option the v2 request did not offer is 400 option_not_offered and answers nothing", async () => {
+    const { owner, sessionId, agent } = await standingOptionsTeam();
+    await agent.ask(7, {
+      sessionId,
+      title: "Run the migration?",
+      subject: { type: "command", command: "npm run migrate", cwd: "/srv/app" },
+      options: [
+        { optionId: "go", name: "Run it", kind: "allow_once" },
+        { optionId: "stop", name: "Don't", kind: "reject_once" },
+      ],
+      _meta: { suppress_always_allow_rule: true },
+    });
+    const [approval] = await pendingApprovals(owner, sessionId);
+    if (!approval) throw new Error("the v2 request did not become a pending approval");
+    expect(approval.snapshot.permission).toMatchObject({ title: "Run the migration?" });
+    for (const unoffered of ["allow", "allow_always", "proceed_always"]) {
+      const refused = await decide(owner, approval, unoffered);
+      expect(refused.status).toBe(400);
+      expect(await json(refused)).toMatchObject({ error: "option_not_offered" });
+    }
+    await agent.barrier();
+    expect(agent.pending()).toBe(0);
+    const still = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
+    expect(still.state).toBe("pending");
+    expect((await decide(owner, approval, "stop")).status).toBe(200);
+    expect(await agent.next()).toMatchObject({ id: 7, result: { outcome: { outcome: "selected", optionId: "stop" } } });
+  });
+});

@@ -32,7 +32,7 @@ export function OptionButtons({
   return (
     <div class="options" data-testid="options">
       {options.map((o) => {
-        const words = optionWords(o.kind);
+        const words = optionWords(o.kind, o.optionId);
         const beside = o === allowOnce && besideAllowOnce && <Fragment key="beside">{besideAllowOnce}</Fragment>;
         return [
           <button
