@@ -1,4 +1,5 @@
 import { type TeamLimits, type TeamPolicy, teamPolicySchema } from "../sdk/src/human/policy";
+import { forbidsStandingAnswer } from "../sdk/src/permission-prompt";
 import type { PermissionOption } from "../sdk/src/protocol";
 
 /** Team policy (the schema lives in sdk/src/human/policy.ts); stored as JSON on the team, defaults filled in. */
@@ -22,11 +23,22 @@ export function highRiskOf(policy: TeamPolicy): { patterns: TeamPolicy["highRisk
   return { patterns: p.highRisk ?? DEFAULT_POLICY.highRisk, quorum: p.highRiskQuorum ?? 1 };
 }
 
-/** The options humans are offered: with once-only on, standing rules are hidden. */
-export function offeredOptions(options: PermissionOption[], policy: TeamPolicy): PermissionOption[] {
-  if (!policy.onceOnlyOptions) return options;
-  return options.filter((o) => o.kind === "allow_once" || o.kind === "reject_once");
+/**
+ * The options humans are offered: with once-only on, standing rules are hidden; a request whose
+ * `_meta` asks for no standing answer (`matchedAskRule`, `suppress_always_allow_rule`) loses its
+ * `allow_always` and `reject_always` options.
+ */
+export function offeredOptions(
+  options: PermissionOption[],
+  policy: TeamPolicy,
+  requestMeta?: unknown,
+): PermissionOption[] {
+  if (policy.onceOnlyOptions) return options.filter((o) => o.kind === "allow_once" || o.kind === "reject_once");
+  if (forbidsStandingAnswer(requestMeta)) return options.filter((o) => !PERSISTENT_KINDS.has(o.kind));
+  return options;
 }
+
+const PERSISTENT_KINDS = new Set(["allow_always", "reject_always"]);
 
 /** How long a request may wait: the team lifetime, or less if the agent asked for less. */
 export function requestLifetimeMs(policy: TeamPolicy, agentTimeoutMs: number | undefined): number {

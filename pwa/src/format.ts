@@ -62,7 +62,11 @@ export function outcome(a: ApprovalView, myUserId?: string): string {
   if (a.state === "pending") return word;
   if (a.reason === "decided" && a.decidedBy) {
     const option = a.options.find((o) => o.optionId === a.optionId);
-    const chose = option ? ` (${optionWords(option.kind).label})` : a.action ? ` (${ACTION_WORDS[a.action]})` : "";
+    const chose = option
+      ? ` (${optionWords(option.kind, option.optionId).label})`
+      : a.action
+        ? ` (${ACTION_WORDS[a.action]})`
+        : "";
     const where = a.decidedBy.device && a.decidedBy.device !== "web" ? ` on ${a.decidedBy.device}` : "";
     const who = a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name;
     return `${word}${chose} by ${who}${where}`;
@@ -88,19 +92,32 @@ export function isAllow(kind: string): boolean {
   return kind === "allow_once" || kind === "allow_always";
 }
 
+type OptionTone = "allow" | "reject" | "skip" | "unknown";
+
 /**
  * What an option does, in Tapgate's words, from its ACP `kind`: the button's label and colour.
  * The agent's own `name` is only secondary text, so an agent cannot label an allow "Deny".
  */
-const OPTION_WORDS: Record<string, { label: string; tone: "allow" | "reject" }> = {
+const OPTION_WORDS: Record<string, { label: string; tone: OptionTone }> = {
   allow_once: { label: "Allow once", tone: "allow" },
   allow_always: { label: "Allow always", tone: "allow" },
   reject_once: { label: "Deny", tone: "reject" },
   reject_always: { label: "Deny always", tone: "reject" },
 };
 
-export function optionWords(kind: string): { label: string; tone: "allow" | "reject" | "unknown" } {
-  return OPTION_WORDS[kind] ?? { label: `Unrecognised option (${kind})`, tone: "unknown" };
+/**
+ * `reject_once` options whose effect their id names (docs/agent-protocol.md "Skip and stop"):
+ * codex-acp's `decline` under `continueOnReject` (the agent goes on without it) and the Codex
+ * hook's `deny_stop` (the turn stops). Only ever rejects: an id never makes an allow.
+ */
+const NAMED_REJECTS = new Map<string, { label: string; tone: OptionTone }>([
+  ["decline", { label: "Skip, continue without it", tone: "skip" }],
+  ["deny_stop", { label: "Deny and stop the turn", tone: "reject" }],
+]);
+
+export function optionWords(kind: string, optionId?: string): { label: string; tone: OptionTone } {
+  const named = kind === "reject_once" && optionId !== undefined ? NAMED_REJECTS.get(optionId) : undefined;
+  return named ?? OPTION_WORDS[kind] ?? { label: `Unrecognised option (${kind})`, tone: "unknown" };
 }
 
 const withSubagent = (title: string, subagent: string | null) => (subagent ? `${title} · ${subagent}` : title);

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { elicitationActionSchema, elicitationSchemaSchema } from "./elicitation-protocol.js";
+import { agentPromptSchema } from "./permission-prompt.js";
 import { sessionParentSchema } from "./protocol.js";
 
 export const APPROVAL_STATES = ["pending", "allowed", "denied", "cancelled", "expired"] as const;
@@ -120,8 +121,16 @@ export const approvalSnapshotSchema = z.object({
 });
 export type ApprovalSnapshot = z.infer<typeof approvalSnapshotSchema>;
 
-/** An option as offered to humans. */
-export const offeredOptionSchema = z.object({ optionId: z.string(), name: z.string(), kind: z.string() });
+/**
+ * An option as offered to humans; `permission`: the adapter's words for it (`_meta.permission`,
+ * permission-prompt.ts), the agent's own, shown as such.
+ */
+export const offeredOptionSchema = z.object({
+  optionId: z.string(),
+  name: z.string(),
+  kind: z.string(),
+  permission: agentPromptSchema.optional(),
+});
 export type OfferedOption = z.infer<typeof offeredOptionSchema>;
 
 /** How risky a request is, fixed when it opens (docs/state-machine.md "Risk tiers"). */

@@ -117,10 +117,10 @@ export class Cli {
   }
 }
 
-/** `tapgate acp` with an editor that initializes and opens one session. */
-export async function startProxy(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT) {
+/** `tapgate acp` with an editor that initializes (with `clientCapabilities`) and opens one session. */
+export async function startProxy(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT, clientCapabilities: Json = {}) {
   const editor = new Cli(["acp", ...args], env);
-  const init = await editor.request("initialize", { protocolVersion: 1, clientCapabilities: {} }, 0);
+  const init = await editor.request("initialize", { protocolVersion: 1, clientCapabilities }, 0);
   const created = await editor.request("session/new", { cwd, mcpServers: [] });
   return { editor, init, sessionId: created.result.sessionId as string };
 }

@@ -80,7 +80,7 @@ describe("tapgate codex-hook against wrangler dev", () => {
       agent: { name: "codex" },
       cwd: "/home/ada/demo",
     });
-    expect(approval.options.map((o) => o.kind)).toEqual(["allow_once", "reject_once"]);
+    expect(approval.options.map((o) => o.kind)).toEqual(["allow_once", "reject_once", "reject_once"]);
     expect((await person.decide(approval, "allow")).status).toBe(200);
     expect(answerOf(await run)).toEqual({
       hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "allow" } },
@@ -96,6 +96,36 @@ describe("tapgate codex-hook against wrangler dev", () => {
     expect(approval.snapshot.toolCall).toMatchObject({ title: "NetworkAccess: curl …", kind: "fetch" });
     expect((await person.decide(approval, "deny")).status).toBe(200);
     expect(answerOf(await run)).toEqual(codexDeny("denied on Tapgate by Ada (web)"));
+  });
+
+  it("approval_context: the card shows what it asks; Deny and stop the turn answers interrupt: true", async () => {
+    const sessionId = unique("codex");
+    const approvalContext = {
+      sandbox_permissions: "require_escalated",
+      additional_permissions: { network: { enabled: true } },
+      justification: "the tests download fixtures",
+    };
+    const input = { ...codexInput(sessionId, "Bash", "npm test"), approval_context: approvalContext };
+    const run = runHook("codex-hook", input, { env: signedIn() });
+    const approval = await person.waitForOne(sessionId);
+    expect(approval.snapshot.toolCall.content).toEqual([
+      {
+        type: "content",
+        content: {
+          type: "text",
+          text: "Asks to run outside the sandbox (sandbox escalation)\nAsks for network access\nCodex's justification: the tests download fixtures",
+        },
+      },
+    ]);
+    expect(approval.snapshot.meta).toMatchObject({ codex: { approvalContext } });
+    expect(approval.options.map((o) => o.optionId)).toEqual(["allow", "deny", "deny_stop"]);
+    expect((await person.decide(approval, "deny_stop")).status).toBe(200);
+    expect(answerOf(await run)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "PermissionRequest",
+        decision: { behavior: "deny", message: "denied on Tapgate by Ada (web)", interrupt: true },
+      },
+    });
   });
 
   it("--timeout 1: the card expires on the server and Codex gets a deny", async () => {

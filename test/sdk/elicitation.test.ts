@@ -39,6 +39,17 @@ describe("tapgate acp, with a 2.x agent that asks questions", () => {
     editor.child.stdin?.end();
   });
 
+  it("advertises codex-acp's continueOnReject in clientCapabilities._meta, beside the editor's own keys", async () => {
+    const { editor, sessionId } = await startProxy(["--", ...ELICIT_AGENT], env, undefined, {
+      _meta: { "zed.dev/terminal": true },
+    });
+    await prompt(editor, sessionId, "meta");
+    expect(messageText(editor, sessionId)).toBe(
+      `meta: ${JSON.stringify({ "zed.dev/terminal": true, continueOnReject: true })}`,
+    );
+    editor.child.stdin?.end();
+  });
+
   it("a form answered on the phone: the agent gets the content; the editor never sees the question", async () => {
     const { editor, sessionId } = await startProxy(["--", ...ELICIT_AGENT], env);
     const turn = prompt(editor, sessionId, "form");

@@ -12,12 +12,14 @@ import type {
   ApprovalRule,
   ApprovalState,
   DecidedBy,
+  OfferedOption,
   Quorum,
   ResolutionReason,
   SessionInfo,
 } from "../../sdk/src/approval";
 import type { ToolInput } from "../../sdk/src/edit-input";
 import type { ElicitationAction, ElicitationContent } from "../../sdk/src/elicitation-protocol";
+import { agentPromptOf } from "../../sdk/src/permission-prompt";
 import {
   failClosedAnswer,
   type HelloParams,
@@ -126,11 +128,7 @@ export function newApproval(a: {
     state: "pending",
     reason: null,
     snapshot: storedSnapshot(snapshot, limitsOf(a.meta.policy).storedBytesPerRequest),
-    options: offeredOptions(a.params.options, a.meta.policy).map(({ optionId, name, kind }) => ({
-      optionId,
-      name,
-      kind,
-    })),
+    options: offeredOptions(a.params.options, a.meta.policy, a.params._meta).map(offeredOption),
     requestHash: sha256Hex(canonicalJson(snapshot)),
     createdAt: a.now,
     expiresAt: a.now + a.lifetimeMs,
@@ -200,6 +198,12 @@ export function agentAnswer(
       },
     },
   };
+}
+
+/** An option as humans see it: its id, name and kind, and the adapter's `_meta.permission` words (permission-prompt.ts). */
+function offeredOption({ optionId, name, kind, _meta }: PermissionOption): OfferedOption {
+  const permission = agentPromptOf(_meta);
+  return { optionId, name, kind, ...(permission && { permission }) };
 }
 
 /** An ACP v2 request's own prompt and subject, stored as sent beside the card's derived tool call. */

@@ -5,12 +5,16 @@ import { SafeText } from "./SafeText";
 
 type Option = ApprovalView["options"][number];
 
+/** The adapter's `_meta.permission` words for an option (its title and description), or "". */
+const agentSays = (o: Option) => [o.permission?.title, o.permission?.description].filter(Boolean).join(" — ");
+
 const sameWords = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase();
 
 /**
  * One big button per offered option, in the order the agent offered them. Label and colour come
  * from the option's `kind` (allow green, reject red); the agent's own wording is secondary text
- * under it, marked as the agent's, and only when it says something else.
+ * under it, marked as the agent's, and only when it says something else; so are the adapter's
+ * `_meta.permission` words for the option.
  */
 export function OptionButtons({
   options,
@@ -28,7 +32,7 @@ export function OptionButtons({
   return (
     <div class="options" data-testid="options">
       {options.map((o) => {
-        const words = optionWords(o.kind);
+        const words = optionWords(o.kind, o.optionId);
         const beside = o === allowOnce && besideAllowOnce && <Fragment key="beside">{besideAllowOnce}</Fragment>;
         return [
           <button
@@ -46,6 +50,11 @@ export function OptionButtons({
             {o.name && !sameWords(o.name, words.label) && (
               <span class="option-agent" data-testid="option-agent-name">
                 the agent calls it “<SafeText text={o.name} />”
+              </span>
+            )}
+            {agentSays(o) && (
+              <span class="option-agent" data-testid="option-agent-description">
+                the agent says “<SafeText text={agentSays(o)} />”
               </span>
             )}
           </button>,

@@ -212,7 +212,7 @@ function PreFlight({
                   <td data-testid="preflight-option">
                     {option && !excluded ? (
                       <>
-                        {optionWords(option.kind).label}
+                        {optionWords(option.kind, option.optionId).label}
                         {option.name && (
                           <span class="muted small">
                             {" "}

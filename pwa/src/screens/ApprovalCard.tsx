@@ -7,6 +7,7 @@ import { type ApiError, type ApprovalView, api, canDecide, type RuleChoice } fro
 import { useClaimWhileOpen } from "../claim";
 import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
+import { AgentPrompt } from "../components/AgentPrompt";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { DeliveryList, EscalationTimeline, Section } from "../components/DeliveryStory";
@@ -227,6 +228,7 @@ function Card({
           onAnswer={onAnswer}
         />
       )}
+      <AgentPrompt meta={approval.snapshot.meta} />
       {typeof command === "string" && (
         <Section title="Command">
           <SafeText text={command} block testId="card-command" />

@@ -41,10 +41,15 @@ export type DecideMode = "phone" | "race";
 
 /**
  * What `tapgate acp` and `tapgate run` tell an agent the client does: render Tapgate's elicitation
- * modes, and take subagents (their requests arrive under their own session ids; ACP 2.x needs no
- * capability for that, the earlier draft asked for `subagents`).
+ * modes, take subagents (their requests arrive under their own session ids; ACP 2.x needs no
+ * capability for that, the earlier draft asked for `subagents`), and show codex-acp's `decline`
+ * ("Skip, continue without it": `_meta.continueOnReject`, codex-acp's `permissions/capabilities.ts`).
  */
-export const TAPGATE_CLIENT_CAPABILITIES = { elicitation: ELICITATION_CAPABILITIES, subagents: {} };
+export const TAPGATE_CLIENT_CAPABILITIES = {
+  elicitation: ELICITATION_CAPABILITIES,
+  subagents: {},
+  _meta: { continueOnReject: true },
+};
 
 /**
  * How long after `session/cancel` has left for the agent its pending requests are answered
@@ -339,10 +344,12 @@ function cancelledAnswer(ask: Ask): AgentAnswer {
   return ask.method === METHODS.elicitationCreate ? ELICITATION_CANCELLED : CANCELLED_ANSWER;
 }
 
-/** The editor's `initialize`, telling the agent the client renders Tapgate's elicitation modes and takes subagents. */
+/** The editor's `initialize` with `TAPGATE_CLIENT_CAPABILITIES` over its own (its `_meta` keys kept beside ours). */
 function withClientCapabilities(msg: Extract<Message, { kind: "request" }>) {
   const params = isRecord(msg.params) ? msg.params : {};
   const capabilities = isRecord(params.clientCapabilities) ? params.clientCapabilities : {};
-  const clientCapabilities = { ...capabilities, ...TAPGATE_CLIENT_CAPABILITIES };
+  const editorMeta = isRecord(capabilities._meta) ? capabilities._meta : {};
+  const _meta = { ...editorMeta, ...TAPGATE_CLIENT_CAPABILITIES._meta };
+  const clientCapabilities = { ...capabilities, ...TAPGATE_CLIENT_CAPABILITIES, _meta };
   return rpcRequest(msg.id, msg.method, { ...params, clientCapabilities });
 }

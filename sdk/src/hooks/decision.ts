@@ -16,6 +16,8 @@ export interface HookDecision {
   reason: string;
   /** An allow with input a human edited: the whole tool input to run instead (Claude's `updatedInput`). */
   updatedInput?: Record<string, unknown>;
+  /** The option a human chose, when the answer was their decision (Codex's `deny_stop` reads it). */
+  chosen?: string;
 }
 
 /** The two options every hook offers: the card shows "Allow once" and "Deny". */
@@ -112,7 +114,10 @@ export function decisionFrom(answer: RequestPermissionResponse, ctx: AnswerConte
     return { ...ALLOWED, reason: "allowed on Tapgate with edited input", updatedInput };
   }
   // The service says why it ended; answers the SDK gave itself carry no `_meta`.
-  if (meta) return deny(denyReason(meta, ctx.waitedMs));
+  if (meta) {
+    const chosen = outcome.outcome === "selected" && meta.reason === "decided" ? outcome.optionId : undefined;
+    return { ...deny(denyReason(meta, ctx.waitedMs)), ...(chosen !== undefined && { chosen }) };
+  }
   if (outcome.outcome === "cancelled") return deny("Tapgate: the request was cancelled");
   if (ctx.problem) return deny(`Tapgate: ${ctx.problem}`);
   // Without `_meta` (an older service), expiry and a human's deny are the same answer; only the clock tells them apart.

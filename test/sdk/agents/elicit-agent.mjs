@@ -3,6 +3,7 @@
  * A test ACP agent on @agentclientprotocol/sdk 2.x that asks the user questions with
  * `elicitation/create`. The prompt text picks the scenario:
  *   caps  report the `clientCapabilities.elicitation` the client advertised at initialize
+ *   meta  report the `clientCapabilities._meta` it advertised (codex-acp reads `continueOnReject` there)
  *   form  ask a form (name, port, strategy, logging) and report the answer
  *   url   ask the user to open a URL and report the answer; `_test/complete` sends `elicitation/complete`
  * Each answer is reported as one message: `elicited: <JSON of the result without _meta>`.
@@ -11,6 +12,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 let advertised;
+let advertisedMeta;
 
 const FORM = {
   type: "object",
@@ -41,8 +43,9 @@ async function say(ctx, sessionId, text) {
 async function prompt(ctx) {
   const { sessionId } = ctx.params;
   const scenario = ctx.params.prompt.map((b) => b.text ?? "").join("");
-  if (scenario === "caps") {
-    await say(ctx, sessionId, `caps: ${JSON.stringify(advertised ?? null)}`);
+  if (scenario === "caps" || scenario === "meta") {
+    const said = scenario === "caps" ? advertised : advertisedMeta;
+    await say(ctx, sessionId, `${scenario}: ${JSON.stringify(said ?? null)}`);
     return { stopReason: "end_turn" };
   }
   const params =
@@ -65,6 +68,7 @@ const conn = acp
   .agent({ name: "elicit-agent" })
   .onRequest("initialize", (ctx) => {
     advertised = ctx.params.clientCapabilities?.elicitation;
+    advertisedMeta = ctx.params.clientCapabilities?._meta;
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
       agentCapabilities: {},

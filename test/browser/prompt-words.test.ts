@@ -1,0 +1,114 @@
+/**
+ * Richer permission prompts on the phone, in real headless Chromium: an adapter's
+ * `_meta.permission` words shown as the agent's, codex-acp's `decline` as "Skip, continue without
+ * it" and the Codex hook's `deny_stop` as "Deny and stop the turn" (rejects, never styled as an
+ * allow); the agent (the SDK) gets the option id it offered.
+ */
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Tapgate } from "../../sdk/src/index";
+import type { RequestPermissionRequest } from "../../sdk/src/protocol";
+import {
+  browserAvailable,
+  Human,
+  type LocalApp,
+  launchChromium,
+  phoneContext,
+  screenshot,
+  signUpByEmail,
+  startApp,
+  unique,
+} from "./harness";
+
+describe.skipIf(!browserAvailable)("prompt words, Skip and Deny and stop in headless Chromium", () => {
+  let app: LocalApp;
+  let browser: Browser;
+  let phone: BrowserContext;
+  let page: Page;
+  let human: Human;
+  let tapgate: Tapgate;
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    [app, browser] = await Promise.all([startApp(), launchChromium()]);
+    phone = await phoneContext(browser, app, errors);
+    page = await phone.newPage();
+    await signUpByEmail(page, app, "Ada");
+    human = await Human.of(app, phone);
+    tapgate = new Tapgate({ url: app.direct, apiKey: await human.createKey(), onLog: () => undefined });
+  });
+
+  afterAll(async () => {
+    tapgate?.close();
+    await browser?.close();
+    await app?.stop();
+    expect(errors).toEqual([]);
+  });
+
+  /** An SDK agent asks once with these options and `_meta`; the card of that request, opened. */
+  async function ask(options: RequestPermissionRequest["options"], meta?: Record<string, unknown>) {
+    const sessionId = unique("prompt");
+    const session = await tapgate.session(sessionId, { title: "Release", agent: { name: "codex" } });
+    const answer = session.requestPermission({
+      sessionId,
+      toolCall: {
+        toolCallId: unique("call"),
+        title: "Bash: npm …",
+        kind: "execute",
+        rawInput: { command: "npm test" },
+      },
+      options,
+      ...(meta && { _meta: meta }),
+    });
+    const approval = await human.waitForOne(sessionId);
+    await page.goto(`/approvals/${encodeURIComponent(approval.id)}`);
+    const card = page.getByTestId("screen-approval");
+    await card.waitFor();
+    return { answer, card };
+  }
+
+  it("shows the adapter's words as the agent's; Deny and stop the turn is a deny beside the plain one", async () => {
+    const { answer, card } = await ask(
+      [
+        {
+          optionId: "allow",
+          name: "Allow once",
+          kind: "allow_once",
+          _meta: { permission: { description: "Only this run" } },
+        },
+        { optionId: "deny", name: "Deny", kind: "reject_once" },
+        { optionId: "deny_stop", name: "Deny and stop the turn", kind: "reject_once" },
+      ],
+      { permission: { version: 1, title: "Run command?", description: "The tests need the network" } },
+    );
+    expect(await card.getByTestId("agent-prompt-title").textContent()).toBe("Run command?");
+    expect(await card.getByTestId("agent-prompt-description").textContent()).toBe("The tests need the network");
+    const allow = card.getByTestId("option-allow");
+    expect(await allow.getByTestId("option-agent-description").textContent()).toBe("the agent says “Only this run”");
+    const stop = card.getByTestId("option-deny_stop");
+    expect(await stop.getByTestId("option-label").textContent()).toBe("Deny and stop the turn");
+    expect(await stop.getAttribute("class")).toBe("option reject");
+    expect(await card.getByTestId("option-deny").getByTestId("option-label").textContent()).toBe("Deny");
+    await screenshot(page, "prompt-deny-stop.png");
+    await stop.click();
+    await expect.poll(() => card.getAttribute("data-state")).toBe("denied");
+    expect(await answer).toMatchObject({ outcome: { outcome: "selected", optionId: "deny_stop" } });
+    expect(await card.getByTestId("outcome").textContent()).toContain("(Deny and stop the turn)");
+  });
+
+  it("codex-acp's decline is Skip, continue without it, styled as neither allow nor deny", async () => {
+    const { answer, card } = await ask([
+      { optionId: "allow_once", name: "Yes, proceed", kind: "allow_once" },
+      { optionId: "decline", name: "No, continue without running it", kind: "reject_once" },
+      { optionId: "cancel", name: "No, and tell Codex what to do differently", kind: "reject_once" },
+    ]);
+    const skip = card.getByTestId("option-decline");
+    expect(await skip.getByTestId("option-label").textContent()).toBe("Skip, continue without it");
+    expect(await skip.getAttribute("class")).toBe("option skip");
+    expect(await card.getByTestId("option-cancel").getByTestId("option-label").textContent()).toBe("Deny");
+    await screenshot(page, "prompt-skip.png");
+    await skip.click();
+    await expect.poll(() => card.getAttribute("data-state")).toBe("denied");
+    expect(await answer).toMatchObject({ outcome: { outcome: "selected", optionId: "decline" } });
+  });
+});
