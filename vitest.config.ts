@@ -1,6 +1,21 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { localVars } from "./scripts/local-vars.mjs";
+import { startFakePagerDuty } from "./test/fakes/pagerduty.mjs";
+
+/** One fake PagerDuty for the whole run (outside the machine, so faked: on loopback). */
+let fakePagerDuty: Promise<{ url: string }> | undefined;
+
+/** Outside channels as the workerd tests see them: PagerDuty set up, pointed at the fake. */
+async function channelVars(): Promise<Record<string, string>> {
+  fakePagerDuty ??= startFakePagerDuty();
+  const { url } = await fakePagerDuty;
+  return {
+    CHANNEL_SECRET_KEY: "test channel secret key, not a real one",
+    PAGERDUTY_EVENTS_URL: `${url}/v2/enqueue`,
+    FAKE_PAGERDUTY_URL: url,
+  };
+}
 
 /** The property test's settings (`npm run fuzz`, a replay), handed to workerd as bindings. */
 function fuzzVars(): Record<string, string> {
@@ -23,6 +38,7 @@ export default defineConfig({
               bindings: {
                 ...localVars(),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+                ...(await channelVars()),
                 ...fuzzVars(),
               },
             },
