@@ -19,3 +19,4 @@ export * from "./sessions";
 export * from "./step-up";
 export * from "./teams";
 export * from "./web-sessions";
+export * from "./webhooks";
