@@ -7,7 +7,14 @@
 import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { Webhook as Endpoint, WebhookPayload, WebhookSecret } from "../../sdk/src/human/webhooks";
+import {
+  type Webhook as Endpoint,
+  type WebhookPayload,
+  type WebhookSecret,
+  webhookListSchema,
+  webhookPayloadSchema,
+  webhookSecretSchema,
+} from "../../sdk/src/human/webhooks";
 import type { AuditEvent } from "../../worker/audit-chain";
 import { api, askOnce, decide, flush, hubStub, json, type Member, signUp, unique } from "./helpers";
 import { addMember } from "./team-helpers";
@@ -77,13 +84,13 @@ async function addWebhook(member: Member, events: string[]): Promise<WebhookSecr
     body: JSON.stringify({ url: `${RECEIVER}${path}`, events }),
   });
   expect(response.status).toBe(201);
-  return { ...(await json<WebhookSecret>(response)), path };
+  return { ...webhookSecretSchema.parse(await response.json()), path };
 }
 
 async function endpoints(member: Member): Promise<Endpoint[]> {
   const response = await api("/v1/webhooks", { cookie: member.cookie });
   expect(response.status).toBe(200);
-  return (await json<{ webhooks: Endpoint[] }>(response)).webhooks;
+  return webhookListSchema.parse(await response.json()).webhooks;
 }
 
 /**
@@ -96,7 +103,7 @@ async function alarmAt(teamId: string, now = Date.now()): Promise<void> {
 }
 
 function verified(secret: string, r: Received): WebhookPayload {
-  return new Webhook(secret).verify(r.body, r.headers) as WebhookPayload;
+  return webhookPayloadSchema.parse(new Webhook(secret).verify(r.body, r.headers));
 }
 
 const testEvent = (teamId: string, n: number): AuditEvent => ({
