@@ -16,6 +16,8 @@ import {
   webhookSecretSchema,
 } from "../../sdk/src/human/webhooks";
 import type { AuditEvent } from "../../worker/audit-chain";
+import { sweepWebhooks } from "../../worker/team/webhooks";
+import type { Env } from "../../worker/types";
 import { api, askOnce, decide, flush, hubStub, json, type Member, signUp, unique } from "./helpers";
 import { addMember } from "./team-helpers";
 
@@ -287,6 +289,34 @@ describe("delivery", () => {
     expect(verified(fresh.secret, only as Received)).toMatchObject({ type: "rule.created" });
     expect(() => verified(second.secret, only as Received)).toThrow();
     expect((await endpoints(owner)).map((e) => e.id)).toEqual([second.id]);
+  });
+});
+
+describe("a message the hub missed", () => {
+  it("is found by the hourly sweep and sent, when the hub never marked it due", async () => {
+    const owner = await signUp();
+    const hook = await addWebhook(owner, ["audit.appended"]);
+    await deliveredTo(owner.teamId, hook.path, 1);
+    // As if the hub was gone right after the batch that queued the message: no mark, no alarm.
+    const queue = async () => {
+      const event = testEvent(owner.teamId, 1);
+      await runInDurableObject(hubStub(owner.teamId), async (hub, state) => {
+        await hub.appendAudit([event]);
+        state.storage.sql.exec("DELETE FROM meta WHERE k = 'webhooks_due'");
+        await state.storage.deleteAlarm();
+      });
+      await env.DB.prepare("UPDATE webhook_messages SET next_at = next_at - 600000 WHERE endpoint_id = ?")
+        .bind(hook.id)
+        .run();
+      return event;
+    };
+    const missed = await queue();
+    await alarmAt(owner.teamId);
+    expect(receiver.at(hook.path)).toHaveLength(1);
+
+    await sweepWebhooks(env as unknown as Env, Date.now());
+    const [, got] = await deliveredTo(owner.teamId, hook.path, 2);
+    expect(verified(hook.secret, got as Received).data.eventId).toBe(missed.eventId);
   });
 });
 
