@@ -30,7 +30,9 @@ import { sessionRoutes } from "./routes/sessions";
 import { stepUpRoutes } from "./routes/step-up";
 import { teamRoutes } from "./routes/teams";
 import { webSessionRoutes } from "./routes/web-sessions";
+import { webhookRoutes } from "./routes/webhooks";
 import { pruneHistory } from "./team/retention";
+import { sweepWebhooks } from "./team/webhooks";
 import type { AppEnv, Env } from "./types";
 
 export { SessionGate } from "./gate/session-gate";
@@ -70,6 +72,7 @@ const app = new Hono<AppEnv>()
   .route("/", sessionRoutes)
   .route("/", historyRoutes)
   .route("/", auditRoutes)
+  .route("/", webhookRoutes)
   .get("/v1/health", (c) => c.json({ ok: true }))
   .notFound((c) => apiError(c, "not_found", "no such route"))
   .onError((err, c) => {
@@ -98,5 +101,6 @@ export default {
   request: app.request,
   scheduled(controller, env, ctx) {
     ctx.waitUntil(pruneHistory(env, controller.scheduledTime));
+    ctx.waitUntil(sweepWebhooks(env, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Env> & Pick<typeof app, "request">;

@@ -18,6 +18,11 @@ export interface Env {
   VAPID_SUBJECT?: string;
   /** Keys the hashes behind rate limits (IP addresses); `npm start` writes a local one into .dev.vars. */
   RATE_LIMIT_SECRET?: string;
+  /**
+   * The key stored channel credentials are sealed with (AES-GCM, HKDF-derived): webhook secrets
+   * (`webhooks/secret-box.ts`) use it when set, else `RATE_LIMIT_SECRET`, else `VAPID_PRIVATE_KEY`.
+   */
+  CHANNEL_SECRET_KEY?: string;
   /** Local mode: mail goes to the console and `GET /v1/dev/outbox`. Never set in production. */
   DEV_OUTBOX?: string;
   /**

@@ -81,6 +81,10 @@ import {
   stopAnswerSchema,
   teamListSchema,
   teamPolicySchema,
+  type WebhookEvent,
+  webhookDeletedSchema,
+  webhookListSchema,
+  webhookSecretSchema,
   webSessionListSchema,
 } from "../../sdk/src/human/index";
 
@@ -120,6 +124,9 @@ export type {
   Stats,
   Team,
   TeamPolicy,
+  Webhook,
+  WebhookDelivery,
+  WebhookEvent,
   WebSessionInfo,
 } from "../../sdk/src/human/index";
 export {
@@ -128,6 +135,7 @@ export {
   ROLES,
   roleRank,
   rubberStamping,
+  WEBHOOK_EVENTS,
 } from "../../sdk/src/human/index";
 
 // The site's CSP has no 'unsafe-eval': zod must not try to compile its parsers (nor log that it cannot).
@@ -389,6 +397,11 @@ export const api = {
     get(auditPageSchema, `/v1/audit?${historyQuery({}, { cursor, limit: String(limit) })}`),
   verifyAudit: () => get(auditVerdictSchema, "/v1/audit/verify"),
   stats: (days: 7 | 30) => get(statsSchema, `/v1/stats?days=${days}`),
+
+  webhooks: () => get(webhookListSchema, "/v1/webhooks"),
+  createWebhook: (url: string, events: WebhookEvent[]) => post(webhookSecretSchema, "/v1/webhooks", { url, events }),
+  rotateWebhook: (id: string) => post(webhookSecretSchema, `/v1/webhooks/${enc(id)}/rotate`),
+  deleteWebhook: (id: string) => del(webhookDeletedSchema, `/v1/webhooks/${enc(id)}`),
 
   deviceCode: (userCode: string) => get(deviceCodeInfoSchema, `/v1/device/${enc(userCode)}`),
   decideDeviceCode: (userCode: string, decision: "approve" | "deny") =>

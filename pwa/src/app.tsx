@@ -31,6 +31,7 @@ const Channels = lazy(() => import("./dashboard/Channels").then((m) => m.Channel
 const Rules = lazy(() => import("./dashboard/Rules").then((m) => m.Rules));
 const Policy = lazy(() => import("./dashboard/Policy").then((m) => m.Policy));
 const Stats = lazy(() => import("./dashboard/Stats").then((m) => m.Stats));
+const Webhooks = lazy(() => import("./dashboard/Webhooks").then((m) => m.Webhooks));
 
 export function App() {
   const [viewer, setViewer] = useState<Viewer>({ status: "loading" });
@@ -153,6 +154,8 @@ function matchRoute({ path, query }: Location, wide: boolean): Route {
       return { protected: true, render: () => <Policy /> };
     case "/stats":
       return { protected: true, render: () => <Stats /> };
+    case "/webhooks":
+      return { protected: true, render: () => <Webhooks /> };
     case "/invite":
       return { protected: false, render: () => <InviteScreen token={query.get("token") ?? ""} /> };
     case "/devices":

@@ -35,6 +35,11 @@ export const ERRORS = {
     status: 400,
     message: "no step-up is needed: the request is not high-risk or no longer pending, or the change weakens nothing",
   },
+  webhook_url_not_allowed: {
+    status: 400,
+    message: "webhooks go to https URLs on public hosts (http://127.0.0.1 or localhost only in local mode)",
+  },
+  webhook_event_unknown: { status: 400, message: "no such webhook event; see GET /v1/webhooks or docs/human-api.md" },
   // RFC 8628 device-code polling answers (400 by the RFC).
   authorization_pending: { status: 400, message: "waiting for someone to approve the code" },
   slow_down: { status: 400, message: "polling too fast" },
@@ -75,6 +80,7 @@ export const ERRORS = {
   last_owner: { status: 409, message: "a team needs at least one owner" },
   too_many_devices: { status: 409, message: "too many devices; remove one first" },
   request_changed: { status: 409, message: "the request differs from what you saw; reload it" },
+  too_many_webhooks: { status: 409, message: "the team has 10 webhooks; delete one first" },
   too_many_rules: { status: 409, message: "the team has 100 active rules; end one first" },
   request_truncated: {
     status: 409,

@@ -64,15 +64,17 @@ export function auditRunStatement(db: D1Database, entries: AuditEntry[]): D1Prep
 export const AUDIT_RUN_BYTES = 512 * 1024;
 
 /**
- * Writes `before` (idempotent statements, e.g. the gates' index rows) and then the entries as
- * runs of one compare-and-swap each, all in ONE D1 batch (one transaction); returns the seqs
- * that went in (fewer than the entries: the head moved or an event was a replay).
+ * Writes `before` (idempotent statements, e.g. the gates' index rows), then the entries as runs
+ * of one compare-and-swap each, then `after` (statements that follow the entries written, e.g.
+ * the webhook queue), all in ONE D1 batch (one transaction); returns the seqs that went in
+ * (fewer than the entries: the head moved or an event was a replay) and `after`'s results.
  */
 export async function insertAuditEntries(
   db: D1Database,
   entries: AuditEntry[],
   before: D1PreparedStatement[] = [],
-): Promise<number[]> {
+  after: D1PreparedStatement[] = [],
+): Promise<{ seqs: number[]; after: D1Result[] }> {
   const runs: AuditEntry[][] = [];
   let bytes = 0;
   for (const e of entries) {
@@ -87,9 +89,12 @@ export async function insertAuditEntries(
     }
   }
   const statements = [...before, ...runs.map((run) => auditRunStatement(db, run))];
-  if (statements.length === 0) return [];
-  const results = await db.batch<{ seq: number }>(statements);
-  return results.slice(before.length).flatMap((r) => r.results.map((row) => row.seq).sort((a, b) => a - b));
+  if (statements.length === 0) return { seqs: [], after: [] };
+  const results = await db.batch<{ seq: number }>([...statements, ...after]);
+  const seqs = results
+    .slice(before.length, statements.length)
+    .flatMap((r) => r.results.map((row) => row.seq).sort((a, b) => a - b));
+  return { seqs, after: results.slice(statements.length) };
 }
 
 /** Where the team's chain ends in D1: the last row, its hash (64 zeros if none) and how many rows. */

@@ -20,3 +20,4 @@ export * from "./sessions";
 export * from "./step-up";
 export * from "./teams";
 export * from "./web-sessions";
+export * from "./webhooks";

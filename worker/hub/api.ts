@@ -307,6 +307,8 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   gateReport(teamId: string, report: GateReport): Promise<GateReportAnswer>;
   /** Chains the events the routes queued in D1 (`audit_outbox`); rejects when D1 or the chain failed. */
   drainAudit(teamId: string): Promise<void>;
+  /** Sends the team's due webhook messages from the alarm (`webhooks/deliveries.ts`). */
+  webhooksDue(teamId: string): Promise<void>;
   /** After draining: the head the hub last wrote (its anchor), and the first anchor found broken. */
   auditAnchors(teamId: string): Promise<AuditAnchors>;
 }

@@ -22,12 +22,15 @@
  * poison row fails only that caller; a caller that fails alone gets the error and its outbox
  * retries (both kinds of row are idempotent).
  *
+ * The webhook queue (`webhooks/deliveries.ts`, the `follower`) rides in the same batch after the
+ * entries, so an entry in the chain always has its messages queued.
+ *
  * Owns: the order of appends, the groups, `meta('audit_anchor')`, `meta('audit_lost')` and
  * draining the outbox. Does not own: the hashing and head checks (`audit-chain.ts`, pure), the SQL
  * (`db/audit.ts`), or which events are written (callers build them).
  */
 
-import { type AuditAnchors, type AuditEvent, type AuditHead, chainEvents } from "../audit-chain";
+import { type AuditAnchors, type AuditEntry, type AuditEvent, type AuditHead, chainEvents } from "../audit-chain";
 import {
   auditHashAt,
   auditTail,
@@ -51,6 +54,12 @@ const GROUP_BYTES = 2 * 1024 * 1024;
 /** How often an append also looks for route events queued in D1 that nobody asked us to chain. */
 const OPPORTUNISTIC_DRAIN_MS = 10_000;
 
+/** A statement that follows every run of entries in their batch, and what its result says. */
+export interface AuditFollower {
+  statement(teamId: string, entries: AuditEntry[]): D1PreparedStatement;
+  written(rows: number): Promise<void>;
+}
+
 /** One caller's share of a group commit. */
 interface Waiting {
   events: AuditEvent[];
@@ -66,7 +75,11 @@ export class AuditWriter {
   private grouping = false;
   private drainedAt = 0;
 
-  constructor(private readonly host: HubHost) {}
+  constructor(
+    private readonly host: HubHost,
+    /** What rides in the batch after the entries (the webhook queue), and hears what it did. */
+    private readonly follower?: AuditFollower,
+  ) {}
 
   /**
    * Appends the team's events in order, after writing `index` (a gate's D1 rows) in the same
@@ -210,8 +223,10 @@ export class AuditWriter {
         return this.save("audit_anchor", head);
       }
       const entries = chainEvents(head.hash, todo);
-      const seqs = await insertAuditEntries(this.host.env.DB, entries, before);
+      const follow = this.follower?.statement(teamId, entries);
+      const { seqs, after } = await insertAuditEntries(this.host.env.DB, entries, before, follow ? [follow] : []);
       before = [];
+      if (after[0]) await this.follower?.written(after[0].results.length);
       const last = entries.at(-1);
       if (seqs.length === entries.length && last) {
         const seq = seqs.at(-1) as number;

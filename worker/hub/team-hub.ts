@@ -9,7 +9,8 @@
  *
  * Owns: the platform entry points, each mapped to one subsystem (partyserver style). Does not own: any table or rule (the
  * subsystems: `approval-news.ts` (the order of a request's news), `hub-team.ts`, `directory.ts`, `live-feed.ts`, `push-queue.ts`, `escalation.ts`,
- * `sessions.ts`, `vouching.ts`, `revocations.ts`, `audit-writer.ts`, `gate-report.ts`, `report-turns.ts`; the
+ * `sessions.ts`, `vouching.ts`, `revocations.ts`, `audit-writer.ts`, `gate-report.ts`, `report-turns.ts`,
+ * `../webhooks/deliveries.ts`; the
  * schema: `migrations.ts`). Callers see `api.ts`.
  */
 import { DurableObject } from "cloudflare:workers";
@@ -19,6 +20,7 @@ import type { Role } from "../../sdk/src/human/roles";
 import { type D1OutboxOp, deleteDevice } from "../db";
 import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
+import { WebhookDeliveries } from "../webhooks/deliveries";
 import type {
   ApprovalNews,
   AuditAnchors,
@@ -71,6 +73,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly vouching: Vouching;
   private readonly revocations: Revocations;
   private readonly audit: AuditWriter;
+  private readonly webhooks: WebhookDeliveries;
   private readonly quotas: Quotas;
   private readonly rules: StandingRules;
   private readonly escalations: Escalations;
@@ -116,7 +119,11 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.vouching = new Vouching(this.host, this.directory);
     this.revocations = new Revocations(this.host, this.vouching);
-    this.audit = new AuditWriter(this.host);
+    this.webhooks = new WebhookDeliveries(this.host);
+    this.audit = new AuditWriter(this.host, {
+      statement: (teamId, entries) => this.webhooks.queueStatement(teamId, entries),
+      written: (rows) => this.webhooks.queued(rows),
+    });
     this.quotas = new Quotas(this.host);
     this.rules = new StandingRules(this.host);
     this.news = new ApprovalNewsDesk({
@@ -239,7 +246,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   /**
    * The alarm's work at `now` (tests run it at a chosen moment): pushes due, stale sessions
    * corrected and idle ones pruned, the next part of a policy or revocation fan-out, the
-   * rules' refresh.
+   * rules' refresh, webhook messages due.
    */
   async wake(now = Date.now()): Promise<void> {
     try {
@@ -250,6 +257,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
         this.revocations.alarm(now),
         this.rules.alarm(now),
         this.channels.drain(now),
+        this.webhooks.alarm(now),
       ]);
     }
   }
@@ -366,6 +374,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.team.adopt(teamId);
     await this.audit.append(this.team.id() as string, events, index);
     await this.audit.drainSometimes(this.team.id());
+  }
+
+  /** Messages may wait in the webhook queue (the hourly sweep, a test): send what is due from the alarm. */
+  async webhooksDue(teamId: string): Promise<void> {
+    this.team.adopt(teamId);
+    await this.webhooks.due(Date.now());
   }
 
   async drainAudit(teamId: string): Promise<void> {

@@ -205,6 +205,29 @@ export const auditEvents = {
     subject: ruleId,
   }),
 
+  // A webhook's URL and events are the team's own settings; its secret never enters the chain.
+  webhookCreated: (a: AuditContext, w: { id: string; url: string; events: string[] }): AuditEvent => ({
+    ...a,
+    eventId: `webhook_created:${w.id}`,
+    action: "webhook.created",
+    subject: w.id,
+    detail: { url: w.url, events: w.events },
+  }),
+
+  webhookRotated: (a: AuditContext, id: string): AuditEvent => ({
+    ...a,
+    eventId: `webhook_rotated:${id}:${a.at}:${randomBase62(6)}`,
+    action: "webhook.rotated",
+    subject: id,
+  }),
+
+  webhookDeleted: (a: AuditContext, id: string): AuditEvent => ({
+    ...a,
+    eventId: `webhook_deleted:${id}`,
+    action: "webhook.deleted",
+    subject: id,
+  }),
+
   pairingCreated: (a: AuditContext, p: { userId: string; tokenHash: string }): AuditEvent => ({
     ...a,
     eventId: `pairing_created:${p.tokenHash}`,

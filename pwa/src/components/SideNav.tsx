@@ -51,6 +51,13 @@ const TEAM: Item[] = [
     icon: "M6 3h9l4 4v14H6Z M9 12h7 M9 16h7 M9 8h3",
     admin: true,
   },
+  {
+    href: "/webhooks",
+    label: "Webhooks",
+    testId: "nav-webhooks",
+    icon: "M10 14a4 4 0 0 1 0-5.7l3-3a4 4 0 0 1 5.7 5.7l-1.5 1.5 M14 10a4 4 0 0 1 0 5.7l-3 3a4 4 0 0 1-5.7-5.7l1.5-1.5",
+    admin: true,
+  },
 ];
 
 const DEVICE: Item[] = [{ href: "/devices", label: "Devices", testId: "nav-devices", icon: "M8 3h8v18H8Z M11 18h2" }];

@@ -21,3 +21,4 @@ export * from "./rules.js";
 export * from "./sessions.js";
 export * from "./step-up.js";
 export * from "./team.js";
+export * from "./webhooks.js";
