@@ -18,11 +18,6 @@ export interface Env {
   VAPID_SUBJECT?: string;
   /** Keys the hashes behind rate limits (IP addresses); `npm start` writes a local one into .dev.vars. */
   RATE_LIMIT_SECRET?: string;
-  /**
-   * The key stored channel credentials are sealed with (AES-GCM, HKDF-derived): webhook secrets
-   * (`webhooks/secret-box.ts`) use it when set, else `RATE_LIMIT_SECRET`, else `VAPID_PRIVATE_KEY`.
-   */
-  CHANNEL_SECRET_KEY?: string;
   /** Local mode: mail goes to the console and `GET /v1/dev/outbox`. Never set in production. */
   DEV_OUTBOX?: string;
   /**
@@ -56,7 +51,10 @@ export interface Env {
   SLACK_SIGNING_SECRET?: string;
   TELEGRAM_BOT_TOKEN?: string;
   TELEGRAM_WEBHOOK_SECRET?: string;
-  /** The key stored channel tokens are sealed with (AES-256-GCM, `channels/secret-box.ts`). */
+  /**
+   * The key stored channel tokens are sealed with (AES-256-GCM, `channels/secret-box.ts`); webhook
+   * secrets (`webhooks/secret-box.ts`) use it when set, else `RATE_LIMIT_SECRET`, else `VAPID_PRIVATE_KEY`.
+   */
   CHANNEL_SECRET_KEY?: string;
   /** The platforms' API base URLs; unset, the real ones. Tests point them at loopback fakes. */
   SLACK_API_URL?: string;

@@ -9,12 +9,12 @@
  * Owns: making a secret (`whsec_` + 32 random bytes, base64, as Standard Webhooks), sealing and
  * opening it. Does not own: where it is stored (`db/webhooks.ts`) or signing (`deliveries.ts`).
  */
+import { seal, sealingKey, unseal } from "../sealing";
 import type { Env } from "../types";
 
 const KEY_SOURCES = ["CHANNEL_SECRET_KEY", "RATE_LIMIT_SECRET", "VAPID_PRIVATE_KEY"] as const;
 type KeySource = (typeof KEY_SOURCES)[number];
 const VERSION = "v1";
-const encoder = new TextEncoder();
 
 /** A new signing secret: `whsec_` and 32 random bytes in base64 (the key a receiver verifies with). */
 export function newWebhookSecret(): string {
@@ -26,50 +26,28 @@ export function sealingSource(env: Env): KeySource | null {
   return KEY_SOURCES.find((name) => (env[name]?.length ?? 0) > 0) ?? null;
 }
 
-async function sealingKey(env: Env, source: KeySource): Promise<CryptoKey | null> {
+const keyOf = (env: Env, source: KeySource) => {
   const material = env[source];
-  if (!material) return null;
-  const base = await crypto.subtle.importKey("raw", encoder.encode(material), "HKDF", false, ["deriveKey"]);
-  return crypto.subtle.deriveKey(
-    { name: "HKDF", hash: "SHA-256", salt: encoder.encode("tapgate webhooks"), info: encoder.encode("secret box v1") },
-    base,
-    { name: "AES-GCM", length: 256 },
-    false,
-    ["encrypt", "decrypt"],
-  );
-}
-
-const toBase64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
-const fromBase64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-const rowOf = (teamId: string, endpointId: string) => encoder.encode(`${teamId}/${endpointId}`);
+  return material ? sealingKey(material, "tapgate webhooks") : null;
+};
+const rowOf = (teamId: string, endpointId: string) => `${teamId}/${endpointId}`;
 
 /** `v1.<source>.<iv>.<ciphertext>`; throws when the server has no key (callers check `sealingSource` first). */
 export async function sealSecret(env: Env, teamId: string, endpointId: string, secret: string): Promise<string> {
   const source = sealingSource(env);
-  const key = source && (await sealingKey(env, source));
+  const key = source && (await keyOf(env, source));
   if (!source || !key) throw new Error("no deployment secret to seal webhook secrets with");
-  const iv = crypto.getRandomValues(new Uint8Array(12));
-  const sealed = await crypto.subtle.encrypt(
-    { name: "AES-GCM", iv, additionalData: rowOf(teamId, endpointId) },
-    key,
-    encoder.encode(secret),
-  );
-  return [VERSION, source, toBase64(iv), toBase64(new Uint8Array(sealed))].join(".");
+  return [VERSION, source, await seal(key, secret, rowOf(teamId, endpointId))].join(".");
 }
 
 /** The secret, or null when it cannot be opened (its key is gone or changed, or the row is not its own). */
 export async function openSecret(env: Env, teamId: string, endpointId: string, sealed: string): Promise<string | null> {
-  const [version, source, iv, body] = sealed.split(".");
-  if (version !== VERSION || !iv || !body || !KEY_SOURCES.includes(source as KeySource)) return null;
-  const key = await sealingKey(env, source as KeySource);
+  const [version, source, ...rest] = sealed.split(".");
+  if (version !== VERSION || !KEY_SOURCES.includes(source as KeySource)) return null;
+  const key = await keyOf(env, source as KeySource);
   if (!key) return null;
   try {
-    const plain = await crypto.subtle.decrypt(
-      { name: "AES-GCM", iv: fromBase64(iv), additionalData: rowOf(teamId, endpointId) },
-      key,
-      fromBase64(body),
-    );
-    return new TextDecoder().decode(plain);
+    return await unseal(key, rest.join("."), rowOf(teamId, endpointId));
   } catch {
     return null;
   }
