@@ -1,8 +1,23 @@
+import { randomBytes } from "node:crypto";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { localVars } from "./scripts/local-vars.mjs";
+import { startFakeSlack } from "./test/fakes/slack";
 
 /** The property test's settings (`npm run fuzz`, a replay), handed to workerd as bindings. */
+/** Slack's settings for the workerd tests, against the fake Slack on 127.0.0.1 (test/fakes/slack.ts). */
+async function slackVars(): Promise<Record<string, string>> {
+  const client = { clientId: "1234.5678", clientSecret: randomBytes(16).toString("hex") };
+  const fake = await startFakeSlack(client);
+  return {
+    SLACK_CLIENT_ID: client.clientId,
+    SLACK_CLIENT_SECRET: client.clientSecret,
+    SLACK_SIGNING_SECRET: randomBytes(16).toString("hex"),
+    SLACK_API_URL: `${fake.url}/api`,
+    CHANNEL_SECRET_KEY: randomBytes(32).toString("base64"),
+  };
+}
+
 function fuzzVars(): Record<string, string> {
   const names = ["TAPGATE_FUZZ_RUNS", "TAPGATE_FUZZ_SEED", "TAPGATE_FUZZ_PATH"];
   return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
@@ -22,6 +37,7 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 ...localVars(),
+                ...(await slackVars()),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
                 ...fuzzVars(),
               },
