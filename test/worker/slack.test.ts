@@ -219,7 +219,7 @@ const buttonsOf = (card: FakeSlackCall) =>
   ((card.body.blocks as Array<{ type: string; elements?: Button[] }>).find((b) => b.type === "actions")?.elements ??
     []) as Button[];
 
-describe("cards and taps", () => {
+describe("cards and taps", { timeout: 15_000 }, () => {
   it("a ladder step via slack posts the lock-screen text and no arguments; Allow once decides it, end to end", async () => {
     const team = await slackTeam();
     const { agent, approval, card } = await askAndPost(team, {
