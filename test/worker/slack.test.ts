@@ -254,6 +254,20 @@ describe("cards and taps", { timeout: 15_000 }, () => {
     expect(buttonsOf(update as FakeSlackCall).map((b) => b.action_id)).toEqual([SLACK_ACTIONS.open]);
   });
 
+  it("with a team channel picked by an admin, the card goes there instead of the DM", async () => {
+    const team = await slackTeam();
+    const approver = await addMember(team.owner, "approver");
+    const pick = (cookie: string, channelId: string | null) =>
+      api("/v1/channels/slack/target", { method: "PUT", cookie, body: JSON.stringify({ channelId }) });
+    expect((await pick(approver.cookie, "C0123456789")).status).toBe(403);
+    expect((await pick(team.owner.cookie, "not a channel")).status).toBe(400);
+    const picked = await pick(team.owner.cookie, "C0123456789");
+    expect(picked.status).toBe(200);
+    expect(await json(picked)).toEqual({ channelId: "C0123456789" });
+    const { card } = await askAndPost(team);
+    expect(card.body.channel).toBe("C0123456789");
+  });
+
   it("a tap by an unlinked Slack user decides nothing and says why, to them alone", async () => {
     const team = await slackTeam();
     const { approval, card } = await askAndPost(team);
