@@ -2,9 +2,23 @@ import { randomBytes } from "node:crypto";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { localVars } from "./scripts/local-vars.mjs";
+import { startFakePagerDuty } from "./test/fakes/pagerduty.mjs";
 import { startFakeSlack } from "./test/fakes/slack";
 
-/** The property test's settings (`npm run fuzz`, a replay), handed to workerd as bindings. */
+/** One fake PagerDuty for the whole run (outside the machine, so faked: on loopback). */
+let fakePagerDuty: Promise<{ url: string }> | undefined;
+
+/** Outside channels as the workerd tests see them: PagerDuty set up, pointed at the fake. */
+async function channelVars(): Promise<Record<string, string>> {
+  fakePagerDuty ??= startFakePagerDuty();
+  const { url } = await fakePagerDuty;
+  return {
+    CHANNEL_SECRET_KEY: "test channel secret key, not a real one",
+    PAGERDUTY_EVENTS_URL: `${url}/v2/enqueue`,
+    FAKE_PAGERDUTY_URL: url,
+  };
+}
+
 /** Slack's settings for the workerd tests, against the fake Slack on 127.0.0.1 (test/fakes/slack.ts). */
 async function slackVars(): Promise<Record<string, string>> {
   const client = { clientId: "1234.5678", clientSecret: randomBytes(16).toString("hex") };
@@ -14,10 +28,10 @@ async function slackVars(): Promise<Record<string, string>> {
     SLACK_CLIENT_SECRET: client.clientSecret,
     SLACK_SIGNING_SECRET: randomBytes(16).toString("hex"),
     SLACK_API_URL: `${fake.url}/api`,
-    CHANNEL_SECRET_KEY: randomBytes(32).toString("base64"),
   };
 }
 
+/** The property test's settings (`npm run fuzz`, a replay), handed to workerd as bindings. */
 function fuzzVars(): Record<string, string> {
   const names = ["TAPGATE_FUZZ_RUNS", "TAPGATE_FUZZ_SEED", "TAPGATE_FUZZ_PATH"];
   return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
@@ -39,6 +53,7 @@ export default defineConfig({
                 ...localVars(),
                 ...(await slackVars()),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+                ...(await channelVars()),
                 ...fuzzVars(),
               },
             },
