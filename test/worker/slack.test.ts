@@ -9,7 +9,7 @@ import { SLACK_ACTIONS } from "../../sdk/src/human/slack";
 import { ChannelFailure } from "../../worker/channels/channel";
 import { CHANNEL_SETTINGS } from "../../worker/channels/settings";
 import { HIGH_RISK_LINE } from "../../worker/channels/slack/blocks";
-import { LINKED_TEXT, slackBotToken, UNKNOWN_CODE_TEXT } from "../../worker/channels/slack/inbound";
+import { LINKED_TEXT, OTHER_TEAM_TEXT, slackBotToken, UNKNOWN_CODE_TEXT } from "../../worker/channels/slack/inbound";
 import { SLACK_SCOPES } from "../../worker/channels/slack/oauth";
 import { postMessage } from "../../worker/channels/slack/web-api";
 import { getChannelInstall } from "../../worker/db/channels";
@@ -172,6 +172,19 @@ describe("linking a Slack user", () => {
     expect(replies[1]?.body).toMatchObject({ channel: "DOTHER1", text: UNKNOWN_CODE_TEXT });
     const other = await env.DB.prepare("SELECT 1 FROM channel_links WHERE external_user_id = 'UOTHER1'").first();
     expect(other).toBeNull();
+  });
+
+  it("refuses a code of another team: the workspace's taps are its own team's", async () => {
+    const owner = await signUp();
+    const { workspace } = await addToSlack(owner);
+    const other = await signUp("Bo");
+    const started = await api("/v1/channels/slack/link", { method: "POST", cookie: other.cookie });
+    const { code } = await json<{ code: string }>(started);
+    await fromSlack("/v1/channels/slack/events", directMessage(workspace, "UCROSS1", "DCROSS1", code));
+    const [reply] = await untilSlackCalls(workspace, "chat.postMessage");
+    expect(reply?.body).toMatchObject({ channel: "DCROSS1", text: OTHER_TEAM_TEXT });
+    const links = await env.DB.prepare("SELECT team_id FROM channel_links WHERE external_user_id = 'UCROSS1'").all();
+    expect(links.results).toEqual([]);
   });
 
   it("ignores a workspace nobody added", async () => {
