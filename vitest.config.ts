@@ -1,7 +1,9 @@
+import { randomBytes } from "node:crypto";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { localVars } from "./scripts/local-vars.mjs";
 import { startFakePagerDuty } from "./test/fakes/pagerduty.mjs";
+import { startFakeSlack } from "./test/fakes/slack";
 
 /** One fake PagerDuty for the whole run (outside the machine, so faked: on loopback). */
 let fakePagerDuty: Promise<{ url: string }> | undefined;
@@ -14,6 +16,18 @@ async function channelVars(): Promise<Record<string, string>> {
     CHANNEL_SECRET_KEY: "test channel secret key, not a real one",
     PAGERDUTY_EVENTS_URL: `${url}/v2/enqueue`,
     FAKE_PAGERDUTY_URL: url,
+  };
+}
+
+/** Slack's settings for the workerd tests, against the fake Slack on 127.0.0.1 (test/fakes/slack.ts). */
+async function slackVars(): Promise<Record<string, string>> {
+  const client = { clientId: "1234.5678", clientSecret: randomBytes(16).toString("hex") };
+  const fake = await startFakeSlack(client);
+  return {
+    SLACK_CLIENT_ID: client.clientId,
+    SLACK_CLIENT_SECRET: client.clientSecret,
+    SLACK_SIGNING_SECRET: randomBytes(16).toString("hex"),
+    SLACK_API_URL: `${fake.url}/api`,
   };
 }
 
@@ -37,6 +51,7 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 ...localVars(),
+                ...(await slackVars()),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
                 ...(await channelVars()),
                 ...fuzzVars(),

@@ -27,6 +27,7 @@ import { policyRoutes } from "./routes/policy";
 import { pushRoutes } from "./routes/push";
 import { ruleRoutes } from "./routes/rules";
 import { sessionRoutes } from "./routes/sessions";
+import { slackRoutes } from "./routes/slack";
 import { stepUpRoutes } from "./routes/step-up";
 import { teamRoutes } from "./routes/teams";
 import { webSessionRoutes } from "./routes/web-sessions";
@@ -68,6 +69,7 @@ const app = new Hono<AppEnv>()
   .route("/", memberRoutes)
   .route("/", policyRoutes)
   .route("/", channelRoutes)
+  .route("/", slackRoutes)
   .route("/", ruleRoutes)
   .route("/", sessionRoutes)
   .route("/", historyRoutes)

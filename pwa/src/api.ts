@@ -87,6 +87,7 @@ import {
   webhookSecretSchema,
   webSessionListSchema,
 } from "../../sdk/src/human/index";
+import { slackTargetBodySchema } from "../../sdk/src/human/slack";
 
 export type {
   AgentSession,
@@ -371,6 +372,8 @@ export const api = {
   removeChannel: (channel: Channel) => del(okAnswerSchema, `/v1/channels/${channel}`),
   linkChannel: (channel: Channel) => post(channelLinkCodeSchema, `/v1/channels/${channel}/link`),
   unlinkChannel: (channel: Channel) => del(okAnswerSchema, `/v1/channels/${channel}/link`),
+  setSlackTarget: (channelId: string | null) =>
+    request(slackTargetBodySchema, "PUT", "/v1/channels/slack/target", { channelId }),
 
   keys: (scope: "mine" | "team") => get(keyListSchema, `/v1/keys?scope=${scope}`),
   createKey: (label: string) => post(createdKeySchema, "/v1/keys", { label }),

@@ -45,12 +45,17 @@ export const ERRORS = {
   slow_down: { status: 400, message: "polling too fast" },
   expired_token: { status: 400, message: "this code is unknown, expired or already used; start again" },
   access_denied: { status: 400, message: "the code was denied" },
+  invalid_oauth_state: {
+    status: 400,
+    message: "this install link is invalid, expired or for someone else; start Add to Slack again",
+  },
   // 401: who you are is unknown.
   unauthenticated: { status: 401, message: "sign in first" },
   no_api_key: { status: 401, message: "send Authorization: Bearer <API key>; create one with POST /v1/keys" },
   bad_api_key: { status: 401, message: "the API key is unknown or revoked" },
   key_revoked: { status: 401, message: "this API key was revoked" },
   reauth_required: { status: 401, message: "sign in again to do this" },
+  bad_signature: { status: 401, message: "the request's signature is missing, wrong or too old" },
   // 403: known, but not allowed.
   forbidden: { status: 403, message: "you may not do this" },
   bad_origin: { status: 403, message: "state-changing requests need this site's Origin header" },

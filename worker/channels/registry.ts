@@ -6,9 +6,11 @@
  */
 import type { Channel, ChannelAdapter } from "./channel";
 import { pagerDutyAdapter } from "./pagerduty/adapter";
+import { slackAdapter } from "./slack/adapter";
 
 const ADAPTERS: Partial<Record<Channel, ChannelAdapter>> = {
   pagerduty: pagerDutyAdapter,
+  slack: slackAdapter,
 };
 
 export function channelAdapter(channel: Channel): ChannelAdapter | undefined {

@@ -11,6 +11,7 @@ import { Banner } from "../components/Banner";
 import { Field } from "../components/Field";
 import { useAction } from "../use-action";
 import { useMe } from "../viewer";
+import { SlackSetup } from "./SlackChannel";
 import { ConfirmButton, LoadError, PageHead, useLoad } from "./ui";
 
 export function Channels() {
@@ -51,6 +52,7 @@ function ChannelPanel({ status, onChange }: { status: ChannelStatus; onChange: (
       <h2>{name}</h2>
       <p data-testid={`channel-${status.channel}-state`}>{status.connected ? "Connected" : "Not connected"}</p>
       {status.channel === "pagerduty" && admin && <PagerDutyForm connected={status.connected} onDone={onChange} />}
+      {status.channel === "slack" && <SlackSetup status={status} admin={admin} onChange={onChange} />}
       {status.connected && admin && status.channel !== "telegram" && (
         <ConfirmButton
           label="Remove"
