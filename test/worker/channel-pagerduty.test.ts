@@ -164,6 +164,18 @@ describe("a ladder step with via: pagerduty", () => {
     expect(d.escalations?.find((e) => e.step === 0)).toMatchObject({ via: "pagerduty", reached: 1 });
   });
 
+  it("a post still waiting for its retry when the request ends never goes, and nothing is resolved", async () => {
+    const owner = await signUp();
+    const pagerDuty = await connectPagerDuty(owner, [503]);
+    await pageThenMail(owner);
+    const { approval } = await ask(owner);
+    await vi.waitFor(async () => expect(await escalationMails(owner)).toHaveLength(1));
+
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
+    await alarmAfterBackoff(owner);
+    expect((await pagerDuty.events()).map((e) => [e.status, e.body.event_action])).toEqual([[503, "trigger"]]);
+  });
+
   it("a refusal climbs at once and is never sent again", async () => {
     const owner = await signUp();
     const pagerDuty = await connectPagerDuty(owner, [400]);
