@@ -7,6 +7,7 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { ApprovalDetail } from "../../sdk/src/approval";
+import { PUSHES_PER_WINDOW } from "../../worker/hub/push-budget";
 import {
   api,
   connectAgent,
@@ -164,6 +165,18 @@ describe("a ladder step with via: pagerduty", () => {
     expect(d.escalations?.find((e) => e.step === 0)).toMatchObject({ via: "pagerduty", reached: 1 });
   });
 
+  it("a post still waiting for its retry when the request ends never goes, and nothing is resolved", async () => {
+    const owner = await signUp();
+    const pagerDuty = await connectPagerDuty(owner, [503]);
+    await pageThenMail(owner);
+    const { approval } = await ask(owner);
+    await vi.waitFor(async () => expect(await escalationMails(owner)).toHaveLength(1));
+
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
+    await alarmAfterBackoff(owner);
+    expect((await pagerDuty.events()).map((e) => [e.status, e.body.event_action])).toEqual([[503, "trigger"]]);
+  });
+
   it("a refusal climbs at once and is never sent again", async () => {
     const owner = await signUp();
     const pagerDuty = await connectPagerDuty(owner, [400]);
@@ -174,6 +187,25 @@ describe("a ladder step with via: pagerduty", () => {
     await alarmAfterBackoff(owner);
     expect((await pagerDuty.events()).map((e) => e.status)).toEqual([400]);
   });
+});
+
+describe("the push budget", () => {
+  it("counts each PagerDuty trigger as a push to that place: past it, nothing is posted and the ladder climbs", async () => {
+    const owner = await signUp();
+    const pagerDuty = await connectPagerDuty(owner);
+    await pageThenMail(owner);
+    const { key } = await createKey(owner);
+    const sessionId = unique("sess");
+    const agent = await connectAgent(key, sessionId);
+    for (let i = 1; i <= PUSHES_PER_WINDOW + 1; i++) await agent.ask(i, permissionParams(sessionId));
+    const pending = await pendingApprovals(owner, sessionId);
+    expect(pending).toHaveLength(PUSHES_PER_WINDOW + 1);
+
+    // The one past the budget reached nobody: its mail step went at once.
+    await vi.waitFor(async () => expect(await escalationMails(owner)).toHaveLength(1), { timeout: 10_000 });
+    const triggered = new Set((await pagerDuty.events()).map((e) => e.body.dedup_key));
+    expect(triggered.size).toBe(PUSHES_PER_WINDOW);
+  }, 30_000);
 });
 
 describe("a ladder naming a channel", () => {
