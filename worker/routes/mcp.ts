@@ -11,9 +11,9 @@
  * the session's pending requests `agent_disconnected`; a client that just goes away stops polling
  * and its lease lapses (60 s, `agent_disconnected`).
  *
- * The MCP server's library is imported when a request reaches the endpoint, not with the
- * Worker: in production every isolate (each gate's and hub's included) evaluates the Worker's
- * modules at start, and only this route needs it.
+ * The MCP server's library (`mcp-library.ts`) is imported when a request reaches the endpoint,
+ * not with the Worker: in production every isolate (each gate's and hub's included) evaluates
+ * the Worker's modules at start, and only this route needs it.
  *
  * Owns: the endpoint and the session id. Does not own: the tools (`sdk/src/mcp/tools.ts`),
  * holding a request (`team/http-hold.ts`), the gate.
@@ -65,7 +65,7 @@ function askerFor(c: Context<AppEnv>, timeoutS: number | undefined) {
   };
 }
 
-type McpLibrary = typeof import("@modelcontextprotocol/server");
+type McpLibrary = typeof import("./mcp-library");
 
 /** The session a request belongs to: new for `initialize`, else its header's (null: none, or not one of ours). */
 function sessionOf(c: Context, mcp: McpLibrary, body: unknown): { id: string; isNew: boolean } | null {
@@ -78,7 +78,7 @@ function sessionOf(c: Context, mcp: McpLibrary, body: unknown): { id: string; is
 async function serve(c: Context<AppEnv>, timeoutS: number | undefined): Promise<Response> {
   const body = parseJson(await c.req.text());
   if (body === undefined) return rpcError(c, 400, "Parse error: the body is not JSON", -32700);
-  const mcp = await import("@modelcontextprotocol/server");
+  const mcp = await import("./mcp-library");
   const session = sessionOf(c, mcp, body);
   if (!session) {
     return c.req.header(SESSION_HEADER) === undefined
