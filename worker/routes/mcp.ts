@@ -11,7 +11,7 @@
  * the session's pending requests `agent_disconnected`; a client that just goes away stops polling
  * and its lease lapses (60 s, `agent_disconnected`).
  *
- * The MCP server's library (`mcp-library.ts`) is imported when a request reaches the endpoint,
+ * The MCP server's library (`mcp-sdk.ts`) is imported when a request reaches the endpoint,
  * not with the Worker: in production every isolate (each gate's and hub's included) evaluates
  * the Worker's modules at start, and only this route needs it.
  *
@@ -65,7 +65,7 @@ function askerFor(c: Context<AppEnv>, timeoutS: number | undefined) {
   };
 }
 
-type McpLibrary = typeof import("./mcp-library");
+type McpLibrary = typeof import("./mcp-sdk");
 
 /** The session a request belongs to: new for `initialize`, else its header's (null: none, or not one of ours). */
 function sessionOf(c: Context, mcp: McpLibrary, body: unknown): { id: string; isNew: boolean } | null {
@@ -78,7 +78,7 @@ function sessionOf(c: Context, mcp: McpLibrary, body: unknown): { id: string; is
 async function serve(c: Context<AppEnv>, timeoutS: number | undefined): Promise<Response> {
   const body = parseJson(await c.req.text());
   if (body === undefined) return rpcError(c, 400, "Parse error: the body is not JSON", -32700);
-  const mcp = await import("./mcp-library");
+  const mcp = await import("./mcp-sdk");
   const session = sessionOf(c, mcp, body);
   if (!session) {
     return c.req.header(SESSION_HEADER) === undefined
