@@ -125,6 +125,24 @@ function workerdCpuMs(rootPid) {
   };
 }
 
+/**
+ * Waits until the runtime is idle (under 10 % of one core over 500 ms; at most 15 s), so that
+ * work a phase leaves behind is not timed in the next one: the throughput phase's 200 closed
+ * sessions each send their hub report and D1 flush within a random 2 s (`CLOSE_SPREAD_MS`),
+ * which otherwise runs in front of the floors' health checks.
+ */
+async function runtimeIdle(rootPid, limitMs = 15_000) {
+  const windowMs = 500;
+  const busyMs = (cpu) => cpu.user + cpu.system;
+  const until = performance.now() + limitMs;
+  for (let before = busyMs(workerdCpuMs(rootPid)); performance.now() < until; ) {
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const after = busyMs(workerdCpuMs(rootPid));
+    if (after - before < 0.1 * windowMs) return;
+    before = after;
+  }
+}
+
 /** The human side, as test/sdk/helpers.ts does it: sign up through the dev outbox, then cookie requests. */
 async function signUp(url) {
   const email = `bench-${process.pid}-${Date.now().toString(36)}@example.com`;
@@ -368,6 +386,7 @@ try {
   };
   if (throughputProfile) report.profiles = { throughput: await throughputProfile.stop() };
   for (const s of conc) s.close();
+  await runtimeIdle(worker.pid);
 
   progress("floors", `${PINGS} WebSocket pings and HTTP health checks`);
   const pings = [];

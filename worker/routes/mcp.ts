@@ -11,10 +11,13 @@
  * the session's pending requests `agent_disconnected`; a client that just goes away stops polling
  * and its lease lapses (60 s, `agent_disconnected`).
  *
+ * The MCP server's library (`mcp-sdk.ts`) is imported when a request reaches the endpoint,
+ * not with the Worker: in production every isolate (each gate's and hub's included) evaluates
+ * the Worker's modules at start, and only this route needs it.
+ *
  * Owns: the endpoint and the session id. Does not own: the tools (`sdk/src/mcp/tools.ts`),
  * holding a request (`team/http-hold.ts`), the gate.
  */
-import { isInitializeRequest, McpServer, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { Asked } from "../../sdk/src/hooks/decision";
@@ -62,10 +65,12 @@ function askerFor(c: Context<AppEnv>, timeoutS: number | undefined) {
   };
 }
 
+type McpLibrary = typeof import("./mcp-sdk");
+
 /** The session a request belongs to: new for `initialize`, else its header's (null: none, or not one of ours). */
-function sessionOf(c: Context, body: unknown): { id: string; isNew: boolean } | null {
+function sessionOf(c: Context, mcp: McpLibrary, body: unknown): { id: string; isNew: boolean } | null {
   const messages = Array.isArray(body) ? body : [body];
-  if (messages.some((m) => isInitializeRequest(m))) return { id: `mcp-${crypto.randomUUID()}`, isNew: true };
+  if (messages.some((m) => mcp.isInitializeRequest(m))) return { id: `mcp-${crypto.randomUUID()}`, isNew: true };
   const id = sessionIdSchema.safeParse(c.req.header(SESSION_HEADER));
   return id.success ? { id: id.data, isNew: false } : null;
 }
@@ -73,19 +78,20 @@ function sessionOf(c: Context, body: unknown): { id: string; isNew: boolean } | 
 async function serve(c: Context<AppEnv>, timeoutS: number | undefined): Promise<Response> {
   const body = parseJson(await c.req.text());
   if (body === undefined) return rpcError(c, 400, "Parse error: the body is not JSON", -32700);
-  const session = sessionOf(c, body);
+  const mcp = await import("./mcp-sdk");
+  const session = sessionOf(c, mcp, body);
   if (!session) {
     return c.req.header(SESSION_HEADER) === undefined
       ? rpcError(c, 400, `Bad Request: ${SESSION_HEADER} header is required`)
       : rpcError(c, 404, "Session not found");
   }
-  const server = new McpServer({ name: "tapgate", version: "1" });
+  const server = new mcp.McpServer({ name: "tapgate", version: "1" });
   registerTapgateTools(server, {
     sessionId: session.id,
     ask: askerFor(c, timeoutS),
     readExisting: () => ({ withheld: "the MCP endpoint cannot read the agent's files" }),
   });
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  const transport = new mcp.WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   await server.connect(transport);
   const answer = await transport.handleRequest(c.req.raw, { parsedBody: body });
   if (!session.isNew) return answer;
