@@ -1,26 +1,25 @@
 /**
  * The hub's half of the escalation ladder: running one step a SessionGate asks for (push the
- * people it names, or mail them a link to the card), presence (a person whose visible page is
- * open gets the card there and no push), the receipts a gate is told about (who the request
- * reached, who saw it), and each request's timeline of steps.
+ * people it names, mail them a link to the card, or post it to a channel), presence (a person
+ * whose visible page is open gets the card there and no push), the receipts a gate is told
+ * about (who the request reached, who saw it), and each request's timeline of steps.
  *
  * Owns: the `escalations` table (each step and phase run once, with its outcome: the timeline),
- * `escalation_starts` (a step marked started before its mails and pushes leave, so a hub evicted
- * mid-step sends none of them twice; the mail also carries an idempotency key)
- * and `live_cards` (cards shown on, and seen from, visible pages), the receipts report to the
- * request's gate, and the escalation mail. Does not own: when a step runs (the gate's
- * `escalation.ts`, by its alarm), pushes and their budget (`push-queue.ts`, `push-budget.ts`),
- * who is visible (`live-feed.ts`), or who is in the team (`directory.ts`).
+ * `escalation_starts` (a step marked started before its mails, pushes and posts leave, so a hub
+ * evicted mid-step sends none of them twice), `live_cards` (cards shown on, and seen from,
+ * visible pages) and the receipts report to the request's gate. Does not own: when a step runs
+ * (the gate's `escalation.ts`, by its alarm), pushes and their budget (`push-queue.ts`,
+ * `push-budget.ts`), the mail (`escalation-mail.ts`), channel posts (`channel-posts.ts`), who is
+ * visible (`live-feed.ts`), or who is in the team (`directory.ts`).
  */
 import type { EscalationEvent } from "../../sdk/src/approval";
 import { CLAIM_MS, type Claim } from "../../sdk/src/human/approvals";
-import { listMembers } from "../db";
 import { type DeliveryReceipts, gateFor } from "../gate/api";
 import { seenAtOf } from "../gate/escalation-rules";
-import { sendMail } from "../mail";
 import type { ApprovalNews, EscalationOrder, EscalationOutcome, StepOutcome } from "./api";
 import type { ChannelPosts } from "./channel-posts";
 import type { Directory } from "./directory";
+import { mailStep } from "./escalation-mail";
 import type { HubHost } from "./host";
 import type { LiveFeed } from "./live-feed";
 import type { PushQueue } from "./push-queue";
@@ -141,7 +140,7 @@ export class Escalations {
     const outcome = !this.markStarted(order, now)
       ? this.startedBefore(order, people)
       : order.via === "email"
-        ? await this.mail(order, people)
+        ? await mailStep(this.host, this.directory, order, people)
         : order.via === "push"
           ? await this.pushTo(order, people, now)
           : await this.channels.step(order, people, now);
@@ -232,27 +231,6 @@ export class Escalations {
     await this.push.drain(Math.max(now, Date.now()));
     const reached = this.push.reachedOrTrying(approval.id, pushed).length + shownLive.length;
     return { reached, to: targets.map((id) => this.directory.nameOf(id)), held: shownLive.length > 0, shownLive };
-  }
-
-  /** Mails each person a link to the card: it opens the app, and decides nothing by itself. No tool arguments. */
-  private async mail(order: EscalationOrder, people: string[]) {
-    const teamId = this.host.teamId();
-    const members = teamId ? await listMembers(this.host.env.DB, teamId) : [];
-    const link = `${this.host.appOrigin}/approvals/${encodeURIComponent(order.approval.id)}`;
-    let reached = 0;
-    for (const userId of people) {
-      const member = members.find((m) => m.userId === userId);
-      if (!member) continue;
-      await sendMail(this.host.env, {
-        to: member.email,
-        subject: "An agent is waiting for your answer on Tapgate",
-        text: `A request in agent session ${order.approval.sessionId} has not been seen yet.\n\nOpen it in Tapgate: ${link}\n\nThe link opens the app; it decides nothing by itself.`,
-        link,
-        idempotencyKey: `escalation:${order.approval.id}:${order.step}:${order.phase}:${userId}`,
-      });
-      reached++;
-    }
-    return { reached, to: people.map((id) => this.directory.nameOf(id)), held: false, shownLive: [] as string[] };
   }
 
   /** A visible page of this person showed these cards: seen, for the ones still pending. */
