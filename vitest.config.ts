@@ -1,6 +1,14 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { localVars } from "./scripts/local-vars.mjs";
+import { startFakeTelegram } from "./test/fakes/telegram-bot-api.mjs";
+
+/** Telegram set up against the fake Bot API on 127.0.0.1 (test/fakes/telegram-bot-api.mjs). */
+async function telegramVars(): Promise<Record<string, string>> {
+  const token = "123456:TEST-bot-token";
+  const fake = await startFakeTelegram(token);
+  return { TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_SECRET: "test-webhook-secret", TELEGRAM_API_URL: fake.url };
+}
 
 /** The property test's settings (`npm run fuzz`, a replay), handed to workerd as bindings. */
 function fuzzVars(): Record<string, string> {
@@ -22,6 +30,7 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 ...localVars(),
+                ...(await telegramVars()),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
                 ...fuzzVars(),
               },

@@ -42,6 +42,10 @@ export interface Env {
   MAX_TEAMS_PER_PERSON?: string;
   MAX_MEMBERS_PER_TEAM?: string;
   MAX_RETENTION_DAYS?: string;
+  /** Telegram (docs/guides/telegram.md): the bot's token, the webhook's secret token, the Bot API's base URL. */
+  TELEGRAM_BOT_TOKEN?: string;
+  TELEGRAM_WEBHOOK_SECRET?: string;
+  TELEGRAM_API_URL?: string;
 }
 
 /** A signed-in human, from the session cookie. */
