@@ -13,6 +13,7 @@ import { agentRoutes } from "./routes/agent";
 import { approvalRoutes } from "./routes/approvals";
 import { auditRoutes } from "./routes/audit";
 import { authRoutes } from "./routes/auth";
+import { channelRoutes } from "./routes/channels";
 import { deviceRoutes } from "./routes/device";
 import { historyRoutes } from "./routes/history";
 import { CLAUDE_HOOK_PATH, hookFailure, hookRoutes } from "./routes/hooks";
@@ -64,6 +65,7 @@ const app = new Hono<AppEnv>()
   .route("/", teamRoutes)
   .route("/", memberRoutes)
   .route("/", policyRoutes)
+  .route("/", channelRoutes)
   .route("/", ruleRoutes)
   .route("/", sessionRoutes)
   .route("/", historyRoutes)

@@ -42,10 +42,21 @@ export interface Env {
   MAX_TEAMS_PER_PERSON?: string;
   MAX_MEMBERS_PER_TEAM?: string;
   MAX_RETENTION_DAYS?: string;
-  /** Telegram (docs/guides/telegram.md): the bot's token, the webhook's secret token, the Bot API's base URL. */
+  /**
+   * Outside channels (`worker/channels/settings.ts`, docs/guides/channels.md): secrets, all
+   * optional; a channel whose settings are missing is "not set up" and its endpoints answer 404.
+   */
+  SLACK_CLIENT_ID?: string;
+  SLACK_CLIENT_SECRET?: string;
+  SLACK_SIGNING_SECRET?: string;
   TELEGRAM_BOT_TOKEN?: string;
   TELEGRAM_WEBHOOK_SECRET?: string;
+  /** The key stored channel tokens are sealed with (AES-256-GCM, `channels/secret-box.ts`). */
+  CHANNEL_SECRET_KEY?: string;
+  /** The platforms' API base URLs; unset, the real ones. Tests point them at loopback fakes. */
+  SLACK_API_URL?: string;
   TELEGRAM_API_URL?: string;
+  PAGERDUTY_EVENTS_URL?: string;
 }
 
 /** A signed-in human, from the session cookie. */

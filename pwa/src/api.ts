@@ -13,6 +13,12 @@ import type {
 import { config, type z } from "zod";
 import type { ElicitationAction, ElicitationContent } from "../../sdk/src/elicitation-protocol";
 import {
+  type Channel,
+  channelLinkCodeSchema,
+  channelListSchema,
+  channelStatusSchema,
+} from "../../sdk/src/human/channels";
+import {
   type Approval,
   type ApprovalDetail,
   type ApprovalListQuery,
@@ -350,6 +356,13 @@ export const api = {
   revokeInvite: (id: string) => del(okAnswerSchema, `/v1/invites/${enc(id)}`),
   previewInvite: (token: string) => request(invitePreviewSchema, "POST", "/v1/invites/preview", { token }, true),
   acceptInvite: (token: string) => post(acceptedInviteSchema, "/v1/invites/accept", { token }),
+
+  channels: () => get(channelListSchema, "/v1/channels"),
+  connectPagerDuty: (routingKey: string) =>
+    request(channelStatusSchema, "PUT", "/v1/channels/pagerduty", { routingKey }),
+  removeChannel: (channel: Channel) => del(okAnswerSchema, `/v1/channels/${channel}`),
+  linkChannel: (channel: Channel) => post(channelLinkCodeSchema, `/v1/channels/${channel}/link`),
+  unlinkChannel: (channel: Channel) => del(okAnswerSchema, `/v1/channels/${channel}/link`),
 
   keys: (scope: "mine" | "team") => get(keyListSchema, `/v1/keys?scope=${scope}`),
   createKey: (label: string) => post(createdKeySchema, "/v1/keys", { label }),

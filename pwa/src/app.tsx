@@ -27,6 +27,7 @@ const TeamHistory = lazy(() => import("./dashboard/TeamHistory").then((m) => m.T
 const Audit = lazy(() => import("./dashboard/Audit").then((m) => m.Audit));
 const Members = lazy(() => import("./dashboard/Members").then((m) => m.Members));
 const Keys = lazy(() => import("./dashboard/Keys").then((m) => m.Keys));
+const Channels = lazy(() => import("./dashboard/Channels").then((m) => m.Channels));
 const Rules = lazy(() => import("./dashboard/Rules").then((m) => m.Rules));
 const Policy = lazy(() => import("./dashboard/Policy").then((m) => m.Policy));
 const Stats = lazy(() => import("./dashboard/Stats").then((m) => m.Stats));
@@ -142,6 +143,8 @@ function matchRoute({ path, query }: Location, wide: boolean): Route {
       return { protected: true, render: () => <Audit /> };
     case "/members":
       return { protected: true, render: () => <Members /> };
+    case "/channels":
+      return { protected: true, render: () => <Channels /> };
     case "/keys":
       return { protected: true, render: () => <Keys /> };
     case "/rules":

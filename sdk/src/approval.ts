@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { elicitationActionSchema, elicitationSchemaSchema } from "./elicitation-protocol.js";
+import { CHANNELS, escalationViaSchema } from "./human/channels.js";
 import { agentPromptSchema } from "./permission-prompt.js";
 import { sessionParentSchema } from "./protocol.js";
 
@@ -43,6 +44,11 @@ export const decidedBySchema = z.object({
    * visible page of theirs showed it), as the gate knew at the decision; absent when it knew of none.
    */
   shownAt: z.number().optional(),
+  /**
+   * Where the decision was taken: a channel's card ("Allowed by Ada on Slack"); absent for the
+   * app (`"app"`, as every decision before channels).
+   */
+  via: z.enum(["app", ...CHANNELS]).optional(),
 });
 export type DecidedBy = z.infer<typeof decidedBySchema>;
 
@@ -76,7 +82,7 @@ export const escalationEventSchema = z.object({
   step: z.number().int(),
   phase: z.enum(["step", "presence"]),
   at: z.number(),
-  via: z.enum(["push", "email"]),
+  via: escalationViaSchema,
   to: z.array(z.string()),
   reached: z.number().int(),
   shownLive: z.array(z.string()),

@@ -17,6 +17,10 @@ export const ERRORS = {
   invalid_content: { status: 400, message: "the answer does not fit the agent's form" },
   step_up_failed: { status: 400, message: "the passkey step-up could not be verified; ask for a new one" },
   over_ceiling: { status: 400, message: "over a ceiling of this server; its operator sets them" },
+  channel_not_set_up: {
+    status: 400,
+    message: "the escalation uses a channel that is not set up on this server or not connected for this team",
+  },
   edit_not_supported: {
     status: 400,
     message:

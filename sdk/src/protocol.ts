@@ -4,6 +4,7 @@
  * and the tests import them. Environment-neutral: no Node and no Workers APIs here.
  */
 import { z } from "zod";
+import { escalationViaSchema } from "./human/channels.js";
 
 export const LIMITS = {
   frameBytes: 256 * 1024,
@@ -333,7 +334,7 @@ export const progressParamsSchema = z.object({
     z.object({ name: z.string(), device: z.string(), at: z.number(), shownAt: z.number().optional() }),
   ),
   seenBy: z.array(z.object({ name: z.string(), at: z.number() })),
-  escalatedTo: z.object({ names: z.array(z.string()), via: z.enum(["push", "email"]), at: z.number() }).optional(),
+  escalatedTo: z.object({ names: z.array(z.string()), via: escalationViaSchema, at: z.number() }).optional(),
   claimedBy: z.object({ name: z.string(), at: z.number() }).optional(),
   unreachable: z.literal(true).optional(),
 });

@@ -5,6 +5,7 @@
 
 export * from "./approvals";
 export * from "./audit";
+export * from "./channels";
 export * from "./device-codes";
 export * from "./devices";
 export * from "./history";

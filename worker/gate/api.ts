@@ -8,7 +8,7 @@
  * `sdk/src` and `worker/policy.ts`, so `types.ts` can type `Env.SESSION_GATE` through it
  * without an import cycle.
  */
-import type { Approval, ApprovalState, Owner, ResolutionReason, SessionStop } from "../../sdk/src/approval";
+import type { Approval, ApprovalState, DecidedBy, Owner, ResolutionReason, SessionStop } from "../../sdk/src/approval";
 import type { OfferedRule } from "../../sdk/src/card-rules";
 import type { AgentAsk, CreateElicitationResponse, ElicitationAction } from "../../sdk/src/elicitation-protocol";
 import type { ErrorCode } from "../../sdk/src/errors";
@@ -69,7 +69,11 @@ export interface DecisionInput {
    * verified). An earlier allow of a quorum by anyone else no longer counts (`gate/risk.ts`).
    */
   deciders?: string[];
+  /** Where the decision was taken: `"app"` (the default) or a channel's card (`team/channel-decision.ts`). */
+  via?: DecisionVia;
 }
+
+export type DecisionVia = NonNullable<DecidedBy["via"]>;
 
 /** What the gate offers a card (`ruleChoices`): empty `choices` where no rule may be made. */
 export interface GateRuleChoices {

@@ -22,7 +22,7 @@ import {
 import { canonicalJson, sha256Hex } from "../crypto";
 import { limitsOf } from "../policy";
 import type { DecisionInput } from "./api";
-import { mayDecide, type Resolution, withoutNullish } from "./rules";
+import { decidedByOf, mayDecide, type Resolution, withoutNullish } from "./rules";
 import type { ServedSession } from "./store";
 import { jsonBytes } from "./stored-snapshot";
 
@@ -104,7 +104,7 @@ export function checkElicitationDecision(meta: ServedSession, pending: Approval,
     return { ok: false, error: "invalid_content", field: "content", message };
   }
   if (d.requestHash !== pending.requestHash) return { ok: false, error: "request_changed" };
-  const decidedBy = { userId: d.userId, name: d.name, device: d.device };
+  const decidedBy = decidedByOf(d);
   const state = d.action === "accept" ? "allowed" : "denied";
   return { ok: true, resolution: { state, reason: "decided", action: d.action, content, decidedBy } };
 }

@@ -259,7 +259,7 @@ export function checkDecision(
   if (checked && !checked.ok) return checked;
   const edit = checked?.edit;
   const state = option.kind.startsWith("allow") ? "allowed" : "denied";
-  const decidedBy = { userId: d.userId, name: d.name, device: d.device };
+  const decidedBy = decidedByOf(d);
   const resolution: Resolution = {
     state,
     reason: "decided",
@@ -276,6 +276,11 @@ export function checkDecision(
   if (!allow.ok) return allow;
   if (!allow.complete) return { ok: true, partial: allow.quorum };
   return { ok: true, resolution: { ...resolution, ...(allow.quorum && { quorum: allow.quorum }) } };
+}
+
+/** Who decided, as the approval records it: `via` only when not the app, as before channels. */
+export function decidedByOf(d: Pick<DecisionInput, "userId" | "name" | "device" | "via">): DecidedBy {
+  return { userId: d.userId, name: d.name, device: d.device, ...(d.via && d.via !== "app" && { via: d.via }) };
 }
 
 /** Whether this person may decide in this session at all (role, then `deciders` policy); the refusal, or null. */

@@ -10,6 +10,7 @@
  */
 import type { Approval } from "../../sdk/src/approval";
 import type { ApprovalNews, QuotaAsk, QuotaRefusal, QuotaVerdict } from "./api";
+import type { ChannelPosts } from "./channel-posts";
 import type { Claims } from "./claims";
 import type { Directory } from "./directory";
 import type { Escalations } from "./escalation";
@@ -30,6 +31,7 @@ export interface NewsParts {
   quotas: Quotas;
   claims: Claims;
   escalations: Escalations;
+  channels: ChannelPosts;
   revocations: Revocations;
   rules: StandingRules;
   background: (work: Promise<unknown>) => void;
@@ -57,13 +59,15 @@ export class ApprovalNewsDesk {
   }
 
   async resolved(approval: Approval, ownerUserId: string): Promise<void> {
-    const { directory, feed, push, quotas, claims, escalations } = this.parts;
+    const { directory, feed, push, quotas, claims, escalations, channels } = this.parts;
     // The same end again (its news, then its replayed row: gate-report.ts) changes nothing.
     if (feed.ended(approval.id)) return;
     const now = Date.now();
     quotas.release(approval.id);
     claims.end(approval.id, now);
     escalations.resolved(approval.id);
+    // Each channel post is marked to update now (durably, before any await); the updates go behind.
+    this.parts.background(channels.ended(approval, now));
     // Remembered only once it can be shown: an end the directory failed is taken again from its row.
     await directory.load();
     if (!feed.remember(approval, ownerUserId, now)) return;

@@ -19,6 +19,7 @@ import { type DeliveryReceipts, gateFor } from "../gate/api";
 import { seenAtOf } from "../gate/escalation-rules";
 import { sendMail } from "../mail";
 import type { ApprovalNews, EscalationOrder, EscalationOutcome, StepOutcome } from "./api";
+import type { ChannelPosts } from "./channel-posts";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";
 import type { LiveFeed } from "./live-feed";
@@ -62,6 +63,7 @@ export class Escalations {
     private readonly feed: LiveFeed,
     private readonly push: PushQueue,
     private readonly hooks: EscalationHooks,
+    private readonly channels: ChannelPosts,
   ) {}
 
   /**
@@ -140,7 +142,9 @@ export class Escalations {
       ? this.startedBefore(order, people)
       : order.via === "email"
         ? await this.mail(order, people)
-        : await this.pushTo(order, people, now);
+        : order.via === "push"
+          ? await this.pushTo(order, people, now)
+          : await this.channels.step(order, people, now);
     const stored = { ...outcome, shownLive: outcome.shownLive.map((id) => this.directory.nameOf(id)) };
     sql.exec(
       "INSERT OR IGNORE INTO escalations (approval_id, step, phase, at, via, outcome) VALUES (?, ?, ?, ?, ?, ?)",
@@ -179,7 +183,13 @@ export class Escalations {
    */
   private startedBefore(order: EscalationOrder, people: string[]) {
     const devices = people.flatMap((userId) => this.directory.devicesOf(userId).map((d) => d.id));
-    const reached = order.via === "email" ? 0 : this.push.reachedOrTrying(order.approval.id, devices).length;
+    const { via } = order;
+    const reached =
+      via === "email"
+        ? 0
+        : via === "push"
+          ? this.push.reachedOrTrying(order.approval.id, devices).length
+          : this.channels.reached(order.approval.id, via);
     return { reached, to: people.map((id) => this.directory.nameOf(id)), held: false, shownLive: [] as string[] };
   }
 
@@ -306,6 +316,7 @@ export class Escalations {
       saw(d.userId, d.seenAt);
       saw(d.userId, d.openedAt);
     }
+    deliveredTo.push(...this.channels.delivered(approvalId));
     const cards = this.host.sql
       .exec("SELECT user_id, shown_at, seen_at FROM live_cards WHERE approval_id = ? ORDER BY shown_at", approvalId)
       .toArray();
@@ -392,6 +403,7 @@ export class Escalations {
 
   /** Forgets the steps and cards of requests the feed forgets (resolved before `before`). */
   prune(before: number): void {
+    this.channels.prune(before);
     for (const table of ["escalations", "escalation_starts", "live_cards"]) {
       this.host.sql.exec(
         `DELETE FROM ${table} WHERE approval_id IN (SELECT id FROM approvals WHERE state <> 'pending' AND updated_at < ?)`,

@@ -89,6 +89,12 @@ const MIGRATIONS: MigrationStep[] = [
   `CREATE TABLE IF NOT EXISTS display_days (day INTEGER NOT NULL, device_id TEXT NOT NULL, user_id TEXT NOT NULL,
      platform TEXT NOT NULL, sent INTEGER NOT NULL, displayed INTEGER NOT NULL, PRIMARY KEY (day, device_id));
    ALTER TABLE deliveries ADD COLUMN sent_day INTEGER;`,
+  // Outside channels' posts (channel-posts.ts): one row per request and place, posted and later
+  // updated with how the request ended, each retried with backoff from the alarm while due.
+  `CREATE TABLE IF NOT EXISTS channel_posts (approval_id TEXT NOT NULL, channel TEXT NOT NULL, address TEXT NOT NULL,
+     user_id TEXT, card TEXT NOT NULL, state TEXT NOT NULL, ref TEXT, ending TEXT, attempts INTEGER NOT NULL,
+     next_at INTEGER, posted_at INTEGER, PRIMARY KEY (approval_id, channel, address));
+   CREATE INDEX IF NOT EXISTS channel_posts_due ON channel_posts (next_at);`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -42,6 +42,7 @@ import type {
 } from "./api";
 import { ApprovalNewsDesk } from "./approval-news";
 import { AuditWriter } from "./audit-writer";
+import { ChannelPosts } from "./channel-posts";
 import { Claims } from "./claims";
 import { devicesHealth, HEALTH_WINDOW } from "./device-health";
 import { Directory } from "./directory";
@@ -51,6 +52,7 @@ import { type HubHost, hubHost } from "./host";
 import { HubTeam } from "./hub-team";
 import { LiveFeed } from "./live-feed";
 import { migrate } from "./migrations";
+import { PushBudget } from "./push-budget";
 import { PushQueue } from "./push-queue";
 import { Quotas } from "./quotas";
 import { ReportTurns } from "./report-turns";
@@ -72,6 +74,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
   private readonly quotas: Quotas;
   private readonly rules: StandingRules;
   private readonly escalations: Escalations;
+  private readonly channels: ChannelPosts;
   private readonly claims: Claims;
   private readonly news: ApprovalNewsDesk;
   /** Gate reports start a few per turn, so a storm of them leaves room for every other call. */
@@ -98,10 +101,18 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
       (approvalId) => this.escalations.timeline(approvalId),
       (now) => this.claims.all(now),
     );
-    this.escalations = new Escalations(this.host, this.directory, this.feed, this.push, {
-      background: (work) => ctx.waitUntil(work),
-      claimOf: (approvalId) => this.claims.of(approvalId, Date.now()),
+    this.channels = new ChannelPosts(this.host, this.directory, new PushBudget(this.host), (approvalId) => {
+      this.feed.broadcast("approval", approvalId);
+      this.escalations.report(approvalId);
     });
+    this.escalations = new Escalations(
+      this.host,
+      this.directory,
+      this.feed,
+      this.push,
+      { background: (work) => ctx.waitUntil(work), claimOf: (approvalId) => this.claims.of(approvalId, Date.now()) },
+      this.channels,
+    );
     this.sessions = new Sessions(this.host, this.directory, this.feed);
     this.vouching = new Vouching(this.host, this.directory);
     this.revocations = new Revocations(this.host, this.vouching);
@@ -110,7 +121,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     this.rules = new StandingRules(this.host);
     this.news = new ApprovalNewsDesk({
       ...{ directory: this.directory, feed: this.feed, push: this.push, quotas: this.quotas, claims: this.claims },
-      ...{ escalations: this.escalations, revocations: this.revocations, rules: this.rules },
+      ...{ escalations: this.escalations, channels: this.channels, revocations: this.revocations, rules: this.rules },
       background: (work) => ctx.waitUntil(work),
     });
   }
@@ -234,7 +245,12 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     try {
       await this.push.drain(now);
     } finally {
-      await Promise.all([this.sessions.alarm(now), this.revocations.alarm(now), this.rules.alarm(now)]);
+      await Promise.all([
+        this.sessions.alarm(now),
+        this.revocations.alarm(now),
+        this.rules.alarm(now),
+        this.channels.drain(now),
+      ]);
     }
   }
 

@@ -112,6 +112,39 @@ export const auditEvents = {
     detail: { role: m.role, left: m.left, revokedKeys: m.revokedKeys },
   }),
 
+  /** A channel connected (Slack added to a workspace, a PagerDuty routing key) or removed; never the token. */
+  channelConnected: (a: AuditContext, c: { channel: string; externalId: string | null }): AuditEvent => ({
+    ...a,
+    eventId: `channel_connected:${a.teamId}:${c.channel}:${a.at}`,
+    action: "channel.connected",
+    subject: c.channel,
+    detail: { externalId: c.externalId },
+  }),
+
+  channelRemoved: (a: AuditContext, channel: string): AuditEvent => ({
+    ...a,
+    eventId: `channel_removed:${a.teamId}:${channel}:${a.at}`,
+    action: "channel.removed",
+    subject: channel,
+  }),
+
+  /** A member linked (or unlinked) their account on a channel: which platform user it was. */
+  channelLinked: (a: AuditContext, l: { channel: string; userId: string; externalUserId: string }): AuditEvent => ({
+    ...a,
+    eventId: `channel_linked:${a.teamId}:${l.channel}:${l.userId}:${a.at}`,
+    action: "channel.linked",
+    subject: l.userId,
+    detail: { channel: l.channel, externalUserId: l.externalUserId },
+  }),
+
+  channelUnlinked: (a: AuditContext, l: { channel: string; userId: string }): AuditEvent => ({
+    ...a,
+    eventId: `channel_unlinked:${a.teamId}:${l.channel}:${l.userId}:${a.at}`,
+    action: "channel.unlinked",
+    subject: l.userId,
+    detail: { channel: l.channel },
+  }),
+
   passkeyAdded: (
     a: AuditContext,
     p: { userId: string; credentialId: string; deviceName: string | null },

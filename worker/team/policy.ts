@@ -25,6 +25,7 @@ import { policyWeakenings, type Weakening } from "../policy-weakening";
 import type { Env } from "../types";
 import { chainQueued } from "./audit";
 import { auditEvents, userActor } from "./audit-events";
+import { assertLadderChannels } from "./channels";
 import { assertMayWeaken, type PolicyConfirmation, verifyPolicyStepUp } from "./policy-step-up";
 import type { RelyingParty } from "./step-up";
 
@@ -51,6 +52,7 @@ export async function changePolicy(
   const { teamId } = c;
   checkCeilings(env, c.body);
   await checkEscalationMembers(env, teamId, c.body);
+  await assertLadderChannels(env, teamId, c.body.escalation);
   const keepLimits = c.body.limits === undefined || (await unchangedLimits(env, c));
   const policy: TeamPolicy = { ...c.body, limits: c.body.limits ?? DEFAULT_POLICY.limits };
   const confirmed = c.stepUp

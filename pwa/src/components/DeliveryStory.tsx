@@ -5,6 +5,7 @@
  * Owns: how the card tells that story. Does not own: the data (the hub, `GET /v1/approvals/:id`).
  */
 import type { ComponentChildren } from "preact";
+import { CHANNEL_NAMES } from "../../../sdk/src/human/channels";
 import type { ApprovalView, Delivery } from "../api";
 import { useNow } from "../clock";
 import { ago } from "../format";
@@ -68,7 +69,7 @@ export function EscalationTimeline({ approval }: { approval: ApprovalView }) {
         {steps.map((e) => (
           <li key={`${e.step}-${e.phase}`} data-testid={`escalation-${e.step}-${e.phase}`}>
             {e.phase === "presence" ? "not seen on the open app: " : ""}
-            {e.via === "email" ? "mailed " : "pushed "}
+            {e.via === "email" ? "mailed " : e.via === "push" ? "pushed " : `posted to ${CHANNEL_NAMES[e.via]}: `}
             <SafeText text={e.to.join(", ") || "nobody"} /> {ago(e.at, now)}
             {" · "}
             {e.shownLive.length > 0 ? (

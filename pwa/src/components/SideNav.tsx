@@ -32,6 +32,12 @@ const TEAM: Item[] = [
     icon: "M14 10a5 5 0 1 0-3.5 4.8L13 17h2v2h2v2h4v-4l-6.2-6.2c.1-.3.2-.5.2-.8Z",
   },
   {
+    href: "/channels",
+    label: "Channels",
+    testId: "nav-channels",
+    icon: "M4 5h16v10H9l-5 4Z M8 9h8 M8 12h5",
+  },
+  {
     href: "/policy",
     label: "Policy",
     testId: "nav-policy",

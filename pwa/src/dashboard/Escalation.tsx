@@ -4,6 +4,7 @@
  *
  * Owns: the editor. Does not own: the rules (`sdk/src/human/policy.ts`) or saving (`Policy.tsx`).
  */
+import { CHANNEL_NAMES, CHANNELS } from "../../../sdk/src/human/channels";
 import type { Member, TeamPolicy } from "../api";
 
 type Step = TeamPolicy["escalation"][number];
@@ -54,6 +55,11 @@ export function EscalationFields({
             >
               <option value="push">push</option>
               <option value="email">mail</option>
+              {CHANNELS.map((c) => (
+                <option key={c} value={c}>
+                  {CHANNEL_NAMES[c]}
+                </option>
+              ))}
             </select>{" "}
             <select
               value={targetOf(s)}

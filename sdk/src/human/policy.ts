@@ -1,6 +1,7 @@
 /** The team policy (`GET`/`PUT /v1/policy`): stored as JSON on the team, defaults filled in. */
 import { z } from "zod";
 import { authenticationResponseSchema } from "./auth.js";
+import { escalationViaSchema } from "./channels.js";
 
 const MINUTE = 60_000;
 const KIB = 1024;
@@ -105,7 +106,7 @@ export const escalationStepSchema = z
       .min(0)
       .max(24 * 60 * MINUTE),
     to: escalationTargetSchema,
-    via: z.enum(["push", "email"]),
+    via: escalationViaSchema,
   })
   .strict();
 export type EscalationStep = z.infer<typeof escalationStepSchema>;
