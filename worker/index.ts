@@ -29,6 +29,7 @@ import { ruleRoutes } from "./routes/rules";
 import { sessionRoutes } from "./routes/sessions";
 import { stepUpRoutes } from "./routes/step-up";
 import { teamRoutes } from "./routes/teams";
+import { telegramRoutes } from "./routes/telegram";
 import { webSessionRoutes } from "./routes/web-sessions";
 import { pruneHistory } from "./team/retention";
 import type { AppEnv, Env } from "./types";
@@ -66,6 +67,7 @@ const app = new Hono<AppEnv>()
   .route("/", memberRoutes)
   .route("/", policyRoutes)
   .route("/", channelRoutes)
+  .route("/", telegramRoutes)
   .route("/", ruleRoutes)
   .route("/", sessionRoutes)
   .route("/", historyRoutes)

@@ -7,7 +7,7 @@
  * `{ok: false, error_code, description, parameters}`. Telegram is the one part outside this
  * machine, so it is faked here; Tapgate's own parts are real.
  *
- * For the tests: `GET /__calls` lists every call received (method and body, in order), and
+ * For the tests: `GET /__calls` lists every call received (method, body and the result answered, in order), and
  * `POST /__fail` `{method, chat_id, error_code, description, retry_after?}` makes the next such
  * call to that chat fail as Telegram would (429 with `retry_after`, 403 blocked, 5xx), or with
  * `hang: true` never answer.
@@ -23,7 +23,7 @@ export const FAKE_BOT_USERNAME = "tapgate_test_bot";
  * @returns {Promise<{ url: string, close: () => Promise<void> }>}
  */
 export async function startFakeTelegram(token) {
-  /** @type {Array<{ method: string, body: Record<string, unknown> }>} */
+  /** @type {Array<{ method: string, body: Record<string, unknown>, result: unknown }>} */
   const calls = [];
   /** @type {Array<{ method: string, chat_id: string, error_code: number, description: string, retry_after?: number, hang?: boolean }>} */
   const failures = [];
@@ -32,7 +32,10 @@ export async function startFakeTelegram(token) {
   let nextMessageId = 1;
 
   const server = createServer(async (req, res) => {
+    /** @type {{ result: unknown } | undefined} */
+    let call;
     const answer = (status, body) => {
+      if (call && body.ok) call.result = body.result;
       res.writeHead(status, { "Content-Type": "application/json" });
       res.end(JSON.stringify(body));
     };
@@ -61,7 +64,8 @@ export async function startFakeTelegram(token) {
     } catch {
       return fail(400, "Bad Request: can't parse JSON");
     }
-    calls.push({ method, body });
+    call = { method, body, result: undefined };
+    calls.push(call);
 
     const scripted = failures.findIndex((f) => f.method === method && f.chat_id === String(body.chat_id));
     if (scripted >= 0) {

@@ -12,6 +12,8 @@ export const WEBHOOK_PATH = "/v1/channels/telegram/webhook";
 export interface BotApiCall {
   method: string;
   body: Record<string, unknown>;
+  /** What the fake answered, when it answered `ok` (a sent message: its `message_id`). */
+  result?: { message_id?: number } | true;
 }
 
 const fakeUrl = () => env.TELEGRAM_API_URL ?? "";

@@ -6,9 +6,11 @@
  */
 import type { Channel, ChannelAdapter } from "./channel";
 import { pagerDutyAdapter } from "./pagerduty/adapter";
+import { telegramAdapter } from "./telegram/adapter";
 
 const ADAPTERS: Partial<Record<Channel, ChannelAdapter>> = {
   pagerduty: pagerDutyAdapter,
+  telegram: telegramAdapter,
 };
 
 export function channelAdapter(channel: Channel): ChannelAdapter | undefined {

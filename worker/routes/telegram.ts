@@ -7,8 +7,8 @@
  */
 import { Hono } from "hono";
 import { telegramUpdateSchema } from "../../sdk/src/human/telegram";
-import { handleUpdate, webhookSecretMatches } from "../channels/telegram/webhook";
 import { requireChannel } from "../channels/settings";
+import { handleUpdate, webhookSecretMatches } from "../channels/telegram/webhook";
 import { DomainError } from "../errors";
 import type { AppEnv } from "../types";
 

@@ -11,10 +11,17 @@
 import { randomBase62 } from "../../crypto";
 import { listChannelLinks } from "../../db/channels";
 import { deleteTelegramCards, saveTelegramCard } from "../../db/telegram-cards";
+import { DomainError } from "../../errors";
 import type { Env } from "../../types";
-import { type ChannelAdapter, type ChannelCard, ChannelFailure, type ChannelTarget } from "../channel";
+import {
+  type ChannelAdapter,
+  type ChannelCard,
+  type ChannelEnding,
+  ChannelFailure,
+  type ChannelTarget,
+} from "../channel";
 import { channelConfigured } from "../settings";
-import { endCard, sendCard } from "./bot-api";
+import { botUsername, endCard, sendCard } from "./bot-api";
 import { cardKeyboard, cardText, endedText } from "./card";
 
 /** A D1 failure on the way is the queue's to try again, as a network failure is. */
@@ -41,10 +48,11 @@ async function post(env: Env, target: ChannelTarget, card: ChannelCard): Promise
   return { ref: String(messageId) };
 }
 
-async function end(env: Env, target: ChannelTarget, ref: string, card: ChannelCard, ending: { state: string; text: string }) {
+async function end(env: Env, target: ChannelTarget, ref: string, card: ChannelCard, ending: ChannelEnding) {
   await stored("forgetting the card", deleteTelegramCards(env.DB, card.teamId, card.approvalId, target.address));
   const messageId = Number(ref);
-  if (!Number.isSafeInteger(messageId)) throw new ChannelFailure(false, "telegram: the post's reference is not a message id");
+  if (!Number.isSafeInteger(messageId))
+    throw new ChannelFailure(false, "telegram: the post's reference is not a message id");
   await endCard(env, target.address, messageId, endedText(card, ending));
 }
 
@@ -57,4 +65,12 @@ export const telegramAdapter: ChannelAdapter = {
   },
   post,
   end,
+  async linkUrl(env, code) {
+    const bot = await botUsername(env).catch(() => {
+      throw new DomainError("service_unavailable", "Telegram did not answer; try again", {
+        headers: { "Retry-After": "5" },
+      });
+    });
+    return `https://t.me/${bot}?start=${encodeURIComponent(code)}`;
+  },
 };

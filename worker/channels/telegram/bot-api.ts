@@ -14,8 +14,7 @@ import { Api, GrammyError, HttpError } from "grammy/web";
 import { ALARM_BUDGET_MS, REQUEST_BUDGET_MS } from "../../deadline";
 import type { Env } from "../../types";
 import { ChannelFailure } from "../channel";
-
-export const TELEGRAM_API_DEFAULT = "https://api.telegram.org";
+import { telegramApiUrl } from "../settings";
 
 /** A bounded call from the hub's queue or the webhook: the alarm path's budget. */
 const CALL_TIMEOUT_MS = ALARM_BUDGET_MS;
@@ -24,7 +23,7 @@ const CALL_TIMEOUT_MS = ALARM_BUDGET_MS;
 function botOf(env: Env): { token: string; apiRoot: string } | null {
   if (!env.TELEGRAM_BOT_TOKEN) return null;
   // grammY refuses a trailing slash; an operator may well write one.
-  const apiRoot = (env.TELEGRAM_API_URL || TELEGRAM_API_DEFAULT).replace(/\/+$/, "");
+  const apiRoot = telegramApiUrl(env).replace(/\/+$/, "");
   return { token: env.TELEGRAM_BOT_TOKEN, apiRoot };
 }
 

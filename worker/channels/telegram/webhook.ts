@@ -11,6 +11,7 @@
  */
 import type { TelegramCallbackQuery, TelegramMessage, TelegramUpdate } from "../../../sdk/src/human/telegram";
 import { constantTimeEqual } from "../../crypto";
+import { listMyTeams } from "../../db";
 import { findTelegramCard } from "../../db/telegram-cards";
 import { decideFromChannel } from "../../team/channel-decision";
 import { completeChannelLink } from "../../team/channel-links";
@@ -22,7 +23,8 @@ import { readTap } from "./card";
 const START = /^\/start(?:@\w+)?(?:\s+(\S+))?\s*$/;
 
 export const NOT_WAITING = "Nothing was decided: this request is no longer waiting for an answer.";
-export const HOW_TO_LINK = "This bot posts Tapgate approval requests. Link this chat in Tapgate: Devices → Link Telegram.";
+export const HOW_TO_LINK =
+  "This bot posts Tapgate approval requests. Link this chat in Tapgate: Devices → Link Telegram.";
 export const LINK_REFUSED =
   "Nothing was linked: this link is invalid, expired or already used. Make a new one in Tapgate: Devices → Link Telegram.";
 export const PRIVATE_ONLY = "Tapgate links only a private chat with this bot: open the link on your own account.";
@@ -75,5 +77,7 @@ async function onMessage(env: Env, message: TelegramMessage): Promise<void> {
     externalUserId: String(message.from.id),
     address: chatId,
   });
-  return sendText(env, chatId, linked ? `Linked to ${linked.name} in ${linked.teamName}.` : LINK_REFUSED);
+  if (!linked) return sendText(env, chatId, LINK_REFUSED);
+  const team = (await listMyTeams(env.DB, linked.userId)).find((t) => t.id === linked.teamId);
+  return sendText(env, chatId, `Linked to ${linked.name} in ${team?.name ?? "your team"}.`);
 }
