@@ -61,16 +61,17 @@ export interface LocalApp {
 }
 
 /**
- * A Worker of our own, configured for the origin the browser uses. It serves its own copy of the
+ * A Worker of our own, configured for the origin the browser uses (and `vars`, e.g. a channel's
+ * settings). It serves its own copy of the
  * built PWA: any other `vitest run` in this checkout rebuilds `pwa/dist` in its global setup, and
  * `wrangler dev` reloads when its assets change, which would drop every socket mid-test.
  */
-export async function startApp(): Promise<LocalApp> {
+export async function startApp(vars: Record<string, string> = {}): Promise<LocalApp> {
   const assets = await snapshotPwa();
   // The origin names the port, so it is derived from whichever port the Worker finally binds.
   const worker = await startLocalWorker({
     assets,
-    vars: (port) => ({ APP_ORIGIN: `http://localhost:${port}`, RP_ID: "localhost" }),
+    vars: (port) => ({ APP_ORIGIN: `http://localhost:${port}`, RP_ID: "localhost", ...vars }),
   });
   return {
     origin: worker.url.replace("127.0.0.1", "localhost"),

@@ -10,7 +10,9 @@ import { createExecutionContext, env, runDurableObjectAlarm } from "cloudflare:t
 import { describe, expect, it, vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import { channelLinkCodeSchema } from "../../sdk/src/human/channels";
+import { NOT_REACHED } from "../../worker/channels/telegram/webhook";
 import { sha256Hex } from "../../worker/crypto";
+import { SessionGate } from "../../worker/gate/session-gate";
 import app from "../../worker/index";
 import {
   api,
@@ -262,6 +264,22 @@ describe("a card on Telegram", () => {
     await postUpdate(elsewhere.update);
     expect((await answersTo(elsewhere.id))[0]?.body).toMatchObject({ show_alert: true });
 
+    expect((await approvalOf(ada, approval.id)).state).toBe("pending");
+  });
+
+  it("answers a tap whose decision fails on the way (a gate that throws) with 200, saying nothing was confirmed", async () => {
+    const ada = await signUp("Ada");
+    const chat = await linkTelegram(ada);
+    await telegramLadder(ada);
+    const { approval } = await askAndEscalate(ada);
+    const card = await cardIn(chat);
+
+    const failing = vi.spyOn(SessionGate.prototype, "getApproval").mockRejectedValue(new Error("gate down"));
+    const tap = tapUpdate(chat, chat, card.messageId, card.data("Allow once") ?? "");
+    expect((await postUpdate(tap.update)).status).toBe(200);
+    failing.mockRestore();
+    const [answer] = await answersTo(tap.id);
+    expect(answer?.body).toMatchObject({ text: NOT_REACHED, show_alert: true });
     expect((await approvalOf(ada, approval.id)).state).toBe("pending");
   });
 

@@ -23,6 +23,8 @@ import { readTap } from "./card";
 const START = /^\/start(?:@\w+)?(?:\s+(\S+))?\s*$/;
 
 export const NOT_WAITING = "Nothing was decided: this request is no longer waiting for an answer.";
+/** The gate or D1 failed on the way: whether the tap decided is unknown, so the app is where to look. */
+export const NOT_REACHED = "Tapgate did not confirm this answer: open in Tapgate to see where the request stands.";
 export const HOW_TO_LINK =
   "This bot posts Tapgate approval requests. Link this chat in Tapgate: Devices → Link Telegram.";
 export const LINK_REFUSED =
@@ -61,7 +63,7 @@ async function onTap(env: Env, tap: TelegramCallbackQuery): Promise<void> {
     approvalId: card.approvalId,
     requestHash: card.requestHash,
     answer: read.answer,
-  });
+  }).catch(() => ({ ok: false, text: NOT_REACHED }));
   return answerTap(env, tap.id, result.text, !result.ok);
 }
 
