@@ -2,7 +2,8 @@
  * The Telegram channel as the hub's post queue drives it (`ChannelAdapter`): the places a ladder
  * step reaches are the linked chats of its people; a post stores the card's row under a fresh
  * key and sends the card with its buttons; an end forgets the row (its buttons decide nothing
- * from then on) and edits the message to say how the request ended, buttons removed.
+ * from then on) and edits the message to say how the request ended, buttons removed. `linkUrl`
+ * is the deep link that hands a member's one-time code to the bot (`/start <code>`).
  *
  * Owns: mapping the adapter contract onto the Bot API. Does not own: the queue, its retries
  * and budget (`worker/hub/channel-posts.ts`), the links (`worker/db/channels.ts`), the texts
