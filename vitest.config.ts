@@ -1,13 +1,32 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { localVars } from "./scripts/local-vars.mjs";
+import { startFakePagerDuty } from "./test/fakes/pagerduty.mjs";
 import { startFakeTelegram } from "./test/fakes/telegram-bot-api.mjs";
 
-/** Telegram set up against the fake Bot API on 127.0.0.1 (test/fakes/telegram-bot-api.mjs). */
+/** One fake PagerDuty for the whole run (outside the machine, so faked: on loopback). */
+let fakePagerDuty: Promise<{ url: string }> | undefined;
+
+/** Outside channels as the workerd tests see them: PagerDuty set up, pointed at the fake. */
+async function channelVars(): Promise<Record<string, string>> {
+  fakePagerDuty ??= startFakePagerDuty();
+  const { url } = await fakePagerDuty;
+  return {
+    CHANNEL_SECRET_KEY: "test channel secret key, not a real one",
+    PAGERDUTY_EVENTS_URL: `${url}/v2/enqueue`,
+    FAKE_PAGERDUTY_URL: url,
+  };
+}
+
+/** One fake Telegram Bot API for the whole run (test/fakes/telegram-bot-api.mjs, on 127.0.0.1). */
+const TELEGRAM_TOKEN = "123456:TEST-bot-token";
+let fakeTelegram: Promise<{ url: string }> | undefined;
+
+/** Telegram set up as the workerd tests see it: the bot's settings, its Bot API the fake. */
 async function telegramVars(): Promise<Record<string, string>> {
-  const token = "123456:TEST-bot-token";
-  const fake = await startFakeTelegram(token);
-  return { TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_SECRET: "test-webhook-secret", TELEGRAM_API_URL: fake.url };
+  fakeTelegram ??= startFakeTelegram(TELEGRAM_TOKEN);
+  const { url } = await fakeTelegram;
+  return { TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_WEBHOOK_SECRET: "test-webhook-secret", TELEGRAM_API_URL: url };
 }
 
 /** The property test's settings (`npm run fuzz`, a replay), handed to workerd as bindings. */
@@ -32,6 +51,7 @@ export default defineConfig({
                 ...localVars(),
                 ...(await telegramVars()),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+                ...(await channelVars()),
                 ...fuzzVars(),
               },
             },

@@ -11,6 +11,8 @@ declare global {
       TAPGATE_FUZZ_RUNS?: string;
       TAPGATE_FUZZ_SEED?: string;
       TAPGATE_FUZZ_PATH?: string;
+      /** The fake PagerDuty's control address (test/fakes/pagerduty.mjs). */
+      FAKE_PAGERDUTY_URL: string;
     }
   }
 }

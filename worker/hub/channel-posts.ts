@@ -175,7 +175,10 @@ export class ChannelPosts {
       const retryable = error instanceof ChannelFailure ? error.retryable : true;
       const retryAt = now + retryDelayMs(attempts - 1);
       const inTime = row.state === "post" ? retryAt < card.expiresAt : attempts < MAX_END_ATTEMPTS;
-      if (retryable && inTime) set(row.state as PostState, "next_at = ?", retryAt);
+      // A post that failed after its request ended is not tried again: there is nothing to ask.
+      const endedMeanwhile = row.state === "post" && this.endingNow(key) !== null;
+      if (endedMeanwhile) set("ended", "next_at = NULL");
+      else if (retryable && inTime) set(row.state as PostState, "next_at = ?", retryAt);
       else set(row.state === "post" ? "failed" : "ended", "next_at = NULL");
     }
   }

@@ -389,11 +389,14 @@ export class Escalations {
       .toArray()
       .map((r) => {
         const o = JSON.parse(r.outcome as string) as { reached: number; to: string[]; shownLive: string[] };
+        const via = r.via as EscalationEvent["via"];
+        // A channel's post retried from the alarm reaches after its step: counted as it stands.
+        if (via !== "push" && via !== "email") o.reached = this.channels.reached(approvalId, via);
         return {
           step: r.step as number,
           phase: r.phase as EscalationEvent["phase"],
           at: r.at as number,
-          via: r.via as EscalationEvent["via"],
+          via,
           to: o.to,
           reached: o.reached,
           shownLive: o.shownLive,
