@@ -4,6 +4,7 @@ import { defineConfig } from "vitest/config";
 import { localVars } from "./scripts/local-vars.mjs";
 import { startFakePagerDuty } from "./test/fakes/pagerduty.mjs";
 import { startFakeSlack } from "./test/fakes/slack";
+import { startFakeTelegram } from "./test/fakes/telegram-bot-api.mjs";
 
 /** One fake PagerDuty for the whole run (outside the machine, so faked: on loopback). */
 let fakePagerDuty: Promise<{ url: string }> | undefined;
@@ -31,6 +32,17 @@ async function slackVars(): Promise<Record<string, string>> {
   };
 }
 
+/** One fake Telegram Bot API for the whole run (test/fakes/telegram-bot-api.mjs, on 127.0.0.1). */
+const TELEGRAM_TOKEN = "123456:TEST-bot-token";
+let fakeTelegram: Promise<{ url: string }> | undefined;
+
+/** Telegram set up as the workerd tests see it: the bot's settings, its Bot API the fake. */
+async function telegramVars(): Promise<Record<string, string>> {
+  fakeTelegram ??= startFakeTelegram(TELEGRAM_TOKEN);
+  const { url } = await fakeTelegram;
+  return { TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_WEBHOOK_SECRET: "test-webhook-secret", TELEGRAM_API_URL: url };
+}
+
 /** The property test's settings (`npm run fuzz`, a replay), handed to workerd as bindings. */
 function fuzzVars(): Record<string, string> {
   const names = ["TAPGATE_FUZZ_RUNS", "TAPGATE_FUZZ_SEED", "TAPGATE_FUZZ_PATH"];
@@ -52,6 +64,7 @@ export default defineConfig({
               bindings: {
                 ...localVars(),
                 ...(await slackVars()),
+                ...(await telegramVars()),
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
                 ...(await channelVars()),
                 ...fuzzVars(),

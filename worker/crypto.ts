@@ -1,4 +1,4 @@
-import { createHash, createHmac } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -37,6 +37,15 @@ export function sha256Hex(text: string): string {
 /** HMAC-SHA-256 (hex): a keyed hash, for values too guessable to store as a plain hash (IP addresses). */
 export function hmacSha256Hex(key: string, text: string): string {
   return createHmac("sha256", key).update(text).digest("hex");
+}
+
+/**
+ * Whether two secrets are equal, in time that does not depend on where they differ (nor on their
+ * lengths: both are hashed to 32 bytes first). For secrets a caller presents, such as a webhook's token.
+ */
+export function constantTimeEqual(given: string, expected: string): boolean {
+  const digest = (text: string) => createHash("sha256").update(text).digest();
+  return timingSafeEqual(digest(given), digest(expected));
 }
 
 /** A fresh 256-bit secret to hand out once, and the SHA-256 to store in its place. */

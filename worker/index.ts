@@ -30,6 +30,7 @@ import { sessionRoutes } from "./routes/sessions";
 import { slackRoutes } from "./routes/slack";
 import { stepUpRoutes } from "./routes/step-up";
 import { teamRoutes } from "./routes/teams";
+import { telegramRoutes } from "./routes/telegram";
 import { webSessionRoutes } from "./routes/web-sessions";
 import { webhookRoutes } from "./routes/webhooks";
 import { pruneHistory } from "./team/retention";
@@ -70,6 +71,7 @@ const app = new Hono<AppEnv>()
   .route("/", policyRoutes)
   .route("/", channelRoutes)
   .route("/", slackRoutes)
+  .route("/", telegramRoutes)
   .route("/", ruleRoutes)
   .route("/", sessionRoutes)
   .route("/", historyRoutes)

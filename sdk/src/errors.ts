@@ -56,6 +56,7 @@ export const ERRORS = {
   key_revoked: { status: 401, message: "this API key was revoked" },
   reauth_required: { status: 401, message: "sign in again to do this" },
   bad_signature: { status: 401, message: "the request's signature is missing, wrong or too old" },
+  bad_webhook_secret: { status: 401, message: "the webhook's secret token is missing or wrong" },
   // 403: known, but not allowed.
   forbidden: { status: 403, message: "you may not do this" },
   bad_origin: { status: 403, message: "state-changing requests need this site's Origin header" },

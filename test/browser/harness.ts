@@ -61,7 +61,8 @@ export interface LocalApp {
 }
 
 /**
- * A Worker of our own, configured for the origin the browser uses. It serves its own copy of the
+ * A Worker of our own, configured for the origin the browser uses (and `vars`, e.g. a channel's
+ * settings). It serves its own copy of the
  * built PWA: any other `vitest run` in this checkout rebuilds `pwa/dist` in its global setup, and
  * `wrangler dev` reloads when its assets change, which would drop every socket mid-test.
  * `settings`: more of the Worker's settings (a channel's, pointed at a fake on 127.0.0.1).
@@ -71,7 +72,7 @@ export async function startApp(settings: Record<string, string> = {}): Promise<L
   // The origin names the port, so it is derived from whichever port the Worker finally binds.
   const worker = await startLocalWorker({
     assets,
-    vars: (port) => ({ ...settings, APP_ORIGIN: `http://localhost:${port}`, RP_ID: "localhost" }),
+    vars: (port) => ({ APP_ORIGIN: `http://localhost:${port}`, RP_ID: "localhost", ...settings }),
   });
   return {
     origin: worker.url.replace("127.0.0.1", "localhost"),

@@ -2,7 +2,8 @@
  * The channels foundation in workerd with real D1: one-time link codes, a tap on a channel's
  * card deciding as the app would (`decideFromChannel`, through the request's real gate), and the
  * Channels routes (404 for a channel this deployment has not set up, before anything else).
- * The test deployment has PagerDuty set up (CHANNEL_SECRET_KEY) and neither Slack nor Telegram.
+ * The test deployment has PagerDuty (CHANNEL_SECRET_KEY) and Telegram (its bot, against the fake
+ * Bot API) set up, and not Slack.
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -224,15 +225,10 @@ describe("the Channels routes", () => {
       await api("/v1/channels", { cookie: owner.cookie }),
     );
     expect(channels).toEqual([
-      // Slack is set up in the workerd tests (vitest.config.ts: against the fake Slack), not added.
+      // Slack and Telegram are set up in the workerd tests (vitest.config.ts: against their fakes).
       { channel: "slack", setUp: true, missing: [], connected: false, linked: false },
-      {
-        channel: "telegram",
-        setUp: false,
-        missing: ["TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET"],
-        connected: false,
-        linked: true,
-      },
+      // One bot per deployment: set up is connected.
+      { channel: "telegram", setUp: true, missing: [], connected: true, linked: true },
       { channel: "pagerduty", setUp: true, missing: [], connected: false, linked: false },
     ]);
   });
@@ -251,7 +247,7 @@ describe("the Channels routes", () => {
         ["POST", "/v1/channels/fax/link", undefined],
       ] as const) {
         const init = { method, cookie: who.cookie, ...(body && { body: JSON.stringify(body) }) };
-        const off = await fetchWithout(["CHANNEL_SECRET_KEY"], path, init);
+        const off = await fetchWithout(["CHANNEL_SECRET_KEY", "TELEGRAM_BOT_TOKEN"], path, init);
         expect([path, off.status]).toEqual([path, 404]);
         expect(await json(off)).toMatchObject({ error: "not_found" });
       }

@@ -75,4 +75,9 @@ export interface ChannelAdapter {
   post(env: Env, target: ChannelTarget, card: ChannelCard): Promise<{ ref: string }>;
   /** Updates what `post` showed once the request ended (chat.update, editMessageText, a resolve event). */
   end(env: Env, target: ChannelTarget, ref: string, card: ChannelCard, ending: ChannelEnding): Promise<void>;
+  /**
+   * Where a member hands the bot their one-time link code, for a platform with such a link
+   * (Telegram's deep link `https://t.me/<bot>?start=<code>`); absent: the code is typed to the bot.
+   */
+  linkUrl?(env: Env, code: string): Promise<string>;
 }

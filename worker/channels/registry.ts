@@ -7,10 +7,12 @@
 import type { Channel, ChannelAdapter } from "./channel";
 import { pagerDutyAdapter } from "./pagerduty/adapter";
 import { slackAdapter } from "./slack/adapter";
+import { telegramAdapter } from "./telegram/adapter";
 
 const ADAPTERS: Partial<Record<Channel, ChannelAdapter>> = {
   pagerduty: pagerDutyAdapter,
   slack: slackAdapter,
+  telegram: telegramAdapter,
 };
 
 export function channelAdapter(channel: Channel): ChannelAdapter | undefined {

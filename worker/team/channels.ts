@@ -16,6 +16,7 @@ import {
   LINKABLE_CHANNELS,
 } from "../../sdk/src/human/channels";
 import type { EscalationStep } from "../../sdk/src/human/policy";
+import { channelAdapter } from "../channels/registry";
 import { channelConfigured, missingChannelSettings, requireChannel } from "../channels/settings";
 import { deleteChannelInstall, deleteChannelLink, getChannelInstall, getChannelLink, listChannelInstalls } from "../db";
 import { DomainError } from "../errors";
@@ -66,7 +67,9 @@ export async function removeChannel(env: Env, who: ChannelCaller, channel: Chann
 
 export async function linkChannel(env: Env, who: ChannelCaller, channel: Channel): Promise<ChannelLinkCode> {
   requireLinkable(env, channel);
-  return startChannelLink(env, who, channel);
+  const link = await startChannelLink(env, who, channel);
+  const url = await channelAdapter(channel)?.linkUrl?.(env, link.code);
+  return url ? { ...link, url } : link;
 }
 
 export async function unlinkChannel(env: Env, who: ChannelCaller, channel: Channel): Promise<void> {

@@ -5,7 +5,7 @@
  * decide links their own account. The platforms' own connect buttons live in their sections.
  */
 import { useState } from "preact/hooks";
-import { CHANNEL_NAMES, type ChannelStatus } from "../../../sdk/src/human/channels";
+import { CHANNEL_NAMES, type ChannelLinkCode, type ChannelStatus } from "../../../sdk/src/human/channels";
 import { api, canDecide, isAdmin } from "../api";
 import { Banner } from "../components/Banner";
 import { Field } from "../components/Field";
@@ -111,7 +111,7 @@ function PagerDutyForm({ connected, onDone }: { connected: boolean; onDone: () =
 
 /** "Link my account": a one-time code (10 minutes) the member gives the bot. */
 function LinkArea({ status, onChange }: { status: ChannelStatus; onChange: () => void }) {
-  const [code, setCode] = useState<string | null>(null);
+  const [code, setCode] = useState<ChannelLinkCode | null>(null);
   const { busy, error, run } = useAction();
   const channel = status.channel;
   return (
@@ -134,7 +134,7 @@ function LinkArea({ status, onChange }: { status: ChannelStatus; onChange: () =>
           type="button"
           class="button compact"
           disabled={busy}
-          onClick={() => run(async () => setCode((await api.linkChannel(channel)).code))}
+          onClick={() => run(async () => setCode(await api.linkChannel(channel)))}
           data-testid={`channel-${channel}-link-start`}
         >
           Link my account
@@ -142,7 +142,18 @@ function LinkArea({ status, onChange }: { status: ChannelStatus; onChange: () =>
       )}
       {code && (
         <p data-testid={`channel-${channel}-code`}>
-          Give the bot this code within 10 minutes: <code>{code}</code>
+          {code.url ? (
+            <>
+              <a href={code.url} target="_blank" rel="noopener noreferrer">
+                Open the bot
+              </a>{" "}
+              and press Start within 10 minutes (the link works once).
+            </>
+          ) : (
+            <>
+              Give the bot this code within 10 minutes: <code>{code.code}</code>
+            </>
+          )}
         </p>
       )}
       {error && (

@@ -6,14 +6,15 @@ import { Banner, LoadBanner } from "../components/Banner";
 import { EnableNotifications } from "../components/EnableNotifications";
 import { DeviceShownWarning, shownText, TeamPlatforms } from "../components/PushesShown";
 import { SafeText } from "../components/SafeText";
+import { TelegramLink } from "../components/TelegramLink";
 import { WebSessions } from "../components/WebSessions";
 import { forgetThisDevice, thisDevice } from "../device";
 import { ago } from "../format";
 
 /**
  * My push devices: this browser and the others, each with a test push, a way to remove it and
- * how many of its pushes showed; the team's pushes shown per platform; then the browsers signed
- * in as me, each of which I can sign out.
+ * how many of its pushes showed; the team's pushes shown per platform; linking my Telegram chat
+ * (where the server has a bot); then the browsers signed in as me, each of which I can sign out.
  */
 export function Devices() {
   const [devices, setDevices] = useState<Device[] | null>(null);
@@ -54,6 +55,7 @@ export function Devices() {
         ))}
       </ul>
       <TeamPlatforms platforms={platforms} />
+      <TelegramLink />
       {/* A full load drops every cached list, as the header's sign-out does. */}
       <WebSessions onSignedOutHere={() => location.assign("/signin")} />
     </section>

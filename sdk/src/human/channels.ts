@@ -40,7 +40,12 @@ export type ChannelList = z.infer<typeof channelListSchema>;
 export const channelParamSchema = z.object({ channel: channelSchema });
 
 /** `POST /v1/channels/:channel/link`: the one-time code the member gives the bot, valid 10 minutes. */
-export const channelLinkCodeSchema = z.object({ code: z.string(), expiresAt: z.number() });
+export const channelLinkCodeSchema = z.object({
+  code: z.string(),
+  expiresAt: z.number(),
+  /** Telegram: the deep link that hands the code to the bot (`https://t.me/<bot>?start=<code>`). */
+  url: z.string().optional(),
+});
 export type ChannelLinkCode = z.infer<typeof channelLinkCodeSchema>;
 
 /** `PUT /v1/channels/pagerduty`: an Events API v2 integration key (32 characters). */
