@@ -2,7 +2,8 @@
  * Richer permission prompts on the phone, in real headless Chromium: an adapter's
  * `_meta.permission` words shown as the agent's, codex-acp's `decline` as "Skip, continue without
  * it" and the Codex hook's `deny_stop` as "Deny and stop the turn" (rejects, never styled as an
- * allow); the agent (the SDK) gets the option id it offered.
+ * allow); the agent (the SDK) gets the option id it offered. A request carrying `matchedAskRule`
+ * offers no "Allow for 1 h".
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -61,10 +62,12 @@ describe.skipIf(!browserAvailable)("prompt words, Skip and Deny and stop in head
       ...(meta && { _meta: meta }),
     });
     const approval = await human.waitForOne(sessionId);
+    // The card asks the server which rules it may offer: that answer, fully read, comes before "Allow for 1 h" or its absence.
+    const ruleChoices = page.waitForResponse((r) => r.url().endsWith(`/v1/approvals/${approval.id}/rule-choices`));
     await page.goto(`/approvals/${encodeURIComponent(approval.id)}`);
     const card = page.getByTestId("screen-approval");
     await card.waitFor();
-    return { answer, card };
+    return { answer, card, ruleChoices: ruleChoices.then((r) => r.json() as Promise<{ choices: unknown[] }>) };
   }
 
   it("shows the adapter's words as the agent's; Deny and stop the turn is a deny beside the plain one", async () => {
@@ -94,6 +97,27 @@ describe.skipIf(!browserAvailable)("prompt words, Skip and Deny and stop in head
     await expect.poll(() => card.getAttribute("data-state")).toBe("denied");
     expect(await answer).toMatchObject({ outcome: { outcome: "selected", optionId: "deny_stop" } });
     expect(await card.getByTestId("outcome").textContent()).toContain("(Deny and stop the turn)");
+  });
+
+  it("a request carrying matchedAskRule offers no Allow for 1 h, where the same request without it does", async () => {
+    const options: RequestPermissionRequest["options"] = [
+      { optionId: "allow", name: "Allow once", kind: "allow_once" },
+      { optionId: "deny", name: "Deny", kind: "reject_once" },
+    ];
+    const plain = await ask(options);
+    await plain.card.getByTestId("option-allow-rule").waitFor();
+    await plain.card.getByTestId("option-deny").click();
+    await plain.answer;
+
+    const asking = await ask(options, { claudeCode: { matchedAskRule: { source: "userSettings", toolName: "Bash" } } });
+    expect((await asking.ruleChoices).choices).toEqual([]);
+    // The page has read the same answer and rendered from it by its next frame.
+    await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => done(null))));
+    expect(await asking.card.getByTestId("rule-offer").count()).toBe(0);
+    expect(await asking.card.getByTestId("option-allow-rule").count()).toBe(0);
+    await asking.card.getByTestId("option-allow").click();
+    await expect.poll(() => asking.card.getAttribute("data-state")).toBe("allowed");
+    expect(await asking.answer).toMatchObject({ outcome: { outcome: "selected", optionId: "allow" } });
   });
 
   it("codex-acp's decline is Skip, continue without it, styled as neither allow nor deny", async () => {
