@@ -3,7 +3,7 @@
  * `_meta.permission` words shown as the agent's, codex-acp's `decline` as "Skip, continue without
  * it" and the Codex hook's `deny_stop` as "Deny and stop the turn" (rejects, never styled as an
  * allow); the agent (the SDK) gets the option id it offered. A request carrying `matchedAskRule`
- * offers no "Allow for 1 h".
+ * offers no "Allow for 1 h". "Dismiss" answers the agent `cancelled`.
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,7 +21,7 @@ import {
   unique,
 } from "./harness";
 
-describe.skipIf(!browserAvailable)("prompt words, Skip and Deny and stop in headless Chromium", () => {
+describe.skipIf(!browserAvailable)("prompt words, Skip, Deny and stop, and Dismiss in headless Chromium", () => {
   let app: LocalApp;
   let browser: Browser;
   let phone: BrowserContext;
@@ -118,6 +118,27 @@ describe.skipIf(!browserAvailable)("prompt words, Skip and Deny and stop in head
     await asking.card.getByTestId("option-allow").click();
     await expect.poll(() => asking.card.getAttribute("data-state")).toBe("allowed");
     expect(await asking.answer).toMatchObject({ outcome: { outcome: "selected", optionId: "allow" } });
+  });
+
+  it("Dismiss is neither allow nor deny, says what it means, and the agent gets cancelled", async () => {
+    const { answer, card } = await ask([
+      { optionId: "allow", name: "Allow once", kind: "allow_once" },
+      { optionId: "deny", name: "Deny", kind: "reject_once" },
+    ]);
+    const dismiss = card.getByTestId("option-dismiss");
+    expect(await dismiss.getAttribute("class")).toBe("option dismiss");
+    expect(await dismiss.getByTestId("dismiss-note").textContent()).toBe(
+      "The agent is told the question was dismissed, and treats that as not allowed.",
+    );
+    await dismiss.click();
+    await expect.poll(() => card.getAttribute("data-state")).toBe("cancelled");
+    expect(await answer).toMatchObject({
+      outcome: { outcome: "cancelled" },
+      _meta: { tapgate: { reason: "dismissed", decidedBy: { name: "Ada" } } },
+    });
+    expect(await card.getByTestId("outcome").textContent()).toContain(
+      "Dismissed by you — the agent was told, and treats it as not allowed",
+    );
   });
 
   it("codex-acp's decline is Skip, continue without it, styled as neither allow nor deny", async () => {
