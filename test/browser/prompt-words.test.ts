@@ -5,50 +5,17 @@
  * allow); the agent (the SDK) gets the option id it offered. A request carrying `matchedAskRule`
  * offers no "Allow for 1 h". "Dismiss" answers the agent `cancelled`.
  */
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Tapgate } from "../../sdk/src/index";
+import { describe, expect, it } from "vitest";
 import type { RequestPermissionRequest } from "../../sdk/src/protocol";
-import {
-  browserAvailable,
-  Human,
-  type LocalApp,
-  launchChromium,
-  phoneContext,
-  screenshot,
-  signUpByEmail,
-  startApp,
-  unique,
-} from "./harness";
+import { browserAvailable, phoneWithAgent, screenshot, unique } from "./harness";
 
 describe.skipIf(!browserAvailable)("prompt words, Skip, Deny and stop, and Dismiss in headless Chromium", () => {
-  let app: LocalApp;
-  let browser: Browser;
-  let phone: BrowserContext;
-  let page: Page;
-  let human: Human;
-  let tapgate: Tapgate;
-  const errors: string[] = [];
-
-  beforeAll(async () => {
-    [app, browser] = await Promise.all([startApp(), launchChromium()]);
-    phone = await phoneContext(browser, app, errors);
-    page = await phone.newPage();
-    await signUpByEmail(page, app, "Ada");
-    human = await Human.of(app, phone);
-    tapgate = new Tapgate({ url: app.direct, apiKey: await human.createKey(), onLog: () => undefined });
-  });
-
-  afterAll(async () => {
-    tapgate?.close();
-    await browser?.close();
-    await app?.stop();
-    expect(errors).toEqual([]);
-  });
+  const s = phoneWithAgent("Ada");
 
   /** An SDK agent asks once with these options and `_meta`; the card of that request, opened. */
   async function ask(options: RequestPermissionRequest["options"], meta?: Record<string, unknown>) {
     const sessionId = unique("prompt");
+    const { page, human, tapgate } = s;
     const session = await tapgate.session(sessionId, { title: "Release", agent: { name: "codex" } });
     const answer = session.requestPermission({
       sessionId,
@@ -92,7 +59,7 @@ describe.skipIf(!browserAvailable)("prompt words, Skip, Deny and stop, and Dismi
     expect(await stop.getByTestId("option-label").textContent()).toBe("Deny and stop the turn");
     expect(await stop.getAttribute("class")).toBe("option reject");
     expect(await card.getByTestId("option-deny").getByTestId("option-label").textContent()).toBe("Deny");
-    await screenshot(page, "prompt-deny-stop.png");
+    await screenshot(s.page, "prompt-deny-stop.png");
     await stop.click();
     await expect.poll(() => card.getAttribute("data-state")).toBe("denied");
     expect(await answer).toMatchObject({ outcome: { outcome: "selected", optionId: "deny_stop" } });
@@ -112,7 +79,7 @@ describe.skipIf(!browserAvailable)("prompt words, Skip, Deny and stop, and Dismi
     const asking = await ask(options, { claudeCode: { matchedAskRule: { source: "userSettings", toolName: "Bash" } } });
     expect((await asking.ruleChoices).choices).toEqual([]);
     // The page has read the same answer and rendered from it by its next frame.
-    await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => done(null))));
+    await s.page.evaluate(() => new Promise((done) => requestAnimationFrame(() => done(null))));
     expect(await asking.card.getByTestId("rule-offer").count()).toBe(0);
     expect(await asking.card.getByTestId("option-allow-rule").count()).toBe(0);
     await asking.card.getByTestId("option-allow").click();
@@ -151,7 +118,7 @@ describe.skipIf(!browserAvailable)("prompt words, Skip, Deny and stop, and Dismi
     expect(await skip.getByTestId("option-label").textContent()).toBe("Skip, continue without it");
     expect(await skip.getAttribute("class")).toBe("option skip");
     expect(await card.getByTestId("option-cancel").getByTestId("option-label").textContent()).toBe("Deny");
-    await screenshot(page, "prompt-skip.png");
+    await screenshot(s.page, "prompt-skip.png");
     await skip.click();
     await expect.poll(() => card.getAttribute("data-state")).toBe("denied");
     expect(await answer).toMatchObject({ outcome: { outcome: "selected", optionId: "decline" } });
