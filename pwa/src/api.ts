@@ -319,6 +319,13 @@ export const api = {
       updatedInput?: Record<string, unknown>;
     } = {},
   ) => post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, { optionId, requestHash, ...extra }),
+  /** Dismiss the card: the request ends `cancelled` and the agent is told so (not allowed). `reason`: words for the agent. */
+  dismiss: (id: string, requestHash: string, reason?: string) =>
+    post(decisionAnswerSchema, `/v1/approvals/${enc(id)}/decision`, {
+      dismiss: true,
+      requestHash,
+      ...(reason !== undefined && { reason }),
+    }),
   /** Several at once: each item answered as its single decision would be. */
   decideBatch: (decisions: DecisionBatchItem[]) =>
     post(decisionBatchAnswerSchema, "/v1/approvals/decisions", { decisions }),

@@ -47,6 +47,7 @@ const REASON_WORDS: Record<string, string> = {
   service_restart: "the service restarted",
   invalid: "the request was invalid",
   rule: "a standing rule allowed it",
+  dismissed: "dismissed",
 };
 
 /** An elicitation's answer, in words. */
@@ -70,6 +71,10 @@ export function outcome(a: ApprovalView, myUserId?: string): string {
     const where = a.decidedBy.device && a.decidedBy.device !== "web" ? ` on ${a.decidedBy.device}` : "";
     const who = a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name;
     return `${word}${chose} by ${who}${where}`;
+  }
+  if (a.reason === "dismissed" && a.decidedBy) {
+    const who = a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name;
+    return `Dismissed by ${who} — the agent was told, and treats it as not allowed`;
   }
   if (a.reason === "session_stopped" && a.decidedBy) {
     return `${word} — ${a.decidedBy.userId === myUserId ? "you" : a.decidedBy.name} stopped the session`;

@@ -26,6 +26,8 @@ export const RESOLUTION_REASONS = [
   "rule",
   /** Denied because someone stopped its session (`decidedBy` names who, `message` carries their reason). */
   "session_stopped",
+  /** Cancelled: a decider dismissed the card (`decidedBy` names who); the agent is answered `cancelled`, never an allow. */
+  "dismissed",
 ] as const;
 export const resolutionReasonSchema = z.enum(RESOLUTION_REASONS);
 export type ResolutionReason = z.infer<typeof resolutionReasonSchema>;

@@ -137,4 +137,19 @@ describe("a card's rule choices", () => {
     expect(refusal(command("npm test", { truncated: true }))).toBe("no rule allows a high-risk or truncated request");
     expect(cardRuleChoices(command("npm test"), { ...who, deciderUserId: "u2" }).ok).toBe(false);
   });
+
+  it("none for a request that asks for no standing answer (matchedAskRule, suppress_always_allow_rule)", () => {
+    const asking = (meta: Record<string, unknown>) => ({
+      ...command("npm test"),
+      snapshot: { ...command("npm test").snapshot, meta },
+    });
+    const none = "the request asks for no standing answer (matchedAskRule, suppress_always_allow_rule)";
+    expect(refusal(asking({ matchedAskRule: { toolName: "Bash" } }))).toBe(none);
+    expect(refusal(asking({ claudeCode: { suppress_always_allow_rule: true } }))).toBe(none);
+    expect(cardRule(asking({ matchedAskRule: { toolName: "Bash" } }), who)).toMatchObject({
+      ok: false,
+      error: "rule_not_possible",
+    });
+    expect(names(asking({ suppress_always_allow_rule: false }))).toEqual(["exact", "program"]);
+  });
 });

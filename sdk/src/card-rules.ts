@@ -12,6 +12,7 @@
  */
 import type { Approval } from "./approval.js";
 import type { RuleChoice, RuleMatch } from "./human/rules.js";
+import { forbidsStandingAnswer } from "./permission-prompt.js";
 import { argumentsBesideCommand, globLiteral, normalizeSpace } from "./request-match.js";
 import {
   COMMAND_SPACE,
@@ -78,9 +79,11 @@ function choicesOf(
 }
 
 /**
- * The rules a card may make from this request, or why none: it must offer `allow_once`, be in
- * the decider's own session (a `me` rule covers only their own sessions), and be neither
- * high-risk nor cut. A high-risk request gets no rule at all, so nothing broader either.
+ * The rules a card may make from this request, or why none: it must offer `allow_once`, not ask
+ * for no standing answer (`matchedAskRule`, `suppress_always_allow_rule`: the agent's user wants
+ * to be asked each time), be in the decider's own session (a `me` rule covers only their own
+ * sessions), and be neither high-risk nor cut. A high-risk request gets no rule at all, so
+ * nothing broader either.
  */
 export function cardRuleChoices(
   approval: CardApproval,
@@ -88,6 +91,12 @@ export function cardRuleChoices(
 ): { ok: true; choices: OfferedRule[] } | { ok: false; message: string } {
   if (!approval.options.some((o) => o.kind === "allow_once")) {
     return { ok: false, message: "a rule is made only with an allow_once option" };
+  }
+  if (forbidsStandingAnswer(approval.snapshot.meta)) {
+    return {
+      ok: false,
+      message: "the request asks for no standing answer (matchedAskRule, suppress_always_allow_rule)",
+    };
   }
   if (c.deciderUserId !== c.ownerUserId) {
     return { ok: false, message: "a rule from a card covers your own sessions: only the session's owner makes one" };

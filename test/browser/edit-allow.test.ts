@@ -5,55 +5,24 @@
  * makes the request high-risk asks the passkey; the decided card shows what was asked against
  * what was allowed.
  */
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Tapgate } from "../../sdk/src/index";
+import { describe, expect, it } from "vitest";
 import type { RequestPermissionRequest } from "../../sdk/src/protocol";
 import {
-  addVirtualAuthenticator,
   browserAvailable,
   credentials,
-  Human,
-  type LocalApp,
-  launchChromium,
-  phoneContext,
+  phoneWithAgent,
   screenshot,
-  signUpWithPasskey,
-  startApp,
   unique,
   type VirtualAuthenticator,
 } from "./harness";
 
 describe.skipIf(!browserAvailable)("Edit and allow in headless Chromium", () => {
-  let app: LocalApp;
-  let browser: Browser;
-  let phone: BrowserContext;
-  let page: Page;
-  let authenticator: VirtualAuthenticator;
-  let human: Human;
-  let tapgate: Tapgate;
-  const errors: string[] = [];
-
-  beforeAll(async () => {
-    [app, browser] = await Promise.all([startApp(), launchChromium()]);
-    phone = await phoneContext(browser, app, errors);
-    page = await phone.newPage();
-    authenticator = await addVirtualAuthenticator(page);
-    await signUpWithPasskey(page, app, "Ada");
-    human = await Human.of(app, phone);
-    tapgate = new Tapgate({ url: app.direct, apiKey: await human.createKey(), onLog: () => undefined });
-  });
-
-  afterAll(async () => {
-    tapgate?.close();
-    await browser?.close();
-    await app?.stop();
-    expect(errors).toEqual([]);
-  });
+  const s = phoneWithAgent("Ada", "passkey");
 
   /** An SDK agent that takes edits asks once with `rawInput`; the card of that request, opened. */
   async function ask(rawInput: Record<string, unknown>, title: string) {
     const sessionId = unique("edit");
+    const { page, human, tapgate } = s;
     const session = await tapgate.session(sessionId, { title: "Release", agent: { name: "my-agent" } });
     const params: RequestPermissionRequest = {
       sessionId,
@@ -81,7 +50,7 @@ describe.skipIf(!browserAvailable)("Edit and allow in headless Chromium", () => 
     const editor = card.getByTestId("edit-editor");
     expect(await editor.getByTestId("diff-delete").textContent()).toContain("git push origin main");
     expect(await editor.getByTestId("diff-insert").textContent()).toContain("git push origin feature");
-    await screenshot(page, "edit-allow-command.png");
+    await screenshot(s.page, "edit-allow-command.png");
     await card.getByTestId("edit-allow-send").click();
     await expect.poll(() => card.getAttribute("data-state")).toBe("allowed");
     expect(await answer).toMatchObject({
@@ -115,10 +84,10 @@ describe.skipIf(!browserAvailable)("Edit and allow in headless Chromium", () => 
     const { answer, card } = await ask({ command: "git push origin main" }, "Bash: git push");
     await card.getByTestId("edit-allow").click();
     await card.getByTestId("edit-input").fill("git push --force origin main");
-    const [before] = await credentials(authenticator);
+    const [before] = await credentials(s.authenticator as VirtualAuthenticator);
     await card.getByTestId("edit-allow-send").click();
     await expect.poll(() => card.getAttribute("data-state")).toBe("allowed");
-    const [after] = await credentials(authenticator);
+    const [after] = await credentials(s.authenticator as VirtualAuthenticator);
     expect(after?.signCount ?? 0).toBeGreaterThan(before?.signCount ?? 0);
     expect(await answer).toMatchObject({
       _meta: { tapgate: { updatedInput: { command: "git push --force origin main" } } },

@@ -11,9 +11,10 @@ import { cp, mkdir, mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
-import { expect, vi } from "vitest";
+import { afterAll, beforeAll, expect, vi } from "vitest";
 import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { Approval, Delivery } from "../../sdk/src/approval";
+import { Tapgate } from "../../sdk/src/index";
 
 export const CHROMIUM = process.env.TAPGATE_CHROMIUM ?? "/usr/bin/chromium";
 const REQUIRED = process.env.TAPGATE_REQUIRE_BROWSER === "1";
@@ -450,4 +451,49 @@ export function pngSize(bytes: Uint8Array): { width: number; height: number } {
   if (!signature.every((b, i) => bytes[i] === b)) throw new Error("not a PNG");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   return { width: view.getUint32(16), height: view.getUint32(20) };
+}
+
+/** What a phone test file works with: its Worker and Chromium, a signed-up person's phone page, and an SDK agent on their key. */
+export interface PhoneWithAgent {
+  app: LocalApp;
+  browser: Browser;
+  phone: BrowserContext;
+  page: Page;
+  human: Human;
+  tapgate: Tapgate;
+  /** The passkey's authenticator, when signed up with one. */
+  authenticator?: VirtualAuthenticator;
+  /** Page errors seen; the file fails if any. */
+  errors: string[];
+}
+
+/**
+ * The preamble a phone test file shares, as its `beforeAll`/`afterAll`: start the Worker and
+ * Chromium, open a phone context, sign `name` up (by email, or with a passkey), and give an SDK
+ * agent their key; at the end close everything and expect no page error. The object's fields are
+ * there once `beforeAll` ran.
+ */
+export function phoneWithAgent(name: string, signUp: "email" | "passkey" = "email"): PhoneWithAgent {
+  const fixture = { errors: [] as string[] } as PhoneWithAgent;
+  beforeAll(async () => {
+    [fixture.app, fixture.browser] = await Promise.all([startApp(), launchChromium()]);
+    fixture.phone = await phoneContext(fixture.browser, fixture.app, fixture.errors);
+    fixture.page = await fixture.phone.newPage();
+    if (signUp === "passkey") {
+      fixture.authenticator = await addVirtualAuthenticator(fixture.page);
+      await signUpWithPasskey(fixture.page, fixture.app, name);
+    } else {
+      await signUpByEmail(fixture.page, fixture.app, name);
+    }
+    fixture.human = await Human.of(fixture.app, fixture.phone);
+    const apiKey = await fixture.human.createKey();
+    fixture.tapgate = new Tapgate({ url: fixture.app.direct, apiKey, onLog: () => undefined });
+  });
+  afterAll(async () => {
+    fixture.tapgate?.close();
+    await fixture.browser?.close();
+    await fixture.app?.stop();
+    expect(fixture.errors).toEqual([]);
+  });
+  return fixture;
 }

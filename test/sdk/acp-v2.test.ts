@@ -1,7 +1,8 @@
 /**
  * ACP, current and next, through `tapgate acp` with a real ACP SDK agent over stdio against
  * `wrangler dev`: v2 draft permission requests beside v1, `_` extensions kept end to end, the
- * W3C trace keys forwarded untouched, and an expired request answered ACP's `-32800` way.
+ * W3C trace keys forwarded untouched, a dismissed card answered `cancelled`, and an expired
+ * request answered ACP's `-32800` way.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLocalWorker } from "../../scripts/local-worker.mjs";
@@ -92,6 +93,28 @@ describe("ACP v2 draft permission requests through tapgate acp", () => {
     await turn;
     expect(messageText(editor, sessionId)).toBe("outcome: selected no");
     editor.child.stdin?.end();
+  });
+
+  it("a dismissed card is ACP's cancelled, for v2 and v1 requests; an unoffered optionId is refused, never an allow", async () => {
+    for (const scenario of ["command", "v1"]) {
+      const { editor, sessionId } = await startProxy(["--", ...V2_PERMISSION_AGENT], env);
+      const turn = prompt(editor, sessionId, scenario);
+      const approval = await person.waitForOne(sessionId);
+      // The agent offered "snooze", but a once-only team is not offered it: naming it allows nothing.
+      const unoffered = await person.decide(approval, "snooze");
+      expect(unoffered.status).toBe(400);
+      expect(await unoffered.json()).toMatchObject({ error: "option_not_offered" });
+      expect((await person.approval(approval.id)).state).toBe("pending");
+      const dismissed = await person.fetch(`/v1/approvals/${approval.id}/decision`, {
+        method: "POST",
+        body: JSON.stringify({ dismiss: true, requestHash: approval.requestHash }),
+      });
+      expect(dismissed.status).toBe(200);
+      await turn;
+      expect(messageText(editor, sessionId)).toBe("outcome: cancelled");
+      expect(await person.approval(approval.id)).toMatchObject({ state: "cancelled", reason: "dismissed" });
+      editor.child.stdin?.end();
+    }
   });
 
   it("expiry is ACP's internal cancellation: the agent gets error -32800, never an outcome", async () => {

@@ -39,7 +39,7 @@ import {
   runAlarmsFor,
   simulatedClock,
 } from "./outbox-faults";
-import { addMember, openLive } from "./team-helpers";
+import { addMember, openLive, stepUpFor, withPasskey } from "./team-helpers";
 
 type Stub = ReturnType<typeof gateStub>;
 const MINUTE = 60_000;
@@ -395,6 +395,80 @@ describe("hub news at least once", () => {
       feed.frames.filter((f) => f.type === "resolved" && (f.approval as { id: string }).id === id);
     expect(resolvedOf(approval.id)).toHaveLength(1);
     expect(resolvedOf(second.id)).toHaveLength(1);
+    feed.ws.close();
+  });
+
+  it("a lost quorum `updated` (1 of 2) is repaired by the next flush: dashboards show the first allow, once", async () => {
+    const owner = await withPasskey(await signUp("Ada"));
+    const policy = await api("/v1/policy", {
+      method: "PUT",
+      cookie: owner.cookie,
+      body: JSON.stringify({ highRiskQuorum: 2 }),
+    });
+    expect(policy.status).toBe(200);
+    const { key } = await createKey(owner);
+    const sessionId = unique("quorum-news");
+    const agent = await connectAgent(key, sessionId);
+    const forcePush = (toolCallId: string) =>
+      permissionParams(sessionId, {
+        toolCall: {
+          toolCallId,
+          title: "git push --force origin main",
+          kind: "execute",
+          rawInput: { command: "git push --force origin main" },
+        },
+      });
+    await agent.ask(1, forcePush("push-1"));
+    const [approval] = await pendingApprovals(owner, sessionId);
+    if (!approval) throw new Error("the high-risk request is not pending");
+    const stub = gateStub(owner.teamId, sessionId);
+    const feed = await openLive(owner);
+    const allowOf = async (a: typeof approval) =>
+      api(`/v1/approvals/${a.id}/decision`, {
+        method: "POST",
+        cookie: owner.cookie,
+        body: JSON.stringify({
+          optionId: "allow",
+          requestHash: a.requestHash,
+          stepUp: (await stepUpFor(owner, a)).assertion,
+        }),
+      });
+    const hubQuorum = (id: string) =>
+      runInDurableObject(hubStub(owner.teamId), (_, state) => {
+        const row = state.storage.sql.exec<{ record: string }>("SELECT record FROM approvals WHERE id = ?", id).one();
+        return (JSON.parse(row.record) as typeof approval).quorum?.allowedBy.map((p) => p.userId);
+      });
+    const oneOfTwo = (id: string) => (f: Record<string, unknown>) =>
+      f.type === "approval" &&
+      (f.approval as typeof approval).id === id &&
+      (f.approval as typeof approval).quorum?.allowedBy.length === 1;
+
+    const clock = simulatedClock();
+    try {
+      const restore = hubThrows();
+      try {
+        const first = await allowOf(approval);
+        expect(first.status).toBe(200);
+        expect(await json(first)).toMatchObject({ state: "pending", quorum: { required: 2 } });
+        await vi.waitFor(async () => expect(await backoffOf(stub)).toMatchObject({ failures: 1 }));
+      } finally {
+        restore();
+      }
+      // The report carrying the `updated` news failed: dashboards still show no allow.
+      expect(await hubQuorum(approval.id)).toEqual([]);
+
+      // The alarm's retry carries the rows (never the news): the hub takes the pending row with its allow as the news.
+      clock.advanceTo((await backoffOf(stub))?.retryAt ?? 0);
+      await runDurableObjectAlarm(stub);
+      await feed.next(oneOfTwo(approval.id));
+      expect(await hubQuorum(approval.id)).toEqual([owner.userId]);
+      expect((await hubStates(owner.teamId))[approval.id]).toBe("pending");
+    } finally {
+      clock.restore();
+    }
+    expect(feed.frames.filter(oneOfTwo(approval.id))).toHaveLength(1);
+    await agent.barrier();
+    expect(agent.pending()).toBe(0); // nothing reached the agent: it is still 1 of 2
     feed.ws.close();
   });
 

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
+import { RULE_DEFAULT_MS, type RuleChoices } from "../../sdk/src/human/rules";
 import { DEFAULT_POLICY } from "../../worker/policy";
 import {
   api,
@@ -48,6 +49,9 @@ const OPTIONS = [
   { optionId: "reject_once", name: "No", kind: "reject_once" },
   { optionId: "block", name: "No, and never", kind: "reject_always" },
 ];
+
+const ruleChoices = (member: Member, approval: Approval) =>
+  api(`/v1/approvals/${approval.id}/rule-choices`, { cookie: member.cookie });
 
 async function offered(
   requestMeta: Record<string, unknown> | undefined,
@@ -113,9 +117,41 @@ describe("richer permission prompts", () => {
   });
 
   it("keeps persistent options when the flags are absent or false", async () => {
-    const { approval } = await offered({ suppress_always_allow_rule: false, claudeCode: { matchedAskRule: null } });
+    const { owner, approval } = await offered({
+      suppress_always_allow_rule: false,
+      claudeCode: { matchedAskRule: null },
+    });
     expect(approval.options.map((o) => o.kind)).toEqual(["allow_once", "allow_always", "reject_once", "reject_always"]);
+    const choices = await json<RuleChoices>(await ruleChoices(owner, approval));
+    expect(choices.choices.map((c) => c.choice)).toContain("exact");
   });
+
+  it.each([
+    ["matchedAskRule", { matchedAskRule: { source: "localSettings", toolName: "Bash" } }],
+    ["suppress_always_allow_rule", { claudeCode: { suppress_always_allow_rule: true } }],
+  ])(
+    "offers no rule from the card for a request carrying %s, and refuses a decision that makes one",
+    async (_, meta) => {
+      const { owner, approval, agent } = await offered(meta);
+      const choices = await json<RuleChoices>(await ruleChoices(owner, approval));
+      expect(choices.choices).toEqual([]);
+      const withRule = await api(`/v1/approvals/${approval.id}/decision`, {
+        method: "POST",
+        cookie: owner.cookie,
+        body: JSON.stringify({
+          optionId: "allow_once",
+          requestHash: approval.requestHash,
+          rule: { expiresInMs: RULE_DEFAULT_MS },
+        }),
+      });
+      expect(withRule.status).toBe(409);
+      expect(await json(withRule)).toMatchObject({ error: "rule_not_possible" });
+      await agent.barrier();
+      expect(agent.pending()).toBe(0);
+      const rules = await json<{ rules: unknown[] }>(await api("/v1/rules", { cookie: owner.cookie }));
+      expect(rules.rules).toEqual([]);
+    },
+  );
 });
 
 describe("ACP v2: an unoffered optionId is never an allow", () => {

@@ -15,13 +15,7 @@ import type {
 
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
-import {
-  type StepUpOptionsAnswer,
-  type StepUpProof,
-  stepUpOptionsAnswerSchema,
-  stepUpProofSchema,
-} from "../../sdk/src/human/step-up";
-import type { Tweaks } from "./authenticator";
+import { type StepUpOptionsAnswer, type StepUpProof, stepUpProofSchema } from "../../sdk/src/human/step-up";
 import {
   api,
   connectAgent,
@@ -34,7 +28,7 @@ import {
   unique,
 } from "./helpers";
 import { offlineProblem } from "./offline-proof";
-import { type Approver, addMember, openLive, withPasskey } from "./team-helpers";
+import { addMember, openLive, stepUpFor, withPasskey } from "./team-helpers";
 
 const post = (member: Member, path: string, body: unknown) =>
   api(path, { method: "POST", cookie: member.cookie, body: JSON.stringify(body) });
@@ -61,17 +55,6 @@ async function highRiskSetup(policy: object = {}, count = 1, toolCall: typeof FO
   }
   const approvals = (await pendingApprovals(owner, sessionId)).sort((a, b) => a.createdAt - b.createdAt);
   return { owner, agent, sessionId, approvals };
-}
-
-async function stepUpFor(member: Approver, approval: Approval, tweaks: Tweaks = {}, optionId = "allow") {
-  const response = await post(member, `/v1/approvals/${approval.id}/step-up`, { optionId });
-  expect(response.status).toBe(200);
-  const answer = stepUpOptionsAnswerSchema.parse(await json(response)) as StepUpOptionsAnswer;
-  const assertion = await member.authenticator.assert(
-    answer.options as unknown as PublicKeyCredentialRequestOptionsJSON,
-    tweaks,
-  );
-  return { answer, assertion };
 }
 
 const decideWith = (member: Member, approval: Approval, optionId: string, stepUp?: unknown) =>

@@ -1,12 +1,16 @@
 /** Helpers for the dashboard tests: members of any role (with a passkey), seeded history rows, the live feed. */
 
 import { env, SELF } from "cloudflare:test";
-import type { PublicKeyCredentialCreationOptionsJSON } from "@simplewebauthn/server";
+import type {
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+} from "@simplewebauthn/server";
 import { expect } from "vitest";
-import type { DecidedBy } from "../../sdk/src/approval";
+import type { Approval, DecidedBy } from "../../sdk/src/approval";
 import type { Role } from "../../sdk/src/human/roles";
+import { type StepUpOptionsAnswer, stepUpOptionsAnswerSchema } from "../../sdk/src/human/step-up";
 import { newId, randomToken, sha256Hex } from "../../worker/crypto";
-import { SoftAuthenticator } from "./authenticator";
+import { SoftAuthenticator, type Tweaks } from "./authenticator";
 import { api, json, type Member, ORIGIN, unique } from "./helpers";
 
 /** A member of `team` with `role`, made in D1 directly, signed in with their own web session. */
@@ -129,3 +133,19 @@ export async function withPasskey(member: Member) {
   return { ...member, authenticator };
 }
 export type Approver = Awaited<ReturnType<typeof withPasskey>>;
+
+/** A step-up for allowing `approval` with `optionId`: the challenge's options, and the member's passkey assertion over them. */
+export async function stepUpFor(member: Approver, approval: Approval, tweaks: Tweaks = {}, optionId = "allow") {
+  const response = await api(`/v1/approvals/${approval.id}/step-up`, {
+    method: "POST",
+    cookie: member.cookie,
+    body: JSON.stringify({ optionId }),
+  });
+  expect(response.status).toBe(200);
+  const answer = stepUpOptionsAnswerSchema.parse(await json(response)) as StepUpOptionsAnswer;
+  const assertion = await member.authenticator.assert(
+    answer.options as unknown as PublicKeyCredentialRequestOptionsJSON,
+    tweaks,
+  );
+  return { answer, assertion };
+}

@@ -52,6 +52,8 @@ export interface DecisionInput {
   device: string;
   /** A permission's answer: one of its offered options. */
   optionId?: string;
+  /** A permission's card dismissed (instead of `optionId`): it ends `cancelled`/`dismissed`, answered `cancelled`. */
+  dismiss?: true;
   /** An elicitation's answer (instead of `optionId`): the action, and with `accept` of a form its content. */
   action?: ElicitationAction;
   content?: Record<string, unknown>;

@@ -177,7 +177,7 @@ export function agentAnswer(
   const { outcome } =
     (r.reason === "decided" || (r.reason === "rule" && r.rule)) && r.optionId
       ? { outcome: { outcome: "selected" as const, optionId: r.optionId } }
-      : r.reason === "agent_cancelled" || r.reason === "session_cancelled"
+      : r.reason === "agent_cancelled" || r.reason === "session_cancelled" || r.reason === "dismissed"
         ? { outcome: { outcome: "cancelled" as const } }
         : failClosedAnswer(agentOptions);
   const decidedBy = r.decidedBy ? { name: r.decidedBy.name, device: r.decidedBy.device } : undefined;
@@ -252,6 +252,7 @@ export function checkDecision(
 ): DecisionCheck {
   const refused = mayDecide(meta, d);
   if (refused) return { ok: false, error: refused };
+  if (d.dismiss) return dismissal(pending, d);
   const option = pending.options.find((o) => o.optionId === d.optionId);
   if (!option) return { ok: false, error: "option_not_offered" };
   if (d.requestHash !== pending.requestHash) return { ok: false, error: "request_changed" };
@@ -283,6 +284,17 @@ export function decidedByOf(d: Pick<DecisionInput, "userId" | "name" | "device" 
   return { userId: d.userId, name: d.name, device: d.device, ...(d.via && d.via !== "app" && { via: d.via }) };
 }
 
+/**
+ * A decider dismissed the card: `cancelled`/`dismissed`, no option, so the agent is answered
+ * `cancelled` (`agentAnswer`). Like a deny it needs no step-up and ends a quorum's partial allow.
+ */
+function dismissal(pending: Approval, d: DecisionInput): DecisionCheck {
+  if (d.requestHash !== pending.requestHash) return { ok: false, error: "request_changed" };
+  const decidedBy = decidedByOf(d);
+  const message = d.reason !== undefined && { message: d.reason };
+  return { ok: true, resolution: { state: "cancelled", reason: "dismissed", decidedBy, ...message } };
+}
+
 /** Whether this person may decide in this session at all (role, then `deciders` policy); the refusal, or null. */
 export function mayDecide(meta: ServedSession, d: Pick<DecisionInput, "role" | "userId">) {
   if (!DECIDER_ROLES.includes(d.role)) return "role_may_not_decide" as const;
@@ -292,18 +304,23 @@ export function mayDecide(meta: ServedSession, d: Pick<DecisionInput, "role" | "
 
 /** A decision on an approval that already left `pending`: taken by a human, or ended without one. */
 export const lateDecisionError = (current: Approval) =>
-  current.reason === "decided" ? ("already_decided" as const) : ("already_resolved" as const);
+  current.reason === "decided" || current.reason === "dismissed"
+    ? ("already_decided" as const)
+    : ("already_resolved" as const);
 
 /**
  * Whether a decision repeats the one that ended the approval: the same person (from any of
  * their devices: a phone retrying after a lost answer), the same option, the same
- * `requestHash`. A repeat is answered the stored result and changes nothing; anything else
- * on a decided approval is a conflict.
+ * `requestHash` (or both a dismissal by the same person). A repeat is answered the stored
+ * result and changes nothing; anything else on a decided approval is a conflict.
  */
 export function isRepeatDecision(
   current: Approval,
-  d: Pick<DecisionInput, "userId" | "optionId" | "requestHash" | "updatedInput">,
+  d: Pick<DecisionInput, "userId" | "optionId" | "requestHash" | "updatedInput" | "dismiss">,
 ) {
+  const sameDecider = current.decidedBy?.userId === d.userId && current.requestHash === d.requestHash;
+  if (current.reason === "dismissed" || d.dismiss)
+    return current.reason === "dismissed" && d.dismiss === true && sameDecider;
   return (
     current.reason === "decided" &&
     current.decidedBy?.userId === d.userId &&

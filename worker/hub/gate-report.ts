@@ -9,8 +9,9 @@
  * carry a newer policy back). The outbox rows are written meanwhile; the call resolves once D1
  * has them, and rejects when that failed, so the gate keeps the rows (never the news) for its
  * retry. A failing item fails alone: the rest of the report still counts. Once D1 has the rows,
- * an approval row that ended a request is taken as that end's news too (at least once: a lost
- * `resolved` is repaired by the next flush that carries the row).
+ * an approval row that ended a request is taken as that end's news too, and a pending row with
+ * a quorum's first allow ("1 of 2") as its `updated` news (at least once: a lost `resolved` or
+ * `updated` is repaired by the next flush that carries the row).
  *
  * Owns: that order. Does not own: what each item does (the hub's methods and their subsystems).
  */
@@ -40,23 +41,36 @@ export async function readGateReport(
   }
   const ops = report.ops ?? [];
   const [newer] = await Promise.all([policy, ops.length > 0 ? hub.writeOutbox(teamId, ops) : undefined]);
-  for (const ended of endedBy(ops, Date.now())) {
-    background(hub.approvalResolved(teamId, ended.approval, ended.ownerUserId).catch(() => undefined));
+  for (const { approval, ownerUserId } of rowNews(ops, Date.now())) {
+    const news =
+      approval.state === "pending"
+        ? hub.approvalUpdated(teamId, approval, ownerUserId)
+        : hub.approvalResolved(teamId, approval, ownerUserId);
+    background(news.catch(() => undefined));
   }
   return { policy: newer };
 }
 
+type ApprovalRow = Extract<OutboxOp, { op: "approval" }>;
+
 /**
- * The approval rows that ended a request lately: each stands for its `resolved` news, which a
- * lost report (or a failed flush, whose retry carries rows and never news) did not bring. The
- * hub takes the news once (`approvalResolved` ignores an end it already showed), so the row of
- * a report that did arrive changes nothing. Rows older than the hub keeps ends are no news.
+ * The approval rows that stand for news a lost report (or a failed flush, whose retry carries
+ * rows and never news) did not bring: a row that ended a request lately, for its `resolved`,
+ * and a pending row whose quorum has an allow ("1 of 2"), for its `updated`. Only each request's
+ * last row in the flush counts (an earlier one is no longer how it stands), and only within the
+ * time the hub keeps ends (older rows are no news, and a pending one must not show a card again).
+ * The hub takes each once (`approvalResolved` ignores an end it showed; `approvalUpdated` a
+ * request it already has as it stands, and never reopens an ended one), so the row of a report
+ * that did arrive changes nothing.
  */
-function endedBy(ops: OutboxOp[], now: number) {
-  return ops.flatMap((o) =>
-    o.op === "approval" && o.approval.state !== "pending" && (o.approval.resolvedAt ?? 0) > now - KEEP_RESOLVED_MS
-      ? [o]
-      : [],
+function rowNews(ops: OutboxOp[], now: number): ApprovalRow[] {
+  const last = new Map<string, ApprovalRow>();
+  for (const o of ops) if (o.op === "approval") last.set(o.approval.id, o);
+  const since = now - KEEP_RESOLVED_MS;
+  return [...last.values()].filter(({ approval: a }) =>
+    a.state === "pending"
+      ? a.expiresAt > now && Math.max(0, ...(a.quorum?.allowedBy ?? []).map((p) => p.at)) > since
+      : (a.resolvedAt ?? 0) > since,
   );
 }
 

@@ -226,6 +226,12 @@ export class LiveFeed {
     );
   }
 
+  /** Whether the hub already has this request exactly as it stands. */
+  holds(approval: Approval): boolean {
+    const stored = this.host.sql.exec("SELECT record FROM approvals WHERE id = ?", approval.id).toArray()[0];
+    return stored?.record === JSON.stringify(approval);
+  }
+
   /** Records the latest state; a resolved approval never goes back to pending. Returns whether it changed. */
   remember(approval: Approval, ownerUserId: string, now: number): boolean {
     this.storeAdmitted();

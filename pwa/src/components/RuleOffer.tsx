@@ -1,7 +1,7 @@
 /**
  * The card's "Allow for 1 h": beside "Allow once", where the server offers a rule from this
  * request (`GET /v1/approvals/:id/rule-choices`: your own session, `allow_once` offered, not
- * high-risk, nothing cut). Before the click it shows each choice (this exact request, this
+ * high-risk, nothing cut, no `matchedAskRule`). Before the click it shows each choice (this exact request, this
  * command in this folder and below, this program with any arguments) with the sentence saying
  * what its rule matches and how many of your requests of the last 7 days it would have allowed;
  * the button makes the chosen one.

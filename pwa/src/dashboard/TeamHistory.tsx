@@ -38,6 +38,7 @@ export const REASONS: Record<string, string> = {
   service_restart: "Restart",
   invalid: "Invalid",
   rule: "Standing rule",
+  dismissed: "Dismissed",
 };
 
 interface Form {

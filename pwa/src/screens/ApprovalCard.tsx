@@ -11,6 +11,7 @@ import { AgentPrompt } from "../components/AgentPrompt";
 import { Banner } from "../components/Banner";
 import { Countdown } from "../components/Countdown";
 import { DeliveryList, EscalationTimeline, Section } from "../components/DeliveryStory";
+import { DismissButton } from "../components/DismissButton";
 import { EditAllow, EditedDiff } from "../components/EditAllow";
 import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
@@ -74,6 +75,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
   /** "Edit and allow": the allow option with the tool input the decider edited. */
   const allowEdited = (optionId: string, updatedInput: ToolInput, reason?: string) =>
     send("edit", (current) => decideWithStepUp(current, optionId, { reason, updatedInput }));
+  const dismiss = (reason?: string) => send("dismiss", (current) => api.dismiss(id, current.requestHash, reason));
   const answer = (a: ElicitationAnswer) => send(a.action, (current) => api.answer(id, a, current.requestHash));
 
   const send = async (busyWith: string, decision: (current: ApprovalView) => Promise<DecisionAnswer>) => {
@@ -137,6 +139,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       notice={notice}
       onChoose={choose}
       onAllowEdited={allowEdited}
+      onDismiss={dismiss}
       onAnswer={answer}
       embedded={embedded}
     />
@@ -149,6 +152,7 @@ function Card({
   notice,
   onChoose,
   onAllowEdited,
+  onDismiss,
   onAnswer,
   embedded,
 }: {
@@ -157,6 +161,7 @@ function Card({
   notice: Notice;
   onChoose: (o: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) => void;
   onAllowEdited: (optionId: string, updatedInput: ToolInput, reason?: string) => void;
+  onDismiss: (reason?: string) => void;
   onAnswer: (a: ElicitationAnswer) => void;
   embedded: boolean;
 }) {
@@ -303,6 +308,7 @@ function Card({
                   onAllow={(input) => onAllowEdited(allowOnce.optionId, input, reason.trim() || undefined)}
                 />
               )}
+              <DismissButton busy={busy} onDismiss={() => onDismiss(reason.trim() || undefined)} />
             </>
           )
         ) : (

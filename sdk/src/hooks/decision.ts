@@ -54,6 +54,11 @@ export function denyReason(meta: TapgateAnswerMeta, waitedMs: number): string {
     case "agent_cancelled":
     case "session_cancelled":
       return "Tapgate: the request was cancelled";
+    case "dismissed": {
+      const who = `dismissed on Tapgate by ${meta.decidedBy ? by(meta.decidedBy) : "a human reviewer"}, not allowed`;
+      const why = humanReason(meta);
+      return why ? `${who}: ${why}` : who;
+    }
     case "key_revoked":
       return "Tapgate: this API key was revoked — run `tapgate login`";
     case "session_stopped":

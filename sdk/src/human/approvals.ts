@@ -48,6 +48,8 @@ export const decisionBodySchema = z.object({
    * `acceptsEdits`; never with `rule`): the whole input, of the original's shape (`edit-input.ts`).
    */
   updatedInput: toolInputSchema.optional(),
+  /** Not with an option: a dismissal is its own body (`dismissBodySchema`), so one with both is refused, never read as the option. */
+  dismiss: z.never().optional(),
 });
 export type DecisionBody = z.infer<typeof decisionBodySchema>;
 
@@ -60,11 +62,24 @@ export const elicitationDecisionBodySchema = z.object({
   action: elicitationActionSchema,
   content: z.record(z.string().max(128), z.unknown()).optional(),
   requestHash: decisionBodySchema.shape.requestHash,
+  dismiss: z.never().optional(),
 });
 export type ElicitationDecisionBody = z.infer<typeof elicitationDecisionBodySchema>;
 
-/** What `POST /v1/approvals/:id/decision` takes: a permission's option, or an elicitation's answer. */
-export const anyDecisionBodySchema = z.union([decisionBodySchema, elicitationDecisionBodySchema]);
+/**
+ * A decider dismisses a permission request's card: it ends `cancelled` (reason `dismissed`) and
+ * the agent is answered ACP's `{outcome: {outcome: "cancelled"}}`, which it treats as not allowed.
+ * No option, rule, edit or step-up goes with it; `reason` is the decider's words to the agent.
+ */
+export const dismissBodySchema = z.strictObject({
+  dismiss: z.literal(true),
+  requestHash: decisionBodySchema.shape.requestHash,
+  reason: decisionBodySchema.shape.reason,
+});
+export type DismissBody = z.infer<typeof dismissBodySchema>;
+
+/** What `POST /v1/approvals/:id/decision` takes: a permission's option, an elicitation's answer, or a dismissal. */
+export const anyDecisionBodySchema = z.union([decisionBodySchema, elicitationDecisionBodySchema, dismissBodySchema]);
 export type AnyDecisionBody = z.infer<typeof anyDecisionBodySchema>;
 
 /** Its answer: the approval as decided (and `createdRule`, the rule a `rule` made). Refusals (409/410) carry it too, as `approval`. */

@@ -5,8 +5,7 @@
  * and it reports what it would run as a message: `run: <JSON of the input>` (the allow's
  * `_meta.tapgate.updatedInput` when there is one, else its own input), or `outcome: <…>` when not allowed.
  */
-import { Readable, Writable } from "node:stream";
-import * as acp from "@agentclientprotocol/sdk";
+import { runAgent, say } from "./scaffold.mjs";
 
 const INPUT = { command: "git push origin main", timeout: 60 };
 
@@ -26,21 +25,8 @@ async function prompt(ctx) {
     outcome.outcome === "selected" && outcome.optionId === "allow"
       ? `run: ${JSON.stringify(answer._meta?.tapgate?.updatedInput ?? INPUT)}`
       : `outcome: ${outcome.outcome === "selected" ? outcome.optionId : outcome.outcome}`;
-  await ctx.client.notify("session/update", {
-    sessionId,
-    update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
-  });
+  await say(ctx, text);
   return { stopReason: "end_turn" };
 }
 
-const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
-acp
-  .agent({ name: "edit-agent" })
-  .onRequest("initialize", () => ({
-    protocolVersion: acp.PROTOCOL_VERSION,
-    agentCapabilities: {},
-    agentInfo: { name: "edit-agent", version: "1.0.0" },
-  }))
-  .onRequest("session/new", () => ({ sessionId: `sid-${crypto.randomUUID()}` }))
-  .onRequest("session/prompt", prompt)
-  .connect(stream);
+runAgent("edit-agent", prompt);

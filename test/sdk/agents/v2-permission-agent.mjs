@@ -8,8 +8,7 @@
  *   custom    subject of a type Tapgate does not know (`_acme.dev/deploy`)
  *   v1        a v1 request (`toolCall`)
  */
-import { Readable, Writable } from "node:stream";
-import * as acp from "@agentclientprotocol/sdk";
+import { runAgent, say } from "./scaffold.mjs";
 
 /** Exact strings: the test checks that Tapgate stores them byte for byte. */
 const TRACE_META = {
@@ -46,21 +45,8 @@ async function prompt(ctx) {
   } catch (err) {
     text = `error: ${err.code} ${err.message}`;
   }
-  await ctx.client.notify("session/update", {
-    sessionId,
-    update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
-  });
+  await say(ctx, text);
   return { stopReason: "end_turn" };
 }
 
-const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
-acp
-  .agent({ name: "v2-permission-agent" })
-  .onRequest("initialize", () => ({
-    protocolVersion: acp.PROTOCOL_VERSION,
-    agentCapabilities: {},
-    agentInfo: { name: "v2-permission-agent", version: "1.0.0" },
-  }))
-  .onRequest("session/new", () => ({ sessionId: `sid-${crypto.randomUUID()}` }))
-  .onRequest("session/prompt", prompt)
-  .connect(stream);
+runAgent("v2-permission-agent", prompt);
