@@ -8,7 +8,7 @@ import { SafeText } from "../components/SafeText";
 import { ago, dateTime } from "../format";
 import { useAction } from "../use-action";
 import { useMe } from "../viewer";
-import { ActionsHead, ConfirmButton, CopyField, DataTable, Empty, LoadError, PageHead, shortDate, useLoad } from "./ui";
+import { ActionsHead, ConfirmButton, DataTable, Empty, LoadError, PageHead, ShownOnce, shortDate, useLoad } from "./ui";
 
 export function Keys() {
   const me = useMe();
@@ -58,18 +58,22 @@ export function Keys() {
         }}
       />
       {created && (
-        <div class="panel created" data-testid="key-created">
-          <p>
-            <strong>Copy this key now:</strong> it is shown only once and cannot be recovered.
-          </p>
-          <CopyField text={created.key} testId="key-value" copyTestId="key-copy" label="Copy key" />
-          <p class="muted small">
-            Use it as <code>TAPGATE_API_KEY</code>, or sign in from a terminal with <code>npx tapgate login</code>.{" "}
-            <button type="button" class="link-button" onClick={() => setCreated(null)} data-testid="key-dismiss">
-              I have copied it
-            </button>
-          </p>
-        </div>
+        <ShownOnce
+          ids={{ panel: "key-created", value: "key-value", copy: "key-copy", done: "key-dismiss" }}
+          lead={
+            <>
+              <strong>Copy this key now:</strong> it is shown only once and cannot be recovered.
+            </>
+          }
+          value={created.key}
+          copyLabel="Copy key"
+          use={
+            <>
+              Use it as <code>TAPGATE_API_KEY</code>, or sign in from a terminal with <code>npx tapgate login</code>.
+            </>
+          }
+          onDone={() => setCreated(null)}
+        />
       )}
       {keys.error && <LoadError error={keys.error} testId="keys-error" onRetry={() => void keys.reload()} />}
       {keys.data && list.length === 0 && (

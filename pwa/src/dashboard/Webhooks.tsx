@@ -11,7 +11,7 @@ import { SafeText } from "../components/SafeText";
 import { ago, dateTime } from "../format";
 import { useAction } from "../use-action";
 import { useMe } from "../viewer";
-import { ActionsHead, ConfirmButton, CopyField, DataTable, Empty, LoadError, PageHead, shortDate, useLoad } from "./ui";
+import { ActionsHead, ConfirmButton, DataTable, Empty, LoadError, PageHead, ShownOnce, shortDate, useLoad } from "./ui";
 
 /** What each event carries, in words. */
 const EVENT_WORDS: Record<WebhookEvent, string> = {
@@ -48,29 +48,28 @@ export function Webhooks() {
       />
       <AddWebhook onAdded={(s) => reveal(s, false)} />
       {shown && (
-        <div class="panel created" data-testid="webhook-secret">
-          <p>
-            <strong>Copy this signing secret now:</strong> it is shown only once
-            {shown.rotated ? "; deliveries are signed with it from now on." : "."}
-          </p>
-          <CopyField
-            text={shown.secret}
-            testId="webhook-secret-value"
-            copyTestId="webhook-secret-copy"
-            label="Copy secret"
-          />
-          <p class="muted small">
-            Verify each delivery with it (the <code>standardwebhooks</code> package).{" "}
-            <button
-              type="button"
-              class="link-button"
-              onClick={() => setShown(null)}
-              data-testid="webhook-secret-dismiss"
-            >
-              I have copied it
-            </button>
-          </p>
-        </div>
+        <ShownOnce
+          ids={{
+            panel: "webhook-secret",
+            value: "webhook-secret-value",
+            copy: "webhook-secret-copy",
+            done: "webhook-secret-dismiss",
+          }}
+          lead={
+            <>
+              <strong>Copy this signing secret now:</strong> it is shown only once
+              {shown.rotated ? "; deliveries are signed with it from now on." : "."}
+            </>
+          }
+          value={shown.secret}
+          copyLabel="Copy secret"
+          use={
+            <>
+              Verify each delivery with it (the <code>standardwebhooks</code> package).
+            </>
+          }
+          onDone={() => setShown(null)}
+        />
       )}
       {hooks.error && <LoadError error={hooks.error} testId="webhooks-error" onRetry={() => void hooks.reload()} />}
       {hooks.data && list.length === 0 && (

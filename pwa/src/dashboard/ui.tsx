@@ -188,6 +188,47 @@ export function CopyField({
   );
 }
 
+/** The test ids of a `ShownOnce` panel's parts. */
+interface ShownOnceIds {
+  panel: string;
+  value: string;
+  copy: string;
+  done: string;
+}
+
+/**
+ * A secret shown once (an API key, a webhook's signing secret): what to do now, the value with a
+ * copy button, how to use it, and "I have copied it", which hides it for good.
+ */
+export function ShownOnce({
+  ids,
+  lead,
+  value,
+  copyLabel,
+  use,
+  onDone,
+}: {
+  ids: ShownOnceIds;
+  lead: ComponentChildren;
+  value: string;
+  copyLabel: string;
+  use: ComponentChildren;
+  onDone: () => void;
+}) {
+  return (
+    <div class="panel created" data-testid={ids.panel}>
+      <p>{lead}</p>
+      <CopyField text={value} testId={ids.value} copyTestId={ids.copy} label={copyLabel} />
+      <p class="muted small">
+        {use}{" "}
+        <button type="button" class="link-button" onClick={onDone} data-testid={ids.done}>
+          I have copied it
+        </button>
+      </p>
+    </div>
+  );
+}
+
 export function RoleBadge({ role }: { role: string }) {
   return (
     <span class={`role-badge role-${role}`} data-testid="role-badge">
