@@ -19,6 +19,7 @@ import {
   signUp,
   unique,
 } from "./helpers";
+import { makeRule, npmTest, session, teamRule } from "./rule-helpers";
 
 /** A member whose team shows standing options (`onceOnlyOptions: false`), with an agent socket. */
 async function standingOptionsTeam(): Promise<{
@@ -152,6 +153,24 @@ describe("richer permission prompts", () => {
       expect(rules.rules).toEqual([]);
     },
   );
+});
+
+describe("a request that asks for no standing answer", () => {
+  it.each([
+    ["matchedAskRule", { claudeCode: { matchedAskRule: { source: "localSettings", toolName: "Bash" } } }],
+    ["suppress_always_allow_rule", { claudeCode: { suppress_always_allow_rule: true } }],
+  ])("carrying %s is asked of a human, though a standing rule matches it", async (_, meta) => {
+    const owner = await signUp();
+    await makeRule(owner, teamRule);
+    const { sessionId, agent } = await session(owner);
+    // The same call without the flag: the rule answers it at once.
+    await agent.ask(1, permissionParams(sessionId, { toolCall: npmTest() }));
+    expect(await agent.next()).toMatchObject({ id: 1, result: { _meta: { tapgate: { reason: "rule" } } } });
+    await agent.ask(2, { ...permissionParams(sessionId, { toolCall: npmTest() }), _meta: meta });
+    await agent.barrier();
+    expect(agent.pending()).toBe(0);
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
+  });
 });
 
 describe("ACP v2: an unoffered optionId is never an allow", () => {

@@ -13,6 +13,7 @@ import type { Approval } from "../../sdk/src/approval";
 import { cardRule, cardRuleChoices, choiceSentence, type OfferedRule } from "../../sdk/src/card-rules";
 import { DEFAULT_HIGH_RISK, type HighRiskPattern, type TeamPolicy } from "../../sdk/src/human/policy";
 import type { RuleChoice, RuleMatch } from "../../sdk/src/human/rules";
+import { forbidsStandingAnswer } from "../../sdk/src/permission-prompt";
 import { isHighRisk, isRiskyProgram } from "../../sdk/src/risk-match";
 import { applicableRule, type HighRiskTest, ruleFactsOf, type StandingRule } from "../../sdk/src/rules";
 import type { Resolution } from "./rules";
@@ -35,8 +36,8 @@ export interface RuleSession {
 
 /**
  * The rule of `rules` that allows this request on arrival, with the option it picks, or null
- * when a human must decide: an offered `allow_once`, nothing cut, not high-risk, and a rule that
- * applies. The gate's own test, also used to count what a card's choice would have allowed.
+ * when a human must decide: an offered `allow_once`, nothing cut, not high-risk, a request that
+ * does not refuse standing answers (`forbidsStandingAnswer`), and a rule that applies. The gate's own test, also used to count what a card's choice would have allowed.
  */
 export function allowingRule(
   isHighRisk: HighRiskTest,
@@ -45,7 +46,8 @@ export function allowingRule(
   rules: readonly StandingRule[],
   now: number,
 ): { rule: StandingRule; optionId: string } | null {
-  if (rules.length === 0) return null;
+  // The agent's user asked to be asked each time (`matchedAskRule`, `suppress_always_allow_rule`).
+  if (rules.length === 0 || forbidsStandingAnswer(approval.snapshot.meta)) return null;
   const allowOnce = approval.options.find((o) => o.kind === "allow_once");
   const facts = allowOnce && ruleFactsOf(approval, isHighRisk);
   if (!allowOnce || !facts) return null;
