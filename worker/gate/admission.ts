@@ -19,7 +19,8 @@ import type { StandingRule } from "../../sdk/src/rules";
 import { orFallback, REQUEST_BUDGET_MS } from "../deadline";
 import { limitsOf } from "../policy";
 import type { GateHub, GateNews, QuotaVerdict } from "./hub";
-import type { Refusal, StateMachine } from "./state-machine";
+import type { Refusal } from "./intake";
+import type { StateMachine } from "./state-machine";
 import type { Holder, ServedSession } from "./store";
 import { jsonBytes } from "./stored-snapshot";
 

@@ -17,9 +17,10 @@ import { randomBase62 } from "../crypto";
 import type { Admission } from "./admission";
 import { dispatch, type RpcHost } from "./agent-rpc";
 import type { GateJoin } from "./api";
+import type { Refusal } from "./intake";
 import type { Presence } from "./presence";
 import { closeQuietly, identityOf, reciprocateClose, type SocketIdentity, type Sockets, send } from "./sockets";
-import type { Refusal, StateMachine } from "./state-machine";
+import type { StateMachine } from "./state-machine";
 import type { GateStore } from "./store";
 
 /**

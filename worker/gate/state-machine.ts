@@ -8,23 +8,18 @@
  * resolution throws among several is set aside (quarantined), so it blocks none of the others.
  *
  * Owns: the transitions. Does not own: the rules they follow (rules.ts), storage (store.ts),
- * transports (socket-agents.ts, http-agents.ts) or when to flush and wake (the shell).
+ * transports (socket-agents.ts, http-agents.ts), a new request's checks and draft (intake.ts) or
+ * when to flush and wake (the shell).
  */
-import { type Approval, type SessionStop, stoppedSentence } from "../../sdk/src/approval";
+import type { Approval } from "../../sdk/src/approval";
 import { type AgentAnswer, type AgentAsk, isElicitation } from "../../sdk/src/elicitation-protocol";
-import type { QuotaLimit } from "../../sdk/src/human/policy";
-import { LIMITS, type PermissionOption, tapgateMetaSchema } from "../../sdk/src/protocol";
+import type { PermissionOption } from "../../sdk/src/protocol";
 import type { StandingRule } from "../../sdk/src/rules";
 import { randomBase62 } from "../crypto";
 import type { DecisionInput, DecisionResult, GateRuleChoices } from "./api";
-import {
-  checkElicitationDecision,
-  elicitationAnswer,
-  elicitationRefusal,
-  isRepeatElicitation,
-  newElicitationApproval,
-} from "./elicitation";
+import { checkElicitationDecision, elicitationAnswer, isRepeatElicitation } from "./elicitation";
 import type { GateNews } from "./hub";
+import { checkAsk, draftApproval, type Refusal } from "./intake";
 import type { Outbox } from "./outbox";
 import { cardRuleMatch, highRiskPatterns, offeredRules, ruleResolution } from "./rule-allow";
 import {
@@ -34,27 +29,10 @@ import {
   isRepeatDecision,
   lapseOf,
   lateDecisionError,
-  newApproval,
   type Resolution,
-  requestLifetimeMs,
   resolvedApproval,
 } from "./rules";
 import { type GateStore, type Holder, type PendingRow, SET_ASIDE, type ServedSession, type StoredRow } from "./store";
-
-export type Refusal =
-  | { refused: "invalid_params" | "too_many_pending"; message: string; issues?: unknown[] }
-  /** Over one of the team's quotas (the hub's verdict, admission.ts). */
-  | { refused: "quota"; message: string; limit: QuotaLimit; retryAfterMs: number }
-  /** The team's quotas could not be checked in time: refused, never held unchecked. */
-  | { refused: "quota_unavailable"; message: string; retryAfterMs: number }
-  /** The socket that sent it closed while it was being admitted: nobody to answer. */
-  | { refused: "holder_gone"; message: string }
-  /** Its key was revoked while it was being admitted. */
-  | { refused: "key_revoked"; message: string }
-  /** Storage failed while holding it: nothing was held. */
-  | { refused: "not_held"; message: string }
-  /** Someone stopped the session (session-stop.ts): every new request is refused until it is resumed. */
-  | { refused: "session_stopped"; message: string; stopped: SessionStop };
 
 /** What the state machine needs from its Durable Object. */
 export interface MachineHost {
@@ -99,38 +77,12 @@ export class StateMachine {
 
   /** The session's own checks of a new request (before the team's quotas): its lifetime, or a refusal. */
   check(meta: ServedSession, params: AgentAsk): { lifetimeMs: number } | Refusal {
-    if (params.sessionId !== meta.sessionId) {
-      return { refused: "invalid_params", message: `sessionId is not this session's (${meta.sessionId})` };
-    }
-    const stopped = this.store.stopped();
-    if (stopped) return { refused: "session_stopped", message: stoppedSentence(stopped), stopped };
-    const ask = tapgateMetaSchema.safeParse(params._meta?.tapgate ?? {});
-    if (!ask.success) {
-      const issues = ask.error.issues.map((i) => ({ ...i, path: ["_meta", "tapgate", ...i.path] }));
-      return { refused: "invalid_params", message: "invalid _meta.tapgate", issues };
-    }
-    const tooLarge = isElicitation(params) ? elicitationRefusal(meta, params) : null;
-    if (tooLarge) return { refused: "invalid_params", message: tooLarge };
-    if (this.store.pendingCount() >= LIMITS.pendingPerSession) {
-      const message = `this session already has ${LIMITS.pendingPerSession} pending requests`;
-      return { refused: "too_many_pending", message };
-    }
-    return { lifetimeMs: requestLifetimeMs(meta.policy, ask.data.timeoutMs) };
+    return checkAsk(this.store, meta, params);
   }
 
-  /** The approval a request is held as, built from the session and its holder's socket as they are now. */
+  /** The approval a request is held as (`draftApproval`). */
   draft(meta: ServedSession, holder: Holder, params: AgentAsk, now: number, id: string, lifetimeMs: number): Approval {
-    const asked = { id, meta, lifetimeMs, now };
-    // Only what this holder's own socket told about the tool call (HTTP holders have none).
-    if (isElicitation(params)) {
-      const knownToolCall = params.toolCallId ? this.store.toolCall(holder.socketId, params.toolCallId) : {};
-      return newElicitationApproval({ ...asked, params, knownToolCall });
-    }
-    return newApproval({
-      ...asked,
-      params,
-      knownToolCall: this.store.toolCall(holder.socketId, params.toolCall.toolCallId),
-    });
+    return draftApproval(this.store, { meta, holder, params, now, id, lifetimeMs });
   }
 
   /**
