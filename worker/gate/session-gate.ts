@@ -10,7 +10,7 @@
  * wrapper that always ends in the post-change step (`afterChange`: schedule the alarm, flush
  * the outbox), so no path can forget it. It owns no rule, no SQL and no protocol: see
  * state-machine.ts, admission.ts, store.ts, session-stop.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts,
- * escalation.ts, resolved-cap.ts, alarm-backoff.ts. A failure in one handler never stops the
+ * escalation.ts, resolved-cap.ts, retention.ts, alarm-backoff.ts. A failure in one handler never stops the
  * others: a failing alarm backs off, a failing start-up sweep leaves the gate serving.
  */
 import { DurableObject } from "cloudflare:workers";
@@ -18,7 +18,7 @@ import type { Approval, Owner } from "../../sdk/src/approval";
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import { HEARTBEAT_INTERVAL_MS, type HelloParams, METHODS } from "../../sdk/src/protocol";
 import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
-import { DEFAULT_POLICY, limitsOf, type VersionedPolicy } from "../policy";
+import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";
 import { AlarmBackoff } from "./alarm-backoff";
@@ -44,13 +44,13 @@ import { Outbox, type ReplayResult } from "./outbox";
 import { OutboxStore } from "./outbox-store";
 import { Presence } from "./presence";
 import { ResolvedCap } from "./resolved-cap";
+import { Retention } from "./retention";
 import { SessionStops } from "./session-stop";
 import { SocketAgents } from "./socket-agents";
 import { joinOf, Sockets } from "./sockets";
 import { StateMachine } from "./state-machine";
-import { GateStore, REVOKED_KEY_MEMORY_MS } from "./store";
+import { GateStore } from "./store";
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 /** The most a dropped socket's hub report and D1 flush wait after its resolution committed. */
 const CLOSE_SPREAD_MS = 2_000;
 
@@ -70,8 +70,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly mail: HubMail;
   /** Agents that poll over HTTP instead of holding a socket (a field, not exposed over RPC). */
   readonly http: HttpAgents;
-  /** The cap on resolved rows (count and bytes), checked by the alarm. */
-  private readonly cap: ResolvedCap;
+  private readonly retention: Retention;
   /** The failing alarm's backoff (persisted). */
   private readonly alarmBackoff: AlarmBackoff;
   /** The alarm this instance set; unknown (null) after a restart, so the first schedule sets one. */
@@ -94,7 +93,9 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     });
     const hub = (teamId: string, news: GateNews) => this.mail.post(teamId, news);
     this.store = store;
-    this.cap = new ResolvedCap(ctx.storage.sql);
+    // The cap on resolved rows (count and bytes): noted at each resolution, enforced by the alarm.
+    const cap = new ResolvedCap(ctx.storage.sql);
+    this.retention = new Retention({ store, cap, prunedResolved: () => this.escalation.pruneResolved() });
     this.alarmBackoff = new AlarmBackoff(ctx.storage.sql);
     this.sockets = new Sockets(ctx);
     this.outbox = new Outbox(new OutboxStore(ctx.storage.sql), {
@@ -111,7 +112,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       deliver: (row, answer) => {
         this.sockets.answer(row.socket_id, row.rpc_id, answer);
         this.http.polls.wake(row.id);
-        this.cap.noteResolved();
+        cap.noteResolved();
       },
       reachable: (row, now) => row.socket_id === "" || this.sockets.heardFrom(row.socket_id, now),
       transaction: (work) => ctx.storage.transactionSync(work),
@@ -328,7 +329,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       () => this.agents.closeSilent(now),
       () => this.agents.resolveOrphans(now),
       () => this.presence.reportIfDue(now, wasConnected),
-      () => this.prune(now),
+      () => this.retention.prune(now),
     ];
     const errors = steps.flatMap((step) => {
       try {
@@ -339,19 +340,6 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       }
     });
     if (errors.length > 0) throw errors[0];
-  }
-
-  /** Resolved rows past retention, then past the cap (count and bytes), with their ladders; old revoked keys. */
-  private prune(now: number): void {
-    this.store.pruneRevokedBefore(now - REVOKED_KEY_MEMORY_MS);
-    const pruned = this.store.pruneResolvedBefore(now - this.retentionMs()) + (this.cap.due() ? this.cap.enforce() : 0);
-    if (pruned > 0) this.escalation.pruneResolved();
-  }
-
-  /** How long resolved rows are kept: the team's `limits.retentionDays`. */
-  private retentionMs(): number {
-    const meta = this.store.meta();
-    return limitsOf(meta?.policy ?? DEFAULT_POLICY).retentionDays * DAY_MS;
   }
 
   // ── the post-change step ─────────────────────────────────────────────────
@@ -394,18 +382,15 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private scheduleAlarm(): void {
     const now = Date.now();
     const due = this.store.pendingDue();
-    const oldest = this.store.oldestResolvedExpiry();
-    const prune = oldest === null ? null : oldest + this.retentionMs();
     const candidates = [
       due.expiry,
       due.lease,
       this.outbox.dueAt(now),
       this.presence.reportDueAt(),
-      prune,
+      this.retention.dueAt(now),
       this.escalation.dueAt(),
     ].filter((at) => at !== null);
     if (due.socketHeld > 0) candidates.push(now + HEARTBEAT_INTERVAL_MS);
-    if (this.cap.pressing()) candidates.push(now);
     if (candidates.length === 0) return;
     const at = this.alarmBackoff.floor(Math.min(...candidates));
     // An alarm that fires early just reschedules, so only ever move it earlier: one storage
