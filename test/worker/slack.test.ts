@@ -187,6 +187,32 @@ describe("linking a Slack user", () => {
     expect(links.results).toEqual([]);
   });
 
+  it.each([
+    ["app_uninstalled", { type: "app_uninstalled" }],
+    ["tokens_revoked for the bot", { type: "tokens_revoked", tokens: { bot: ["UBOT1"] } }],
+  ])("removes the install when Slack says %s, audited; a user's token revoked removes nothing", async (_, event) => {
+    const owner = await signUp();
+    const { workspace } = await addToSlack(owner);
+    const userTokens = { type: "tokens_revoked", tokens: { oauth: ["U1"] } };
+    await fromSlack(
+      "/v1/channels/slack/events",
+      JSON.stringify({ type: "event_callback", team_id: workspace, event: userTokens }),
+    );
+    expect(await getChannelInstall(env.DB, owner.teamId, "slack")).not.toBeNull();
+    const response = await fromSlack(
+      "/v1/channels/slack/events",
+      JSON.stringify({ type: "event_callback", team_id: workspace, event }),
+    );
+    expect(response.status).toBe(200);
+    expect(await getChannelInstall(env.DB, owner.teamId, "slack")).toBeNull();
+    const { entries } = await json<{ entries: { action: string; actor: string; subject: string }[] }>(
+      await api("/v1/audit", { cookie: owner.cookie }),
+    );
+    expect(entries).toContainEqual(
+      expect.objectContaining({ action: "channel.removed", actor: "system", subject: "slack" }),
+    );
+  });
+
   it("ignores a workspace nobody added", async () => {
     const workspace = newWorkspace();
     const response = await fromSlack(

@@ -19,7 +19,7 @@ import { parseJson } from "../../sdk/src/protocol";
 import { requireFreshWeb, requireRole, requireSameOrigin } from "../auth";
 import { ChannelFailure } from "../channels/channel";
 import { requireChannel } from "../channels/settings";
-import { slackDirectMessage, slackTap, tellTapper } from "../channels/slack/inbound";
+import { slackAppRemoved, slackDirectMessage, slackTap, tellTapper } from "../channels/slack/inbound";
 import { completeSlackInstall, SLACK_CALLBACK_PATH, slackInstallUrl, slackStateValid } from "../channels/slack/oauth";
 import { slackSignatureValid } from "../channels/slack/signature";
 import { getChannelInstall, putChannelInstall } from "../db/channels";
@@ -100,6 +100,7 @@ export const slackRoutes = new Hono<AppEnv>()
     if (!envelope.success) throw new DomainError("invalid_request", "not an Events API request Tapgate reads");
     if (envelope.data.type === "url_verification") return c.json({ challenge: envelope.data.challenge });
     // A redelivery of an event already answered (or too slowly): a link code is one-time anyway.
+    if (await slackAppRemoved(c.env, envelope.data.team_id, envelope.data.event)) return c.body(null, 200);
     if (c.req.header("X-Slack-Retry-Num")) return c.body(null, 200);
     await orFallback(
       slackDirectMessage(c.env, envelope.data.team_id, envelope.data.event),

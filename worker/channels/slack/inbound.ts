@@ -16,8 +16,15 @@ import {
   slackDirectMessageSchema,
 } from "../../../sdk/src/human/slack";
 import { parseJson } from "../../../sdk/src/protocol";
-import { type ChannelInstallRow, channelInstallByExternalId, deleteChannelLink } from "../../db/channels";
+import {
+  type ChannelInstallRow,
+  channelInstallByExternalId,
+  deleteChannelInstall,
+  deleteChannelLink,
+} from "../../db/channels";
 import { REQUEST_BUDGET_MS, withDeadline } from "../../deadline";
+import { appendAudit } from "../../team/audit";
+import { auditEvents } from "../../team/audit-events";
 import { decideFromChannel } from "../../team/channel-decision";
 import { completeChannelLink } from "../../team/channel-links";
 import type { Env } from "../../types";
@@ -60,6 +67,24 @@ export async function slackDirectMessage(env: Env, workspaceId: string, event: u
   if (linked && otherTeam) await deleteChannelLink(env.DB, linked.teamId, linked.userId, "slack");
   const text = !linked ? UNKNOWN_CODE_TEXT : otherTeam ? OTHER_TEAM_TEXT : LINKED_TEXT(linked.name);
   await postMessage(env, await slackBotToken(env, install), message.data.channel, { text });
+}
+
+/**
+ * Slack says the app left the workspace (`app_uninstalled`) or its bot token was revoked
+ * (`tokens_revoked` naming a bot): the install is removed as if an admin removed it, so the
+ * Channels screen says so and the ladder's Slack steps are refused instead of failing silently.
+ * Audited with the actor `system`; the event is signed by Slack, so nobody else can send it.
+ */
+export async function slackAppRemoved(env: Env, workspaceId: string, event: { type: string }): Promise<boolean> {
+  const bots = (event as { tokens?: { bot?: unknown } }).tokens?.bot;
+  const removed =
+    event.type === "app_uninstalled" || (event.type === "tokens_revoked" && Array.isArray(bots) && bots.length > 0);
+  if (!removed) return false;
+  const install = await channelInstallByExternalId(env.DB, "slack", workspaceId);
+  if (!install || !(await deleteChannelInstall(env.DB, install.teamId, "slack"))) return true;
+  const context = { teamId: install.teamId, actor: "system", at: Date.now() };
+  await appendAudit(env, auditEvents.channelRemoved(context, "slack"));
+  return true;
 }
 
 export const NOT_INSTALLED_TEXT = "Tapgate is not set up for this workspace any more; nothing was decided.";
