@@ -13,12 +13,11 @@ import {
   launchChromium,
   phoneContext,
   pngSize,
-  shownNotifications,
   signUpByEmail,
   startApp,
   unique,
-  watchServiceWorkers,
 } from "./harness";
+import { shownNotifications, watchServiceWorkers } from "./push-harness";
 
 describe.skipIf(!browserAvailable)("the installable app in headless Chromium", () => {
   let app: LocalApp;

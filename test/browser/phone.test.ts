@@ -11,22 +11,24 @@ import {
   addVirtualAuthenticator,
   browserAvailable,
   credentials,
-  fakeSubscription,
   Human,
   type LocalApp,
   launchChromium,
   phoneContext,
   screenshot,
-  shownNotifications,
   signUpWithPasskey,
   startApp,
-  stubPushService,
-  subscribeCall,
   unique,
   type VirtualAuthenticator,
   watchErrors,
-  watchServiceWorkers,
 } from "./harness";
+import {
+  fakeSubscription,
+  shownNotifications,
+  stubPushService,
+  subscribeCall,
+  watchServiceWorkers,
+} from "./push-harness";
 
 const DEVICE_NAME = "Pixel 8";
 const OLD_TEXT = [

@@ -11,7 +11,6 @@ import { type Progress, Tapgate } from "../../sdk/src/index";
 import {
   browserAvailable,
   desktopContext,
-  fakeSubscription,
   Human,
   type LocalApp,
   launchChromium,
@@ -19,6 +18,7 @@ import {
   startApp,
   unique,
 } from "./harness";
+import { fakeSubscription } from "./push-harness";
 
 const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 15_000, interval: 50 });
 const OPTIONS = [

@@ -17,14 +17,13 @@ import {
   launchChromium,
   phoneContext,
   screenshot,
-  shownNotifications,
   signUpWithPasskey,
   startApp,
   unique,
   type VirtualAuthenticator,
   watchErrors,
-  watchServiceWorkers,
 } from "./harness";
+import { shownNotifications, watchServiceWorkers } from "./push-harness";
 
 describe.skipIf(!browserAvailable)("step-up for a high-risk request in headless Chromium", () => {
   let app: LocalApp;
