@@ -159,6 +159,28 @@ describe("delivery", () => {
     expect(JSON.stringify(listed)).not.toContain(hook.secret.slice(6));
   });
 
+  it("sends member.changed for a role change and a removal, and nothing it was not asked for", async () => {
+    const owner = await signUp();
+    const hook = await addWebhook(owner, ["member.changed"]);
+    const bo = await addMember(owner, "approver", "Bo");
+    const patched = await api(`/v1/members/${bo.userId}`, {
+      method: "PATCH",
+      cookie: owner.cookie,
+      body: JSON.stringify({ role: "viewer" }),
+    });
+    expect(patched.status).toBe(200);
+    expect((await api(`/v1/members/${bo.userId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+    const { approval, sessionId, agent } = await askOnce(owner);
+    expect((await decide(owner, approval, "deny")).status).toBe(200);
+    await agent.next();
+    await flush(owner.teamId, sessionId);
+    const payloads = (await deliveredTo(owner.teamId, hook.path, 2)).map((r) => verified(hook.secret, r));
+    expect(payloads.map((p) => [p.type, p.data.action, p.data.subject])).toEqual([
+      ["member.changed", "member.role_changed", bo.userId],
+      ["member.changed", "member.removed", bo.userId],
+    ]);
+  });
+
   it("streams every audit entry with its chain hash, as GET /v1/audit has it, in chain order", async () => {
     const owner = await signUp();
     const hook = await addWebhook(owner, ["audit.appended"]);
