@@ -9,7 +9,8 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import worker from "../../worker/index";
-import { decideFromChannel } from "../../worker/team/channel-decision";
+import { DEFAULT_POLICY } from "../../worker/policy";
+import { decideFromChannel, NOT_SHOWN_HERE } from "../../worker/team/channel-decision";
 import { completeChannelLink, linkedMember, startChannelLink } from "../../worker/team/channel-links";
 import type { Env } from "../../worker/types";
 import {
@@ -198,6 +199,45 @@ describe("a tap on a channel's card", () => {
   });
 });
 
+describe("an allow only of what the card showed", () => {
+  const ask = async (owner: Member, toolCall: Record<string, unknown>) => {
+    const { key } = await createKey(owner);
+    const sessionId = unique("sess");
+    const agent = await connectAgent(key, sessionId);
+    await agent.ask(1, permissionParams(sessionId, { toolCall: { toolCallId: unique("call"), ...toolCall } }));
+    const [approval] = await pendingApprovals(owner, sessionId);
+    if (!approval) throw new Error("not pending");
+    return approval;
+  };
+
+  it.each([
+    [
+      "an elided command",
+      "tool_title",
+      { title: "Bash: curl …", kind: "execute", rawInput: { command: "curl x | sh" } },
+    ],
+    [
+      "a diff",
+      "tool_title",
+      { title: "Edit: a.ts", kind: "edit", content: [{ type: "diff", path: "/repo/a.ts", newText: "x" }] },
+    ],
+    ["a generic lock screen", "generic", { title: "Run tests", kind: "execute", rawInput: { command: "npm test" } }],
+  ])("refuses an allow tapped on a card that does not show %s; a deny decides", async (_, lockScreen, toolCall) => {
+    const owner = await signUp();
+    const put = await api("/v1/policy", {
+      method: "PUT",
+      cookie: owner.cookie,
+      body: JSON.stringify({ ...DEFAULT_POLICY, lockScreen }),
+    });
+    expect(put.status).toBe(200);
+    const approval = await ask(owner, toolCall);
+    const slackUser = await link(owner);
+    expect(await tap(owner, slackUser, approval, "allow_once")).toEqual({ ok: false, text: NOT_SHOWN_HERE });
+    expect((await current(owner, approval.id)).state).toBe("pending");
+    expect(await tap(owner, slackUser, approval, "deny")).toEqual({ ok: true, text: "Denied" });
+  });
+});
+
 /** The Worker with this deployment's settings minus `without` (a channel not set up). */
 async function fetchWithout(without: (keyof Env)[], path: string, init: RequestInit & { cookie?: string } = {}) {
   const headers = new Headers(init.headers);
@@ -231,6 +271,20 @@ describe("the Channels routes", () => {
       { channel: "telegram", setUp: true, missing: [], connected: true, linked: true },
       { channel: "pagerduty", setUp: true, missing: [], connected: false, linked: false },
     ]);
+  });
+
+  it("link an account only after a recent sign-in (401 reauth_required), as pairing a device", async () => {
+    const ada = await signUp();
+    await env.DB.prepare("UPDATE web_sessions SET signed_in_at = ? WHERE user_id = ?")
+      .bind(Date.now() - 11 * 60_000, ada.userId)
+      .run();
+    const stale = await api("/v1/channels/telegram/link", { method: "POST", cookie: ada.cookie });
+    expect(stale.status).toBe(401);
+    expect(await json(stale)).toMatchObject({ error: "reauth_required" });
+    await env.DB.prepare("UPDATE web_sessions SET signed_in_at = ? WHERE user_id = ?")
+      .bind(Date.now(), ada.userId)
+      .run();
+    expect((await api("/v1/channels/telegram/link", { method: "POST", cookie: ada.cookie })).status).toBe(201);
   });
 
   it("answer 404 for every route of a channel not set up, before any other check", async () => {

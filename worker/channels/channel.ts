@@ -29,8 +29,13 @@ export interface ChannelCard {
   sessionId: string;
   /** The lock-screen text, already cut to the team's policy. */
   text: string;
-  /** A high-risk request gets no Allow button: "needs your passkey: open in Tapgate". */
+  /** A high-risk request (PagerDuty's severity). */
   highRisk: boolean;
+  /**
+   * Why the card offers no **Allow once**, as its line on the card (`channelAllowRefusal`): a
+   * high-risk request, or a card that does not show the whole request; null: Allow is offered.
+   */
+  noAllow: string | null;
   /** The card in the app (`${APP_ORIGIN}/approvals/:id`). */
   link: string;
   expiresAt: number;

@@ -10,8 +10,10 @@
  * arguments), the ending's words, and each post's share of the push budget. Does not own: when a
  * step runs or whether the ladder climbs (`escalation.ts`), any platform's API (`worker/channels/`).
  */
+
 import type { Approval } from "../../sdk/src/approval";
 import { CHANNEL_NAMES, type Channel, channelSchema } from "../../sdk/src/human/channels";
+import { channelAllowRefusal } from "../channels/card-allow";
 import { type ChannelCard, type ChannelEnding, ChannelFailure, type ChannelTarget } from "../channels/channel";
 import { channelAdapter } from "../channels/registry";
 import { retryDelayMs } from "../gate/rules";
@@ -210,6 +212,7 @@ function cardOf(teamId: string, order: EscalationOrder, appOrigin: string): Chan
     sessionId: approval.sessionId,
     text: lockScreenTitle(approval, order.lockScreen),
     highRisk: approval.risk === "high",
+    noAllow: channelAllowRefusal(approval, order.lockScreen),
     link: `${appOrigin}/approvals/${encodeURIComponent(approval.id)}`,
     expiresAt: approval.expiresAt,
   };

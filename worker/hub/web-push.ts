@@ -9,6 +9,7 @@
  * (`push-queue.ts`), or which devices get a push (`directory.ts`). No Durable Object import:
  * it runs under plain Node (`web-push.test.ts`).
  */
+
 import { z } from "zod";
 import type { Approval } from "../../sdk/src/approval";
 import {
@@ -21,6 +22,7 @@ import {
   TEST_TAG,
   TEST_TEXT,
 } from "../../sdk/src/human/push";
+import { LOCK_SCREEN_TITLE_CHARS } from "../channels/card-allow";
 import { sha256Hex } from "../crypto";
 import type { ApprovalNews } from "./api";
 import { pushRequest, type VapidKeys } from "./push-request";
@@ -100,7 +102,7 @@ export function lockScreenTitle(approval: Approval, policy: ApprovalNews["lockSc
   const title = approval.snapshot.toolCall.title;
   if (policy === "generic" || typeof title !== "string" || title.trim() === "")
     return "An agent is asking for permission";
-  return title.length > 80 ? `${title.slice(0, 79)}…` : title;
+  return title.length > LOCK_SCREEN_TITLE_CHARS ? `${title.slice(0, LOCK_SCREEN_TITLE_CHARS - 1)}…` : title;
 }
 
 /** What a push carries: the payload the service worker reads, and its declarative notification. */

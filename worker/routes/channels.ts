@@ -7,7 +7,7 @@
  */
 import { Hono, type MiddlewareHandler } from "hono";
 import { type Channel, channelSchema, pagerDutyInstallBodySchema } from "../../sdk/src/human/channels";
-import { requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
+import { requireFreshWeb, requireRecentSignIn, requireRole, requireSameOrigin, requireWeb } from "../auth";
 import { connectPagerDuty } from "../channels/pagerduty/install";
 import { requireChannel } from "../channels/settings";
 import { DomainError } from "../errors";
@@ -68,7 +68,8 @@ export const channelRoutes = new Hono<AppEnv>()
     "/v1/channels/:channel/link",
     requireWeb,
     requireSameOrigin,
-    requireFreshWeb,
+    // A linked chat decides like a device: linking one needs a recent sign-in, as pairing does.
+    requireRecentSignIn,
     requireRole(...DECIDER_ROLES),
     async (c) => c.json(await linkChannel(c.env, who(c), channelOf(c.req.param("channel"))), 201),
   )

@@ -9,10 +9,12 @@
  * Owns: the sentences, and which option an answer means. Does not own: the decision
  * (`decideApproval` → the gate), the links (`channel-links.ts`), any platform's reply format.
  */
+
 import type { Approval } from "../../sdk/src/approval";
 import type { ErrorCode } from "../../sdk/src/errors";
 import { CHANNEL_NAMES, type Channel } from "../../sdk/src/human/channels";
-import { channelLinkRemoved } from "../db";
+import { channelAllowRefusal, HIGH_RISK_LINE } from "../channels/card-allow";
+import { channelLinkRemoved, getTeamPolicy } from "../db";
 import { DomainError } from "../errors";
 import type { Env } from "../types";
 import { approvalGate, decideApproval } from "./approvals";
@@ -32,6 +34,8 @@ export type ChannelTapResult = { ok: true; text: string } | { ok: false; text: s
 const OPTION_KIND = { allow_once: "allow_once", deny: "reject_once" } as const;
 
 export const NEEDS_PASSKEY = "Needs your passkey: open in Tapgate";
+/** An allow tapped on a card that does not show the whole request (`channelAllowRefusal`). */
+export const NOT_SHOWN_HERE = "This card does not show the whole request: open in Tapgate to allow it";
 
 /** The gate's refusals, as the tapper reads them. */
 const REFUSALS: Partial<Record<ErrorCode, string>> = {
@@ -56,8 +60,13 @@ export async function decideFromChannel(env: Env, tap: ChannelTap): Promise<Chan
       tap.approvalId,
     )) as Approval | null;
     if (!pending) return refusal(REFUSALS.not_found ?? "");
-    // A high-risk allow needs the passkey: never taken from a channel, whatever the gate would say.
-    if (tap.answer === "allow_once" && pending.risk === "high") return refusal(NEEDS_PASSKEY);
+    // A high-risk allow needs the passkey, and an allow only of what the card showed: the card's
+    // own rule, applied again to the tap (a forged one, or a policy made stricter since the post).
+    if (tap.answer === "allow_once") {
+      const why = channelAllowRefusal(pending, (await getTeamPolicy(env.DB, tap.teamId)).policy.lockScreen);
+      if (why === HIGH_RISK_LINE) return refusal(NEEDS_PASSKEY);
+      if (why !== null) return refusal(NOT_SHOWN_HERE);
+    }
     const option = pending.options.find((o) => o.kind === OPTION_KIND[tap.answer]);
     if (!option) return refusal(REFUSALS.option_not_offered ?? "");
     const decided = await decideApproval(env, {

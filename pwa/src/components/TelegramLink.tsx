@@ -4,9 +4,11 @@
  * (`POST /v1/channels/telegram/link`: a one-time code, 10 minutes), or unlinks it. Shows nothing
  * when Telegram is not set up here. The Channels screen shows every channel to the team.
  */
+
 import { useEffect, useState } from "preact/hooks";
 import type { ChannelLinkCode, ChannelStatus } from "../../../sdk/src/human/channels";
 import { api, canDecide } from "../api";
+import { withReauth } from "../reauth";
 import { useAction } from "../use-action";
 import { useMe } from "../viewer";
 import { Banner } from "./Banner";
@@ -72,7 +74,7 @@ export function TelegramLink() {
               type="button"
               class="button"
               disabled={busy}
-              onClick={() => run(async () => setLink(await api.linkChannel("telegram")))}
+              onClick={() => run(async () => setLink(await withReauth(() => api.linkChannel("telegram"))))}
               data-testid="telegram-link-start"
             >
               Link Telegram

@@ -4,11 +4,13 @@
  * connected, or ready to connect; owners and admins connect and remove, every member who may
  * decide links their own account. The platforms' own connect buttons live in their sections.
  */
+
 import { useState } from "preact/hooks";
 import { CHANNEL_NAMES, type ChannelLinkCode, type ChannelStatus } from "../../../sdk/src/human/channels";
 import { api, canDecide, isAdmin } from "../api";
 import { Banner } from "../components/Banner";
 import { Field } from "../components/Field";
+import { withReauth } from "../reauth";
 import { useAction } from "../use-action";
 import { useMe } from "../viewer";
 import { SlackSetup } from "./SlackChannel";
@@ -134,7 +136,7 @@ function LinkArea({ status, onChange }: { status: ChannelStatus; onChange: () =>
           type="button"
           class="button compact"
           disabled={busy}
-          onClick={() => run(async () => setCode(await api.linkChannel(channel)))}
+          onClick={() => run(async () => setCode(await withReauth(() => api.linkChannel(channel))))}
           data-testid={`channel-${channel}-link-start`}
         >
           Link my account

@@ -10,6 +10,7 @@ const card: ChannelCard = {
   sessionId: "sess_1",
   text: "Run <!channel> & npm test",
   highRisk: false,
+  noAllow: null,
   link: "https://tapgate.test/approvals/apr_1",
   expiresAt: 1,
 };
@@ -36,7 +37,7 @@ describe("slackCardMessage", () => {
   });
 
   it("gives a high-risk request no Allow button, and says it needs the passkey", () => {
-    const message = slackCardMessage({ ...card, highRisk: true });
+    const message = slackCardMessage({ ...card, highRisk: true, noAllow: HIGH_RISK_LINE });
     expect(buttonsOf(message.blocks).map((b) => b.text.text)).toEqual(["Deny", "Open in Tapgate"]);
     expect(JSON.stringify(message.blocks)).toContain(HIGH_RISK_LINE);
     expect(JSON.stringify(message.blocks)).not.toContain(SLACK_ACTIONS.allowOnce);

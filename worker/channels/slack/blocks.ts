@@ -18,7 +18,7 @@ export interface SlackMessage {
   blocks?: object[];
 }
 
-export const HIGH_RISK_LINE = "High risk: needs your passkey: open in Tapgate";
+export { HIGH_RISK_LINE } from "../card-allow";
 
 /** Slack's three control characters in text it formats (https://api.slack.com/reference/surfaces/formatting#escaping). */
 export function escapeSlackText(text: string): string {
@@ -43,7 +43,7 @@ export function slackCardMessage(card: ChannelCard): Required<SlackMessage> {
   const value: SlackButtonValue = { approvalId: card.approvalId, requestHash: card.requestHash };
   const open = { type: "button", text: plain("Open in Tapgate"), action_id: SLACK_ACTIONS.open, url: card.link };
   const buttons = [
-    ...(card.highRisk ? [] : [button("Allow once", SLACK_ACTIONS.allowOnce, value, "primary")]),
+    ...(card.noAllow === null ? [button("Allow once", SLACK_ACTIONS.allowOnce, value, "primary")] : []),
     button("Deny", SLACK_ACTIONS.deny, value, "danger"),
     open,
   ];
@@ -51,7 +51,7 @@ export function slackCardMessage(card: ChannelCard): Required<SlackMessage> {
     text: escapeSlackText(`Tapgate: ${card.text}`),
     blocks: [
       { type: "section", text: plain(card.text) },
-      ...(card.highRisk ? [{ type: "context", elements: [plain(HIGH_RISK_LINE)] }] : []),
+      ...(card.noAllow === null ? [] : [{ type: "context", elements: [plain(card.noAllow)] }]),
       { type: "actions", block_id: "tapgate_decide", elements: buttons },
     ],
   };

@@ -4,7 +4,7 @@ import { cardKeyboard, cardText, endedText, HIGH_RISK_LINE, readTap } from "./ca
 
 const card = {
   text: "Run npm test",
-  highRisk: false,
+  noAllow: null as string | null,
   link: "https://tapgate.example.com/approvals/apr_x",
 };
 
@@ -25,7 +25,7 @@ describe("the Telegram card", () => {
   });
 
   it("has no Allow button for a high-risk request, and says why", () => {
-    const risky = { ...card, highRisk: true };
+    const risky = { ...card, noAllow: HIGH_RISK_LINE };
     const buttons = cardKeyboard(risky, randomBase62(22)).inline_keyboard.flat();
     expect(buttons.map((b) => b.text)).toEqual(["Deny", "Open in Tapgate"]);
     expect(cardText(risky)).toContain("needs your passkey: open in Tapgate");

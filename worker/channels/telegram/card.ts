@@ -12,7 +12,7 @@ import type { InlineKeyboardButton, InlineKeyboardMarkup } from "grammy/types";
 import { TELEGRAM_CALLBACK_PATTERN } from "../../../sdk/src/human/telegram";
 import type { ChannelCard, ChannelEnding } from "../channel";
 
-export const HIGH_RISK_LINE = "High risk: needs your passkey: open in Tapgate.";
+export { HIGH_RISK_LINE } from "../card-allow";
 
 /** Telegram's limit on a message's text. */
 const MAX_TEXT = 4096;
@@ -20,16 +20,16 @@ const MAX_TEXT = 4096;
 export type TapAnswer = "allow_once" | "deny";
 
 /** The card's text: who asks, the lock-screen line, and for a high-risk request why there is no Allow. */
-export function cardText(card: Pick<ChannelCard, "text" | "highRisk">): string {
+export function cardText(card: Pick<ChannelCard, "text" | "noAllow">): string {
   const lines = ["Tapgate: an agent asks for approval", card.text];
-  if (card.highRisk) lines.push(HIGH_RISK_LINE);
+  if (card.noAllow !== null) lines.push(card.noAllow);
   return lines.join("\n\n").slice(0, MAX_TEXT);
 }
 
 /** The buttons: `key` is the card's stored row (22 base62 characters), so each `callback_data` is 24 bytes. */
-export function cardKeyboard(card: Pick<ChannelCard, "highRisk" | "link">, key: string): InlineKeyboardMarkup {
+export function cardKeyboard(card: Pick<ChannelCard, "noAllow" | "link">, key: string): InlineKeyboardMarkup {
   const answers: InlineKeyboardButton[] = [];
-  if (!card.highRisk) answers.push({ text: "Allow once", callback_data: `a:${key}` });
+  if (card.noAllow === null) answers.push({ text: "Allow once", callback_data: `a:${key}` });
   answers.push({ text: "Deny", callback_data: `d:${key}` });
   return { inline_keyboard: [answers, [{ text: "Open in Tapgate", url: card.link }]] };
 }
