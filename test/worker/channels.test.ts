@@ -8,6 +8,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
+import { endingOf } from "../../worker/hub/channel-posts";
 import worker from "../../worker/index";
 import { DEFAULT_POLICY } from "../../worker/policy";
 import { decideFromChannel, NOT_SHOWN_HERE } from "../../worker/team/channel-decision";
@@ -235,6 +236,21 @@ describe("an allow only of what the card showed", () => {
     expect(await tap(owner, slackUser, approval, "allow_once")).toEqual({ ok: false, text: NOT_SHOWN_HERE });
     expect((await current(owner, approval.id)).state).toBe("pending");
     expect(await tap(owner, slackUser, approval, "deny")).toEqual({ ok: true, text: "Denied" });
+  });
+});
+
+describe("a card's last line", () => {
+  const ended = (over: Record<string, unknown>) => endingOf({ state: "denied", ...over } as unknown as Approval);
+  it("says who dismissed it, and why a request ended without anyone saying no", () => {
+    const ada = { userId: "usr_a", name: "Ada", device: "Slack", via: "slack" };
+    expect(ended({ state: "cancelled", reason: "dismissed", decidedBy: ada })).toEqual({
+      state: "cancelled",
+      text: "Dismissed by Ada on Slack",
+    });
+    expect(ended({ reason: "decided", decidedBy: ada }).text).toBe("Denied by Ada on Slack");
+    expect(ended({ reason: "agent_disconnected" }).text).toBe("Ended: the agent disconnected");
+    expect(ended({ reason: "key_revoked" }).text).toBe("Ended: the agent's key was revoked");
+    expect(ended({ state: "expired", reason: "expired" })).toEqual({ state: "expired", text: "Expired" });
   });
 });
 

@@ -50,6 +50,8 @@ export class ChannelPosts {
     if (!teamId || !adapter?.configured(this.host.env)) return nobody;
     const targets = await adapter.targets(this.host.env, teamId, people).catch(() => [] as ChannelTarget[]);
     const card = cardOf(teamId, order, this.host.appOrigin);
+    // Ended while the places were looked up: `ended` found no row to update, so post none.
+    if (!this.isPending(card.approvalId)) return nobody;
     for (const target of targets) {
       // As a push would: past the recipient's budget, this place is not posted to for this request.
       const spend = this.budget.spend(`${channel}:${target.address}`, card.approvalId, now);
@@ -68,6 +70,12 @@ export class ChannelPosts {
     await this.drain(Math.max(now, Date.now()));
     const to = targets.map((t) => (t.userId ? this.directory.nameOf(t.userId) : CHANNEL_NAMES[channel]));
     return { ...nobody, reached: this.reached(card.approvalId, channel), to: to.length > 0 ? to : nobody.to };
+  }
+
+  private isPending(approvalId: string): boolean {
+    return (
+      this.host.sql.exec("SELECT 1 FROM approvals WHERE id = ? AND state = 'pending'", approvalId).toArray().length > 0
+    );
   }
 
   /** How many of the request's posts on `channel` went out (an evicted step's outcome counts them too). */
@@ -225,9 +233,19 @@ export function endingOf(approval: Approval): ChannelEnding {
   if (approval.reason === "expired") return { state: "expired", text: "Expired" };
   if (approval.reason === "agent_cancelled" || approval.reason === "session_cancelled")
     return { state: "cancelled", text: "Cancelled by the agent" };
+  if (approval.reason === "dismissed")
+    return { state: "cancelled", text: `Dismissed by ${by?.name ?? "someone"}${where}` };
   const state = approval.state === "allowed" ? "allowed" : "denied";
   const verb = state === "allowed" ? "Allowed" : "Denied";
   if (by) return { state, text: `${verb} by ${by.name}${where}` };
   if (approval.rule) return { state, text: `${verb} by a standing rule` };
-  return { state, text: verb };
+  return { state, text: (approval.reason && ENDED_WITHOUT_A_HUMAN[approval.reason]) || verb };
 }
+
+/** A request denied by no one: why it ended, not "Denied" (nobody said no). */
+const ENDED_WITHOUT_A_HUMAN: Partial<Record<string, string>> = {
+  agent_disconnected: "Ended: the agent disconnected",
+  key_revoked: "Ended: the agent's key was revoked",
+  session_stopped: "Ended: the session was stopped",
+  service_restart: "Ended: Tapgate restarted",
+};
