@@ -205,13 +205,14 @@ export const auditEvents = {
     subject: ruleId,
   }),
 
-  // A webhook's URL and events are the team's own settings; its secret never enters the chain.
+  // The URL's origin only (its path and query often carry a token: the chain is streamed to
+  // every `audit.appended` endpoint); the secret never enters the chain.
   webhookCreated: (a: AuditContext, w: { id: string; url: string; events: string[] }): AuditEvent => ({
     ...a,
     eventId: `webhook_created:${w.id}`,
     action: "webhook.created",
     subject: w.id,
-    detail: { url: w.url, events: w.events },
+    detail: { origin: new URL(w.url).origin, events: w.events },
   }),
 
   webhookRotated: (a: AuditContext, id: string): AuditEvent => ({

@@ -39,6 +39,10 @@ describe("where a webhook may go", () => {
       expect(webhookUrlProblem(url, false), url).toMatch(/not a public host name/);
     }
     expect(webhookUrlProblem("https://db.internal/", false)).toMatch(/not a public host name/);
+    // The same names with the root's trailing dot.
+    for (const url of ["https://localhost./", "https://db.internal./", "https://nas.local../"]) {
+      expect(webhookUrlProblem(url, false), url).toMatch(/not a public host name/);
+    }
   });
 
   it("takes this machine, http too, only in local mode", () => {

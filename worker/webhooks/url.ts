@@ -31,7 +31,8 @@ export function webhookUrlProblem(raw: string, localMode: boolean): string | nul
 }
 
 function hostProblem(hostname: string): string | null {
-  const host = hostname.toLowerCase();
+  // "localhost." and "foo.internal." are the same names as without the root's dot.
+  const host = hostname.toLowerCase().replace(/\.+$/, "");
   const literal = host.startsWith("[") ? host.slice(1, -1) : host;
   if (ipaddr.isValid(literal)) {
     const address = ipaddr.parse(literal);
