@@ -24,6 +24,7 @@ import {
   gateStub,
   hubStub,
   json,
+  type Member,
   ORIGIN,
   pendingApprovals,
   permissionParams,
@@ -43,6 +44,14 @@ import {
   untilSlackCalls,
 } from "./slack-helpers";
 import { addMember } from "./team-helpers";
+
+/** The team's audit entries as `[action, subject]`, newest first. */
+async function auditActions(member: Member): Promise<[string, string][]> {
+  const { entries } = await json<{ entries: { action: string; subject: string }[] }>(
+    await api("/v1/audit", { cookie: member.cookie }),
+  );
+  return entries.map((e) => [e.action, e.subject]);
+}
 
 const urlCheck = JSON.stringify({
   type: "url_verification",
@@ -121,6 +130,7 @@ describe("Add to Slack", () => {
     expect(install?.externalId).toBe(workspace);
     const raw = await env.DB.prepare("SELECT * FROM channel_installs WHERE team_id = ?").bind(owner.teamId).first();
     expect(JSON.stringify(raw)).not.toContain("xoxb-");
+    expect(await auditActions(owner)).toContainEqual(["channel.connected", "slack"]);
   });
 
   it("refuses a state that was tampered with, or made for someone else; nothing is installed", async () => {
@@ -305,6 +315,7 @@ describe("cards and taps", { timeout: 15_000 }, () => {
     expect(await json(picked)).toEqual({ channelId: "C0123456789" });
     const { card } = await askAndPost(team);
     expect(card.body.channel).toBe("C0123456789");
+    expect(await auditActions(team.owner)).toContainEqual(["channel.target_changed", "slack"]);
   });
 
   it("a tap by an unlinked Slack user decides nothing and says why, to them alone", async () => {

@@ -26,6 +26,8 @@ import { getChannelInstall, putChannelInstall } from "../db/channels";
 import { orFallback, REQUEST_BUDGET_MS } from "../deadline";
 import { DomainError } from "../errors";
 import { appOrigin, validate } from "../http";
+import { appendAudit } from "../team/audit";
+import { auditEvents, userActor } from "../team/audit-events";
 import type { AppEnv } from "../types";
 
 /** Where the installer lands back in the app, with how it went. */
@@ -92,6 +94,8 @@ export const slackRoutes = new Hono<AppEnv>()
       if (!install) throw new DomainError("not_found", "Slack is not added to this team");
       const { channelId } = c.req.valid("json");
       await putChannelInstall(c.env.DB, { ...install, target: channelId });
+      const context = { teamId: w.teamId, actor: userActor(w.userId), at: Date.now() };
+      await appendAudit(c.env, auditEvents.channelTargetChanged(context, { channel: "slack", target: channelId }));
       return c.json({ channelId });
     },
   )

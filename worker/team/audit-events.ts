@@ -121,6 +121,15 @@ export const auditEvents = {
     detail: { externalId: c.externalId },
   }),
 
+  /** Where a channel's cards go for the whole team changed (a Slack channel, or DMs: null). */
+  channelTargetChanged: (a: AuditContext, c: { channel: string; target: string | null }): AuditEvent => ({
+    ...a,
+    eventId: `channel_target:${a.teamId}:${c.channel}:${a.at}`,
+    action: "channel.target_changed",
+    subject: c.channel,
+    detail: { target: c.target },
+  }),
+
   channelRemoved: (a: AuditContext, channel: string): AuditEvent => ({
     ...a,
     eventId: `channel_removed:${a.teamId}:${channel}:${a.at}`,

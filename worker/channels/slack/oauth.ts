@@ -7,11 +7,14 @@
  * Owns: the state and the install's making. Does not own: who may install (the route: owners and
  * admins, signed in), removing an install (`DELETE /v1/channels/slack`), sealing (`install-config.ts`).
  */
+
 import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import { parseJson } from "../../../sdk/src/protocol";
 import { hmacSha256Hex, randomToken } from "../../crypto";
 import { putChannelInstall } from "../../db/channels";
+import { appendAudit } from "../../team/audit";
+import { auditEvents, userActor } from "../../team/audit-events";
 import type { Env } from "../../types";
 import { ChannelFailure } from "../channel";
 import { sealInstallConfig } from "../install-config";
@@ -94,5 +97,7 @@ export async function completeSlackInstall(
     if (String(err).includes("UNIQUE")) throw new ChannelFailure(false, "slack: the workspace is another team's");
     throw err;
   });
+  const context = { teamId: installer.teamId, actor: userActor(installer.userId), at: now };
+  await appendAudit(env, auditEvents.channelConnected(context, { channel: "slack", externalId: access.team.id }));
   return { workspace: access.team.name ?? access.team.id };
 }
