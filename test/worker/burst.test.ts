@@ -70,7 +70,8 @@ describe("group commit of the sessions' outboxes", () => {
         batch.mockRestore();
       }
     });
-    expect(statements).toEqual([20 + 1]);
+    // The 20 index rows, the audit run, and the one statement that queues its webhook messages.
+    expect(statements).toEqual([20 + 1 + 1]);
     const after = await verify(owner);
     expect(after.ok).toBe(true);
     expect(after.entries - before.entries).toBe(20);
