@@ -7,6 +7,7 @@ import { z } from "zod";
 import { elicitationActionSchema, elicitationSchemaSchema } from "./elicitation-protocol.js";
 import { CHANNELS, escalationViaSchema } from "./human/channels.js";
 import { agentPromptSchema } from "./permission-prompt.js";
+import { riskSchema, sealedRequestSchema } from "./private/sealed.js";
 import { sessionParentSchema } from "./protocol.js";
 
 export const APPROVAL_STATES = ["pending", "allowed", "denied", "cancelled", "expired"] as const;
@@ -141,10 +142,7 @@ export const offeredOptionSchema = z.object({
 });
 export type OfferedOption = z.infer<typeof offeredOptionSchema>;
 
-/** How risky a request is, fixed when it opens (docs/state-machine.md "Risk tiers"). */
-export const RISK_TIERS = ["normal", "high"] as const;
-export const riskSchema = z.enum(RISK_TIERS);
-export type Risk = z.infer<typeof riskSchema>;
+export { RISK_TIERS, type Risk, riskSchema } from "./private/sealed.js";
 
 /**
  * A high-risk request under `highRiskQuorum: 2`: who allowed it so far (each with their own
@@ -188,6 +186,12 @@ export const approvalSchema = z.object({
    */
   editedInput: z.record(z.string(), z.unknown()).optional(),
   editedInputHash: z.string().optional(),
+  /**
+   * A private request (docs/threat-model.md "Private mode"): its content, sealed to the team's
+   * devices. `snapshot` then holds only what routing needs and `options` generic names; a
+   * device opens this and checks it against `requestHash` before showing anything.
+   */
+  sealed: sealedRequestSchema.optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

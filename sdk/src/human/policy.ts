@@ -1,5 +1,6 @@
 /** The team policy (`GET`/`PUT /v1/policy`): stored as JSON on the team, defaults filled in. */
 import { z } from "zod";
+import { privacySchema } from "../private/sealed.js";
 import { authenticationResponseSchema } from "./auth.js";
 import { escalationViaSchema } from "./channels.js";
 
@@ -145,6 +146,12 @@ export const teamPolicySchema = z.object({
   notify: z.enum(["session_owner", "all_approvers"]).default("session_owner"),
   deciders: z.enum(["any_approver", "session_owner"]).default("any_approver"),
   lockScreen: z.enum(["tool_title", "generic"]).default("tool_title"),
+  /**
+   * `private`: agents seal each request's content to the deciders' devices, and the service
+   * routes and records it without reading it (docs/threat-model.md "Private mode"). Changed
+   * only by an owner with a passkey step-up; applies to new requests.
+   */
+  privacy: privacySchema.default("standard"),
   limits: teamLimitsSchema.prefault({}),
   /** Requests that need a fresh passkey assertion to allow, and that no standing rule allows. */
   highRisk: z.array(highRiskPatternSchema).max(100).default(DEFAULT_HIGH_RISK),
