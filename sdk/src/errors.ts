@@ -92,6 +92,11 @@ export const ERRORS = {
     status: 409,
     message: "this request was too large to show whole, so it cannot be allowed; deny it (the agent can send less)",
   },
+  private_not_editable: {
+    status: 409,
+    message:
+      "a private request cannot be allowed with edited input: the service cannot read it; allow or deny it as asked",
+  },
   rule_not_possible: { status: 409, message: "no rule can be made from this request; nothing was decided" },
   rule_choice_not_offered: {
     status: 409,

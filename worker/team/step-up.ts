@@ -118,6 +118,9 @@ export async function stepUpOptions(
   if (approval.risk !== "high" && updatedInput === undefined) {
     refused("step_up_not_needed", "this request is not high-risk: allow it without");
   }
+  if (updatedInput !== undefined && approval.sealed) {
+    refused("private_not_editable", "a private request is allowed or denied as asked");
+  }
   if (updatedInput !== undefined && !acceptsEdits(approval.snapshot)) {
     refused("edit_not_supported", "this request's agent does not take edited input");
   }
