@@ -38,6 +38,8 @@ describe("policyWeakenings", () => {
     ["deciders narrowed", {}, { deciders: "session_owner" }, []],
     ["lock screen shows more", { lockScreen: "generic" }, { lockScreen: "tool_title" }, ["lockScreen"]],
     ["lock screen shows less", {}, { lockScreen: "generic" }, []],
+    ["private mode on", {}, { privacy: "private" }, ["privacy"]],
+    ["private mode off", { privacy: "private" }, { privacy: "standard" }, ["privacy"]],
     ["other settings", {}, { lifetimeMs: 60_000, onceOnlyOptions: false, notify: "all_approvers" }, []],
     [
       "several at once",
