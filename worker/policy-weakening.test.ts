@@ -62,6 +62,8 @@ describe("policyWeakenings", () => {
       [],
     ],
     ["push and mail steps changed", {}, { escalation: [{ afterMs: 0, to: "all_approvers", via: "email" }] }, []],
+    ["private mode on", {}, { privacy: "private" }, ["privacy"]],
+    ["private mode off", { privacy: "private" }, { privacy: "standard" }, ["privacy"]],
     ["other settings", {}, { lifetimeMs: 60_000, onceOnlyOptions: false, notify: "all_approvers" }, []],
     [
       "several at once",

@@ -3,7 +3,9 @@
  * weakening needs an owner's passkey; anything else, an admin's session. Pure, unit-tested beside it.
  *
  * Owns: the list of what counts as weaker, one entry per setting. A new setting that can give
- * power away (say, what a private mode shows) adds its entry to `CHECKS`. Does not own: the
+ * power away adds its entry to `CHECKS`. `privacy` counts either way: turning private mode off
+ * lets the service read requests again, and turning it on changes who can read them (only the
+ * devices with keys), so both are an owner's, with their passkey. Does not own: the
  * step-up (`team/policy-step-up.ts`), who may change the policy (`routes/policy.ts`,
  * `team/policy.ts`), the policy's shape (`sdk/src/human/policy.ts`).
  */
@@ -13,7 +15,7 @@ import { canonicalJson } from "./crypto";
 import { highRiskOf } from "./policy";
 
 /** A setting whose change can weaken the policy. */
-export type WeakenedSetting = "highRisk" | "highRiskQuorum" | "deciders" | "lockScreen" | "escalation";
+export type WeakenedSetting = "highRisk" | "highRiskQuorum" | "deciders" | "lockScreen" | "escalation" | "privacy";
 
 /** One way a change weakens the policy: the setting, and what the change does, in words for a person. */
 export interface Weakening {
@@ -85,6 +87,11 @@ const CHECKS: readonly Check[] = [
       const reached = channelsReached(before);
       return [...channelsReached(after)].some((channel) => !reached.has(channel));
     },
+  },
+  {
+    setting: "privacy",
+    says: "switches private mode on or off (who can read requests)",
+    weakens: (before, after) => before.privacy !== after.privacy,
   },
 ];
 

@@ -85,6 +85,7 @@ export const ERRORS = {
   already_member: { status: 409, message: "you are already a member of this team" },
   last_owner: { status: 409, message: "a team needs at least one owner" },
   too_many_devices: { status: 409, message: "too many devices; remove one first" },
+  device_key_taken: { status: 409, message: "another member of this team registered this device key" },
   request_changed: { status: 409, message: "the request differs from what you saw; reload it" },
   too_many_webhooks: { status: 409, message: "the team has 10 webhooks; delete one first" },
   too_many_rules: { status: 409, message: "the team has 100 active rules; end one first" },

@@ -207,3 +207,38 @@ describe("weakening the policy needs an owner's passkey", () => {
     expect(await json(decided)).toMatchObject({ error: "step_up_wrong_request" });
   });
 });
+
+describe("private mode is an owner's, with their passkey, either way", () => {
+  for (const [name, from, to] of [
+    ["on", "standard", "private"],
+    ["off", "private", "standard"],
+  ] as const) {
+    it(`turning it ${name}: 403 step_up_required, forbidden for an admin; with the owner's passkey saved and audited`, async () => {
+      const owner = await withPasskey(await signUp("Olga"));
+      const admin = await addMember(owner, "admin", "Ada");
+      const start = { ...DEFAULT_POLICY, privacy: from };
+      if (from !== DEFAULT_POLICY.privacy) {
+        expect((await put(owner.cookie, { ...start, stepUp: await confirmWith(owner, start) })).status).toBe(200);
+      }
+      const next = { ...start, privacy: to };
+      const asked = await put(owner.cookie, next);
+      expect(asked.status).toBe(403);
+      expect(await json(asked)).toMatchObject({ error: "step_up_required", weakens: ["privacy"] });
+      const refused = await put(admin.cookie, next);
+      expect(refused.status).toBe(403);
+      expect(await json(refused)).toMatchObject({ error: "forbidden" });
+      expect(await readPolicy(owner)).toEqual(start);
+
+      const saved = await put(owner.cookie, { ...next, stepUp: await confirmWith(owner, next) });
+      expect(saved.status).toBe(200);
+      expect(await readPolicy(owner)).toEqual(next);
+      const { entries } = await json<{ entries: Array<{ action: string; detail: unknown }> }>(
+        await api("/v1/audit", { cookie: owner.cookie }),
+      );
+      expect(entries[0]).toMatchObject({
+        action: "team.policy_changed",
+        detail: { before: start, after: next, weakened: ["privacy"], confirmedWith: owner.authenticator.id },
+      });
+    });
+  }
+});
