@@ -46,7 +46,17 @@ export function plaintextOf(extra: { fingerprint?: string; command?: string } = 
   return {
     v: 1,
     snapshot: {
-      toolCall: { toolCallId: unique("call"), title: command, kind: "execute", rawInput: { command } },
+      toolCall: {
+        toolCallId: unique("call"),
+        title: command,
+        kind: "execute",
+        rawInput: { command },
+        content: [
+          { type: "content", content: { type: "text", text: `why: ${CANARY}` } },
+          { type: "diff", path: `/srv/${CANARY}.ts`, oldText: "a", newText: `b ${CANARY}` },
+        ],
+        locations: [{ path: `/srv/${CANARY}/main.ts`, line: 3 }],
+      },
       session: { title: "deploy bot", agent: { name: "claude-code" }, host: "ada-laptop", cwd: `/home/${CANARY}` },
       meta: { note: CANARY },
     },
@@ -76,7 +86,7 @@ export async function sealedPermission(
 }
 
 /** A sealed `elicitation/create`'s params: the fixed placeholder and an empty form. */
-export async function sealedElicitation(sessionId: string) {
+export async function sealedElicitation(sessionId: string, to?: Array<{ deviceId: string; publicKey: string }>) {
   const plaintext: SealedPlaintext = {
     v: 1,
     snapshot: {
@@ -90,7 +100,7 @@ export async function sealedElicitation(sessionId: string) {
     },
     options: [],
   };
-  const sealed = await sealRequest({ plaintext, risk: "normal", to: [await device()] });
+  const sealed = await sealRequest({ plaintext, risk: "normal", to: to ?? [await device()] });
   return {
     sessionId,
     mode: "form",
