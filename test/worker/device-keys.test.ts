@@ -196,6 +196,51 @@ describe("registering a device key", () => {
   });
 });
 
+describe("how many keys", () => {
+  /** `n` keys of `userId` in `teamId`, as earlier registrations left them. */
+  async function seedKeys(teamId: string, userId: string, n: number) {
+    await env.DB.batch(
+      Array.from({ length: n }, () => {
+        const deviceId = `dk_${crypto.randomUUID().replace(/-/g, "")}`;
+        return env.DB.prepare(
+          `INSERT INTO device_keys (team_id, device_id, user_id, web_session_id, credential_id, public_key, endorsement,
+                                    name, created_at)
+           VALUES (?, ?, ?, 'wss_seed', 'seed', 'seed', '{}', 'seeded', ?)`,
+        ).bind(teamId, deviceId, userId, Date.now());
+      }),
+    );
+  }
+
+  it("20 per person: the 21st is 409 too_many_devices, the same key again still replaces its row", async () => {
+    const olga = await owner();
+    const mine = await registerDeviceKey(olga);
+    await seedKeys(olga.teamId, olga.userId, 19);
+    const { publicKey } = await newDeviceKeyPair();
+    const refused = await postDeviceKey(olga, { publicKey, assertion: await endorse(olga, publicKey) });
+    expect(refused.status).toBe(409);
+    expect(await json(refused)).toMatchObject({
+      error: "too_many_devices",
+      message: expect.stringContaining("per person"),
+    });
+    const again = await postDeviceKey(olga, {
+      publicKey: mine.publicKey,
+      assertion: await endorse(olga, mine.publicKey),
+    });
+    expect(again.status).toBe(201);
+  });
+
+  it("64 per team, what one private request can be sealed to: the 65th is 409 too_many_devices", async () => {
+    const olga = await owner();
+    const ada = await addMember(olga, "approver", "Ada");
+    await seedKeys(olga.teamId, ada.userId, 64);
+    const { publicKey } = await newDeviceKeyPair();
+    const refused = await postDeviceKey(olga, { publicKey, assertion: await endorse(olga, publicKey) });
+    expect(refused.status).toBe(409);
+    expect(await json(refused)).toMatchObject({ error: "too_many_devices", message: expect.stringContaining("team") });
+    expect(await listDeviceKeys(olga)).toHaveLength(64);
+  });
+});
+
 describe("removing a device key", () => {
   it("its person or an admin may; another approver may not; another team's key is 404", async () => {
     const olga = await owner();
@@ -296,7 +341,7 @@ describe("a key goes with what it stood on, audited", () => {
       adas.map((k) => [k.deviceId, "member_removed"]).sort(),
     );
     expect(await listDeviceKeys(adaThere)).toEqual([keyThere.key]);
-  });
+  }, 20_000); // two teams, three keys
 
   it("the passkey that endorsed it removed", async () => {
     const olga = await owner();
@@ -351,7 +396,7 @@ describe("GET /v1/agent/recipients", () => {
       [olga.userId, "Olga", olgas.deviceId, olgas.publicKey],
       [ada.userId, "Ada", adas.deviceId, adas.publicKey],
     ]);
-  });
+  }, 20_000); // three people with passkeys and keys, and a second team
 
   it("deciders: session_owner → the key owner's devices alone", async () => {
     const olga = await owner();

@@ -35,17 +35,21 @@ export type SaveDeviceKeyResult =
   | { refused: "taken" }
   /** The push device named is not this person's in this team (or went meanwhile). */
   | { refused: "no_push_device" }
-  /** The person holds `limit` keys in this team already. */
-  | { refused: "too_many" };
+  /** The person holds `limits.perPerson` keys in this team already. */
+  | { refused: "too_many" }
+  /** The team holds `limits.perTeam` keys already. */
+  | { refused: "team_full" };
+
+export type SaveRefusal = Extract<SaveDeviceKeyResult, { refused: string }>["refused"];
 
 /**
  * Saves a key for this person: the same key again replaces its row (its first `created_at`
- * stays); a new one is refused past `limit` keys per person per team. `audit` is queued in the
+ * stays); a new one is refused past `limits` (keys per person in the team, keys in the team). `audit` is queued in the
  * same batch, only if this very endorsement was stored.
  */
 export async function saveDeviceKey(
   db: D1Database,
-  k: Omit<DeviceKeyRow, "createdAt"> & { teamId: string; now: number; limit: number },
+  k: Omit<DeviceKeyRow, "createdAt"> & { teamId: string; now: number; limits: { perPerson: number; perTeam: number } },
   audit: AuditEvent,
 ): Promise<SaveDeviceKeyResult> {
   const endorsement = JSON.stringify(k.endorsement);
@@ -61,6 +65,7 @@ export async function saveDeviceKey(
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
           WHERE (?5 IS NULL OR EXISTS (SELECT 1 FROM devices WHERE id = ?5 AND team_id = ?1 AND user_id = ?3))
             AND (SELECT COUNT(*) FROM device_keys WHERE team_id = ?1 AND user_id = ?3 AND device_id <> ?2) < ?11
+            AND (SELECT COUNT(*) FROM device_keys WHERE team_id = ?1 AND device_id <> ?2) < ?12
          ON CONFLICT (team_id, device_id) DO UPDATE SET web_session_id = excluded.web_session_id,
                 push_device_id = excluded.push_device_id, credential_id = excluded.credential_id,
                 endorsement = excluded.endorsement, name = excluded.name
@@ -78,7 +83,8 @@ export async function saveDeviceKey(
         endorsement,
         k.name,
         k.now,
-        k.limit,
+        k.limits.perPerson,
+        k.limits.perTeam,
       ),
     ...auditOutboxStatements(db, audit, stored),
   ]);
@@ -90,18 +96,19 @@ export async function saveDeviceKey(
 /** Why `saveDeviceKey` stored nothing, read after it. */
 async function whyNotSaved(
   db: D1Database,
-  k: { teamId: string; deviceId: string; userId: string; pushDeviceId: string | null },
-): Promise<"taken" | "no_push_device" | "too_many"> {
+  k: { teamId: string; deviceId: string; userId: string; pushDeviceId: string | null; limits: { perPerson: number } },
+): Promise<SaveRefusal> {
   const row = await db
     .prepare(
       `SELECT (SELECT user_id FROM device_keys WHERE team_id = ?1 AND device_id = ?2) AS owner,
-              (?4 IS NULL OR EXISTS (SELECT 1 FROM devices WHERE id = ?4 AND team_id = ?1 AND user_id = ?3)) AS device`,
+              (?4 IS NULL OR EXISTS (SELECT 1 FROM devices WHERE id = ?4 AND team_id = ?1 AND user_id = ?3)) AS device,
+              (SELECT COUNT(*) FROM device_keys WHERE team_id = ?1 AND user_id = ?3 AND device_id <> ?2) AS mine`,
     )
     .bind(k.teamId, k.deviceId, k.userId, k.pushDeviceId)
-    .first<{ owner: string | null; device: number }>();
+    .first<{ owner: string | null; device: number; mine: number }>();
   if (row?.owner && row.owner !== k.userId) return "taken";
   if (!row?.device) return "no_push_device";
-  return "too_many";
+  return (row.mine ?? 0) >= k.limits.perPerson ? "too_many" : "team_full";
 }
 
 /** The team's device keys, oldest first. */

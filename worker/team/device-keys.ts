@@ -11,7 +11,12 @@
  */
 import type { AuthenticationResponseJSON } from "@simplewebauthn/server";
 import { isAdminRole } from "../../sdk/src/human/roles";
-import type { DeviceKey, DeviceKeyEndorsement, RecipientsResponse } from "../../sdk/src/private/contract";
+import {
+  type DeviceKey,
+  type DeviceKeyEndorsement,
+  MAX_RECIPIENTS,
+  type RecipientsResponse,
+} from "../../sdk/src/private/contract";
 import { deviceIdOf, deviceKeyChallenge } from "../../sdk/src/private/device-id";
 import {
   type DeviceKeyRow,
@@ -20,6 +25,7 @@ import {
   getTeamPolicy,
   listDeviceKeys,
   listRecipientKeys,
+  type SaveRefusal,
   saveDeviceKey,
 } from "../db";
 import { DomainError } from "../errors";
@@ -32,6 +38,8 @@ import { clientDataOf, passkeyRequestOptions, type RelyingParty, verifyPasskeyAs
 
 /** Keys one person may hold in one team: as many as push devices. */
 export const MAX_DEVICE_KEYS_PER_PERSON = 20;
+/** Keys one team may hold: a private request is sealed to at most this many devices, so every key fits. */
+export const MAX_DEVICE_KEYS_PER_TEAM = MAX_RECIPIENTS;
 
 /** `POST /v1/devices/keys/options`: request options whose challenge endorses `publicKey` for the caller's team. */
 export async function deviceKeyOptions(env: Env, rp: RelyingParty, w: WebIdentity, publicKey: string) {
@@ -89,7 +97,7 @@ export async function registerDeviceKey(
       endorsement,
       name: r.name,
       now,
-      limit: MAX_DEVICE_KEYS_PER_PERSON,
+      limits: { perPerson: MAX_DEVICE_KEYS_PER_PERSON, perTeam: MAX_DEVICE_KEYS_PER_TEAM },
     },
     auditEvents.deviceKeyAdded(
       { teamId: w.teamId, actor: userActor(w.userId), at: now },
@@ -101,7 +109,7 @@ export async function registerDeviceKey(
   return asDeviceKey(result.saved, w);
 }
 
-function refusal(why: "taken" | "no_push_device" | "too_many"): DomainError {
+function refusal(why: SaveRefusal): DomainError {
   switch (why) {
     case "taken":
       return new DomainError("device_key_taken", "another member of this team registered this key");
@@ -111,6 +119,11 @@ function refusal(why: "taken" | "no_push_device" | "too_many"): DomainError {
       return new DomainError(
         "too_many_devices",
         `at most ${MAX_DEVICE_KEYS_PER_PERSON} device keys per person; remove one first`,
+      );
+    case "team_full":
+      return new DomainError(
+        "too_many_devices",
+        `the team holds ${MAX_DEVICE_KEYS_PER_TEAM} device keys (what one private request can be sealed to); remove one first`,
       );
   }
 }
