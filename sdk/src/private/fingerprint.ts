@@ -12,7 +12,7 @@ import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { canonicalJson } from "../canonical-json.js";
-import { fromBase64url, toBase64url } from "./envelope.js";
+import { fromBase64url, toBase64url } from "./device-id.js";
 
 /** A rule key: `trk_` and 32 random bytes, base64url (43 characters). */
 export const RULE_KEY_PATTERN = /^trk_[A-Za-z0-9_-]{43}$/;
