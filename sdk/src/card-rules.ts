@@ -40,7 +40,7 @@ export interface CardRuleAsk {
   riskyProgram?: (program: string) => boolean;
 }
 
-type CardApproval = Pick<Approval, "snapshot" | "options" | "sessionId">;
+type CardApproval = Pick<Approval, "snapshot" | "options" | "sessionId" | "sealed" | "risk">;
 
 /** A program word a rule can name: a plain name or path, no quoting, expansion, assignment or glob. */
 const PROGRAM_WORD = /^[\w./@+:-]+$/;
@@ -103,6 +103,13 @@ export function cardRuleChoices(
   }
   const facts = ruleFactsOf(approval, c.isHighRisk);
   if (!facts) return { ok: false, message: "no rule allows a high-risk or truncated request" };
+  // A private request: "this exact request" by its rule fingerprint, the one thing a rule reads of it.
+  if (facts.sealed) {
+    if (facts.fingerprint === null) {
+      return { ok: false, message: "this private request has no rule fingerprint (its agent has no rule key)" };
+    }
+    return { ok: true, choices: [{ choice: "exact", match: { fingerprint: facts.fingerprint } }] };
+  }
   return { ok: true, choices: choicesOf(facts, approval.snapshot.toolCall, c.riskyProgram ?? (() => true)) };
 }
 

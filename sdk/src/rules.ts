@@ -35,18 +35,26 @@ export interface StandingRule {
   expiresAt: number;
 }
 
-/** What a rule reads of a request: its facts, the fingerprint of its arguments, and whether its command is all of them. */
+/**
+ * What a rule reads of a request: its facts, the fingerprint of its arguments, whether its command
+ * is all of them; for a private request (`sealed`) its rule fingerprint (null when the SDK had no
+ * rule key), the only thing a rule may match it by.
+ */
 export interface RuleFacts extends RequestFacts {
   input: string;
   commandCoversInput: boolean;
+  sealed: boolean;
+  fingerprint: string | null;
 }
 
-export function ruleFacts(snapshot: ApprovalSnapshot): RuleFacts {
+export function ruleFacts(snapshot: ApprovalSnapshot, sealed?: { fingerprint?: string | undefined }): RuleFacts {
   const { toolCall } = snapshot;
   return {
     ...requestFacts(snapshot),
     input: inputFingerprint(toolCall),
     commandCoversInput: commandCoversInput(toolCall),
+    sealed: sealed !== undefined,
+    fingerprint: sealed?.fingerprint ?? null,
   };
 }
 
@@ -87,10 +95,15 @@ function hasDotSegment(path: string): boolean {
  * (wildcards never over shell control characters, see above); a match without `command`
  * matches only requests that carry no command, so a title cannot stand in for one. `title` is
  * a glob, `cwd` a path prefix (no `.`/`..` segments), `kind`, `host`, `agent`, `sessionId` and
- * `input` (the fingerprint of every argument) are exact.
+ * `input` (the fingerprint of every argument) are exact. A private request is matched only by
+ * its rule `fingerprint`, exactly, and a `fingerprint` match only a private request: a glob
+ * never matches a request whose text the service cannot read.
  */
 export function ruleMatches(match: RuleMatch, target: Omit<RuleTarget, "ownerUserId">): boolean {
   const { facts } = target;
+  if (facts.sealed || match.fingerprint !== undefined) {
+    return facts.sealed && facts.fingerprint !== null && match.fingerprint === facts.fingerprint;
+  }
   const exact = (want: string | undefined, have: string | null) => want === undefined || want === have;
   if (!exact(match.kind, facts.kind) || !exact(match.host, facts.host) || !exact(match.agent, facts.agent)) {
     return false;
@@ -125,6 +138,7 @@ export function applicableRule(rules: readonly StandingRule[], target: RuleTarge
  * (`commandCoversInput`), else the input fingerprint (with the title, for people to read).
  */
 export function derivedMatch(facts: RuleFacts): RuleMatch {
+  if (facts.sealed && facts.fingerprint !== null) return { fingerprint: facts.fingerprint };
   const named =
     facts.command !== null && normalizeSpace(facts.command) !== ""
       ? { command: globLiteral(facts.command, COMMAND_SPACE) }
@@ -147,6 +161,7 @@ export function derivedMatch(facts: RuleFacts): RuleMatch {
  * of the arguments, else the input fingerprint.
  */
 export function coversEveryArgument(match: RuleMatch, facts: RuleFacts): boolean {
+  if (facts.sealed) return match.fingerprint !== undefined && match.fingerprint === facts.fingerprint;
   if (facts.command === null) return match.input !== undefined;
   if (match.command === undefined || hasWildcard(match.command)) return false;
   return facts.commandCoversInput || match.input !== undefined;
@@ -160,9 +175,14 @@ export type HighRiskTest = (facts: RequestFacts) => boolean;
 
 /**
  * What of a request a rule reads, or null when no rule may touch it: its card was cut to the
- * stored-bytes limit (what a rule would need could be missing), or it is high-risk.
+ * stored-bytes limit (what a rule would need could be missing), or it is high-risk (a private
+ * request by the tier its SDK computed: the patterns need the plaintext).
  */
-export function ruleFactsOf(approval: Pick<Approval, "snapshot">, isHighRisk: HighRiskTest): RuleFacts | null {
+export function ruleFactsOf(
+  approval: Pick<Approval, "snapshot" | "sealed" | "risk">,
+  isHighRisk: HighRiskTest,
+): RuleFacts | null {
+  if (approval.sealed) return approval.risk === "high" ? null : ruleFacts(approval.snapshot, approval.sealed);
   if (approval.snapshot.truncated) return null;
   if (isHighRisk(requestFacts(approval.snapshot))) return null;
   return ruleFacts(approval.snapshot);
@@ -178,6 +198,10 @@ function globWords(glob: string): string {
  * `Allows execute requests running exactly “npm test” in /repo (or below) on host “laptop”.`
  */
 export function describeMatch(match: RuleMatch, scope: RuleScope = "me"): string {
+  const whose = scope === "team" ? "in anyone's sessions" : "in your own sessions";
+  if (match.fingerprint !== undefined) {
+    return `Allows exactly this private request again (the same kind, command, folder and host; fingerprint ${match.fingerprint.slice(0, 12)}…), ${whose}, unless high-risk.`;
+  }
   const parts: string[] = [];
   parts.push(match.kind ? `${match.kind} requests` : "requests of any kind");
   if (match.command !== undefined) {
@@ -196,7 +220,6 @@ export function describeMatch(match: RuleMatch, scope: RuleScope = "me"): string
   if (match.host !== undefined) parts.push(`on host “${match.host}”`);
   if (match.agent !== undefined) parts.push(`from agent “${match.agent}”`);
   if (match.sessionId !== undefined) parts.push(`in session ${match.sessionId}`);
-  const whose = scope === "team" ? "in anyone's sessions" : "in your own sessions";
   return `Allows ${parts.join(" ")}, ${whose}, unless high-risk.`;
 }
 

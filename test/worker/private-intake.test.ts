@@ -5,7 +5,7 @@
  * `private_required` on every way in (socket, long poll, the Claude Code HTTP hook, MCP), before
  * anything of it is stored.
  */
-import { env, SELF } from "cloudflare:test";
+import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it, vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
@@ -16,6 +16,8 @@ import {
   createKey,
   decide,
   flush,
+  gateStub,
+  hubStub,
   json,
   type Member,
   ORIGIN,
@@ -41,6 +43,18 @@ async function oneOf(owner: Member, sessionId: string): Promise<Approval> {
     },
     { timeout: 10_000, interval: 20 },
   );
+}
+
+/** Every row of every table of a Durable Object's SQLite storage, as one text. */
+async function storageText(stub: DurableObjectStub): Promise<string> {
+  return runInDurableObject(stub, (_object, state: DurableObjectState) => {
+    const tables = state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
+      .toArray()
+      .map((t) => t.name)
+      .filter((name) => !name.startsWith("_cf") && !name.startsWith("sqlite"));
+    return JSON.stringify(tables.map((name) => state.storage.sql.exec(`SELECT * FROM "${name}"`).toArray()));
+  });
 }
 
 async function privateTeam() {
@@ -101,6 +115,9 @@ describe("a sealed request", () => {
       .bind(sessionId)
       .first<{ cwd: string | null }>();
     expect(sessions?.cwd).toBeNull();
+    // Nothing the gate or the hub keeps holds the content: not the hello's cwd, not the tool call's update.
+    expect(await storageText(gateStub(owner.teamId, sessionId))).not.toContain(CANARY);
+    expect(await storageText(hubStub(owner.teamId))).not.toContain(CANARY);
   });
 
   it("over the long poll: 201, held, and the poll ends with the allow", async () => {

@@ -18,6 +18,8 @@ export const DIFF_LINE = "To allow, open in Tapgate: the change is not shown her
 
 /** Why the card offers no Allow (its line on the card), or null when it may. */
 export function channelAllowRefusal(approval: Approval, lockScreen: TeamPolicy["lockScreen"]): string | null {
+  // A private request is read only on the team's devices: a chat card never shows it.
+  if (approval.sealed) return NOT_SHOWN_LINE;
   if (approval.risk === "high") return HIGH_RISK_LINE;
   const { toolCall, truncated } = approval.snapshot;
   if (approval.type === "elicitation" || lockScreen === "generic" || truncated) return NOT_SHOWN_LINE;

@@ -122,7 +122,7 @@ export async function getApprovalStepUps(
 }
 
 /** A past permission request as a standing rule reads it. */
-export type PastRequest = Pick<Approval, "id" | "sessionId" | "createdAt" | "snapshot" | "options">;
+export type PastRequest = Pick<Approval, "id" | "sessionId" | "createdAt" | "snapshot" | "options" | "sealed" | "risk">;
 
 /**
  * One page, newest first, of the permission requests asked in one person's sessions of a team
@@ -152,17 +152,20 @@ export async function pastRequestsPage(
   ];
   const { results } = await db
     .prepare(
-      `SELECT id, session_id, created_at, snapshot, options FROM approvals
+      `SELECT id, session_id, created_at, snapshot, options, sealed, risk FROM approvals
         WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?8`,
     )
     .bind(q.teamId, q.ownerUserId, q.since, q.except, q.kind, q.before?.createdAt ?? 0, q.before?.id ?? "", q.limit)
-    .all<Pick<ApprovalRow, "id" | "session_id" | "created_at" | "snapshot" | "options">>();
+    .all<Pick<ApprovalRow, "id" | "session_id" | "created_at" | "snapshot" | "options" | "sealed" | "risk">>();
   return results.map((r) => ({
     id: r.id,
     sessionId: r.session_id,
     createdAt: r.created_at,
     snapshot: JSON.parse(r.snapshot),
     options: JSON.parse(r.options),
+    // A private request is matched by its rule fingerprint and judged by its SDK's tier.
+    ...(r.sealed && { sealed: JSON.parse(r.sealed) as SealedRequest }),
+    ...(r.risk === "high" || r.risk === "normal" ? { risk: r.risk } : {}),
   }));
 }
 

@@ -41,7 +41,7 @@ export interface RuleSession {
  */
 export function allowingRule(
   isHighRisk: HighRiskTest,
-  approval: Pick<Approval, "snapshot" | "options">,
+  approval: Pick<Approval, "snapshot" | "options" | "sealed" | "risk">,
   session: RuleSession,
   rules: readonly StandingRule[],
   now: number,

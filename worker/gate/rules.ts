@@ -34,6 +34,7 @@ import { DECIDER_ROLES } from "../roles";
 import type { DecisionInput, GateJoin } from "./api";
 import { checkEdit, editedInputHash } from "./edit";
 import { highRiskAllow, openingQuorum, riskOf } from "./risk";
+import { sealedHashOf } from "./sealed";
 import type { ServedSession } from "./store";
 import { storedSnapshot } from "./stored-snapshot";
 
@@ -394,6 +395,8 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     ...(a.message !== undefined && { message: a.message }),
     // An edited allow: the hash of the input the agent ran (the input itself, like every argument, stays out).
     ...(a.editedInputHash !== undefined && { editedInputHash: a.editedInputHash }),
+    // A private request: the hash of its ciphertext (the envelope itself stays out, like any content).
+    ...(a.sealed && { private: true, sealedHash: sealedHashOf(a.sealed) }),
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
 }

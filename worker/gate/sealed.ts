@@ -9,6 +9,7 @@
  * Owns: those rules, pure. Does not own: the envelope (`sdk/src/private/envelope.ts`, which the
  * gate never opens), the check order (intake.ts) or rule matching by fingerprint (`sdk/src/rules.ts`).
  */
+import { createHash } from "node:crypto";
 import type { Approval, ApprovalSnapshot, SessionInfo } from "../../sdk/src/approval";
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import type { TeamPolicy } from "../../sdk/src/human/policy";
@@ -149,6 +150,14 @@ function pendingShell(a: { id: string; meta: ServedSession; sealed: SealedReques
     decidedBy: null,
     sealed: a.sealed,
   };
+}
+
+/**
+ * `sealedHash`: SHA-256 hex of a sealed request's ciphertext bytes, what the audit chain and
+ * webhooks carry of it beside `requestHash` (anyone holding the envelope can check it).
+ */
+export function sealedHashOf(sealed: SealedRequest): string {
+  return createHash("sha256").update(Buffer.from(sealed.ciphertext, "base64url")).digest("hex");
 }
 
 /** The decoded size of base64url text without padding. */

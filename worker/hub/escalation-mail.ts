@@ -6,6 +6,7 @@
  * Owns: the mail's words. Does not own: whom a step reaches (`escalation.ts`) or sending
  * (`worker/mail.ts`).
  */
+import { privateRequestLine } from "../../sdk/src/human/push";
 import { listMembers } from "../db";
 import { sendMail } from "../mail";
 import type { EscalationOrder } from "./api";
@@ -23,11 +24,17 @@ export async function mailStep(host: HubHost, directory: Directory, order: Escal
     await sendMail(host.env, {
       to: member.email,
       subject: "An agent is waiting for your answer on Tapgate",
-      text: `A request in agent session ${order.approval.sessionId} has not been seen yet.\n\nOpen it in Tapgate: ${link}\n\nThe link opens the app; it decides nothing by itself.`,
+      text: `${waitingLine(order)}\n\nOpen it in Tapgate: ${link}\n\nThe link opens the app; it decides nothing by itself.`,
       link,
       idempotencyKey: `escalation:${order.approval.id}:${order.step}:${order.phase}:${userId}`,
     });
     reached++;
   }
   return { reached, to: people.map((id) => directory.nameOf(id)), held: false, shownLive: [] as string[] };
+}
+
+/** Where the request waits; a private one by its session's title only (its content is sealed). */
+function waitingLine({ approval }: EscalationOrder): string {
+  if (approval.sealed) return `${privateRequestLine(approval.snapshot.session.title)}. It has not been seen yet.`;
+  return `A request in agent session ${approval.sessionId} has not been seen yet.`;
 }

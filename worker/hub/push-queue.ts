@@ -47,6 +47,23 @@ export interface NewsPush {
 /** A new request's push: urgent, with its lock-screen title (at most once per device). */
 export function approvalPush(news: ApprovalNews): NewsPush {
   const { approval } = news;
+  // A private request's push names its session only: the service worker opens `sealed` itself.
+  if (approval.sealed) {
+    const sessionTitle = approval.snapshot.session.title;
+    return {
+      payload: {
+        v: 1,
+        type: "approval",
+        approvalId: approval.id,
+        title: "",
+        expiresAt: approval.expiresAt,
+        ...(approval.risk === "high" && { risk: "high" as const }),
+        private: true,
+        ...(sessionTitle && { sessionTitle: sessionTitle.slice(0, 256) }),
+      },
+      urgency: "high",
+    };
+  }
   return {
     payload: {
       v: 1,

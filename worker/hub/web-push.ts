@@ -17,6 +17,7 @@ import {
   type DeclarativePush,
   type PushPayload,
   type PushPlatform,
+  privateRequestLine,
   SUMMARY_TAG,
   summaryText,
   TEST_TAG,
@@ -97,6 +98,8 @@ export type { VapidKeys };
 
 /** The lock screen shows the tool title or a generic line; never arguments. */
 export function lockScreenTitle(approval: Approval, policy: ApprovalNews["lockScreen"]): string {
+  // A private request's content is sealed: only where it waits (mail, chat channels, PagerDuty).
+  if (approval.sealed) return privateRequestLine(approval.snapshot.session.title);
   // An elicitation's question, form or URL never leaves for a push service: only that there is one.
   if (approval.type === "elicitation") return "An agent is asking you a question";
   const title = approval.snapshot.toolCall.title;

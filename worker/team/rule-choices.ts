@@ -83,7 +83,7 @@ async function countAllowed(
     for (const past of page) {
       const session = { sessionId: past.sessionId, ownerUserId: q.userId };
       // The match alone first (cheap); the gate's whole test (high-risk, cut, allow_once) only where it matches.
-      const facts = ruleFacts(past.snapshot);
+      const facts = ruleFacts(past.snapshot, past.sealed);
       rules.forEach((rule, i) => {
         if (!ruleMatches(rule.match, { facts, sessionId: past.sessionId })) return;
         if (allowingRule(isHighRisk, past, session, [rule], q.now)) counts[i] = (counts[i] ?? 0) + 1;

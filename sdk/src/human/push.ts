@@ -16,6 +16,13 @@ export const pushPayloadSchema = z.discriminatedUnion("type", [
     expiresAt: z.number(),
     /** `high`: the lock screen offers no action; allowing needs the card and a passkey. */
     risk: z.literal("high").optional(),
+    /**
+     * A private request (docs/human-api.md "Push payload"): `title` is then empty (its content is
+     * sealed; the service worker opens the approval's `sealed` with the device's key) and
+     * `sessionTitle` names the session it waits in.
+     */
+    private: z.literal(true).optional(),
+    sessionTitle: z.string().max(256).optional(),
   }),
   z.object({ v: z.literal(1), type: z.literal("resolved"), approvalId: z.string(), state: approvalStateSchema }),
   z.object({ v: z.literal(1), type: z.literal("summary"), count: z.number() }),
@@ -52,9 +59,20 @@ export const TEST_TAG = "tapgate-test";
  * A request's notification title: the lock-screen title the hub chose, with direction overrides
  * and invisible characters made visible (lock screens render text raw), marked when high-risk.
  */
-export function approvalTitle(message: { title: string; risk?: "high" }): string {
-  const title = withVisibleTokens(message.title || "An agent is asking for permission").slice(0, 200);
+export function approvalTitle(message: {
+  title: string;
+  risk?: "high";
+  private?: true;
+  sessionTitle?: string | undefined;
+}): string {
+  const fallback = message.private ? privateRequestLine(message.sessionTitle) : "An agent is asking for permission";
+  const title = withVisibleTokens(message.title || fallback).slice(0, 200);
   return message.risk === "high" ? `High risk: ${title}` : title;
+}
+
+/** What every surface that cannot open a private request says of it: where it waits, never what it is. */
+export function privateRequestLine(sessionTitle: string | null | undefined): string {
+  return `A request waits in ${sessionTitle?.trim() || "an agent session"} — open Tapgate`;
 }
 
 export function summaryText(count: number): { title: string; body: string } {

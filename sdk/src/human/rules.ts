@@ -24,7 +24,9 @@ export const ENDED_RULES_SHOWN_MS = 7 * 24 * 60 * MINUTE;
  * What a rule matches (`../rules.ts` `ruleMatches`): every field named must match. `title` and
  * `command` are globs, `cwd` a path prefix, the rest exact; `input` is the SHA-256 (hex) of the
  * request's arguments (`../request-match.ts` `inputFingerprint`). At least one of
- * `title`/`command`/`input`.
+ * `title`/`command`/`input`/`fingerprint`. `fingerprint` is a private request's rule fingerprint
+ * (`sealed.fingerprint`, `../private/fingerprint.ts`): it stands alone, matches only private
+ * requests with that fingerprint, and a match without one never matches a private request.
  */
 export const ruleMatchSchema = z
   .object({
@@ -39,11 +41,19 @@ export const ruleMatchSchema = z
       .string()
       .regex(/^[0-9a-f]{64}$/, "an input fingerprint is 64 lowercase hex digits")
       .optional(),
+    fingerprint: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, "a private request's rule fingerprint is 64 lowercase hex digits")
+      .optional(),
   })
   .strict()
-  .refine((m) => m.title !== undefined || m.command !== undefined || m.input !== undefined, {
-    message: "a rule's match names at least one of title, command, input",
-    path: ["command"],
+  .refine(
+    (m) => m.title !== undefined || m.command !== undefined || m.input !== undefined || m.fingerprint !== undefined,
+    { message: "a rule's match names at least one of title, command, input, fingerprint", path: ["command"] },
+  )
+  .refine((m) => m.fingerprint === undefined || Object.keys(m).length === 1, {
+    message: "a fingerprint match names nothing else: the fingerprint covers kind, command, cwd and host",
+    path: ["fingerprint"],
   });
 export type RuleMatch = z.infer<typeof ruleMatchSchema>;
 
