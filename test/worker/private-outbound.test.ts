@@ -28,18 +28,20 @@ import {
 } from "./helpers";
 import { CANARY, sealedPermission, setPrivacy } from "./private-helpers";
 import { addToSlack, linkSlackUser, untilSlackCalls } from "./slack-helpers";
+import { putPolicyConfirmed, withPasskey } from "./team-helpers";
 import { callsTo, newTelegramUser, postUpdate, textUpdate } from "./telegram-helpers";
 
 afterEach(() => vi.restoreAllMocks());
 
 const SESSION_TITLE = "deploy bot";
 
+/** The ladder's one step; a chat channel on it is a weakening, so the owner's passkey confirms it. */
 async function ladder(owner: Member, via: "push" | "email" | "telegram" | "slack") {
-  const response = await api("/v1/policy", {
-    method: "PUT",
-    cookie: owner.cookie,
-    body: JSON.stringify({ escalation: [{ afterMs: 0, to: "session_owner", via }] }),
-  });
+  const escalation = [{ afterMs: 0, to: "session_owner", via }];
+  const response =
+    via === "push" || via === "email"
+      ? await api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify({ escalation }) })
+      : await putPolicyConfirmed(await withPasskey(owner), { escalation });
   expect(response.status).toBe(200);
 }
 
