@@ -239,6 +239,8 @@ describe("private mode is an owner's, with their passkey, either way", () => {
         action: "team.policy_changed",
         detail: { before: start, after: next, weakened: ["privacy"], confirmedWith: owner.authenticator.id },
       });
+      const { messages } = await json<{ messages: Array<{ subject: string }> }>(await outbox(owner.email));
+      expect(messages.at(-1)?.subject).toBe(`Private mode was turned ${name} for Olga's team on Tapgate`);
     });
   }
 });

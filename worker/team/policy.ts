@@ -114,7 +114,11 @@ async function mailOwners(
     "",
     `Before and after are in the team's audit log. If you did not expect this, review the policy: ${link}`,
   ].join("\n");
-  const subject = `The Tapgate policy of ${c.teamName} was weakened`;
+  // Switching private mode is confirmed like a weakening, but either way it is no weakening to announce.
+  const onlyPrivacy = weakened.every((w) => w.setting === "privacy");
+  const subject = onlyPrivacy
+    ? `Private mode was turned ${change.after.privacy === "private" ? "on" : "off"} for ${c.teamName} on Tapgate`
+    : `The Tapgate policy of ${c.teamName} was weakened`;
   await Promise.all(
     owners.map((o) =>
       sendMail(env, { to: o.email, subject, text, link }).catch((e: unknown) =>
