@@ -137,7 +137,9 @@ export async function newDeviceKeyPair(): Promise<{ keyPair: DeviceKeyPair; publ
   const keyPair = (await crypto.subtle.generateKey({ name: "ECDH", namedCurve: "P-256" }, false, [
     "deriveBits",
   ])) as DeviceKeyPair;
-  const publicKey = toBase64url(new Uint8Array(await crypto.subtle.exportKey("raw", keyPair.publicKey)));
+  // Workers' types widen exportKey to every format's result; "raw" is bytes.
+  const raw = (await crypto.subtle.exportKey("raw", keyPair.publicKey)) as ArrayBuffer;
+  const publicKey = toBase64url(new Uint8Array(raw));
   return { keyPair, publicKey, deviceId: deviceIdOf(publicKey) };
 }
 
