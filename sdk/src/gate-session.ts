@@ -4,6 +4,10 @@
  * them, and the rule that every path which is not a human decision answers fail-closed (the
  * first `reject_once` or `cancelled` for a permission, `{action: "cancel"}` for an elicitation).
  *
+ * In a private team (docs/agent-protocol.md "Private requests") every request is sealed here to the
+ * team's trusted devices (`private/`), whichever way it came in, and `session/update` content is
+ * kept in this process only (for the card's tool call), never sent.
+ *
  * Does not own the socket: `connection.ts` opens, heartbeats and reconnects it, and tells this
  * class when it opened, dropped or closed for good.
  */
@@ -20,6 +24,8 @@ import {
 } from "./elicitation-protocol.js";
 import { describeRpcError, encodeFrame, isRecord, rpcNotification, rpcRequest } from "./jsonrpc.js";
 import { agentOptionsOf, describeIssues, type OptionRef, withTimeoutMeta } from "./params.js";
+import { type SealingSession, sealElicitation, sealPermissionRequest } from "./private/seal-params.js";
+import type { TeamPrivacy } from "./private/team-privacy.js";
 import {
   CANCELLED_ANSWER,
   failClosedAnswer,
@@ -34,7 +40,9 @@ import {
   type SessionUpdateParams,
   sessionUpdateParamsSchema,
   tapgateAnswerMeta,
+  toolCallUpdateSchema,
 } from "./protocol.js";
+import { withoutNullish } from "./request-snapshot.js";
 
 export interface RequestPermissionOptions {
   signal?: AbortSignal;
@@ -50,14 +58,27 @@ export interface RequestPermissionOptions {
 /** @internal What `Tapgate.session()` gives a session. */
 export interface GateSessionConfig extends ConnectionConfig {
   onClosed: (session: GateSession) => void;
+  /** The team's privacy: whether and to whom requests are sealed. */
+  privacy: TeamPrivacy;
+  /** What the session's cards say of it (the hello's words, `cwd` included even when the hello leaves it out). */
+  sessionInfo: SealingSession;
+  ruleKey?: string;
 }
+
+/** Tool calls remembered from `session/update`, for the cards of later requests (the gate keeps as many per socket). */
+const TOOL_CALLS_KEPT = 256;
 
 /** The gate's own expiry should answer first; this margin only covers a gate that never answers. */
 const LOCAL_TIMEOUT_GRACE_MS = 2_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface Pending {
-  frame: string;
+  /** What goes on the wire, once known (sealing a private request takes a moment). */
+  frame?: string;
+  /** The frame for this request: sealed when the team is private (`refresh`: ask the service again first). */
+  build: (refresh: boolean) => Promise<string | { error: string }>;
+  /** Whether this request was already re-sent sealed after a `private_required` refusal. */
+  resealed: boolean;
   /** The fail-closed answer every failure gives this request. */
   denied: AgentAnswer;
   /** The service's answer if it is a valid one for this request, else undefined (then it fails closed). */
@@ -75,6 +96,8 @@ export class GateSession {
   readonly #link: GateConnection;
   readonly #pending = new Map<number, Pending>();
   readonly #endListeners = new Set<() => void>();
+  /** `tool_call` / `tool_call_update` merged by id, as the gate merges them (worker/gate/presence.ts). */
+  readonly #toolCalls = new Map<string, Record<string, unknown>>();
   #nextId = 1;
 
   /** @internal Use `Tapgate.session()`. */
@@ -83,7 +106,7 @@ export class GateSession {
     this.#cfg = cfg;
     this.#link = new GateConnection(cfg, {
       opened: () => {
-        for (const p of this.#pending.values()) if (!p.sent) this.#send(p);
+        for (const p of this.#pending.values()) if (!p.sent && p.frame) this.#send(p);
       },
       frame: (text) => this.#onFrame(text),
       dropped: () => {
@@ -115,8 +138,14 @@ export class GateSession {
     let problem = parsed.success ? undefined : describeIssues(parsed.error);
     if (!problem && params.sessionId !== this.id) problem = "sessionId is not this session's";
     if (!problem && typeof frame !== "string") problem = frame.error;
-    if (problem) this.#cfg.log("warn", `session/update dropped: ${problem}`);
-    else if (this.#link.state === "open" && typeof frame === "string") this.#link.send(frame);
+    if (problem) {
+      this.#cfg.log("warn", `session/update dropped: ${problem}`);
+      return;
+    }
+    this.#rememberToolCall(params.update);
+    // A private team's service sees no content: the update stays here, for this session's cards.
+    if (this.#cfg.privacy.known.privacy === "private") return;
+    if (this.#link.state === "open" && typeof frame === "string") this.#link.send(frame);
   }
 
   /** Never rejects: every failure resolves to `failClosedAnswer(params.options)`. */
@@ -134,9 +163,14 @@ export class GateSession {
       return Promise.resolve(denied);
     }
     const valid = (result: unknown) => this.#permissionAnswer(result, options);
+    const build = (refresh: boolean) =>
+      this.#privateFrame(id, frame, refresh, opts.timeoutMs, async (context) =>
+        sealPermissionRequest(params, { ...context, knownToolCall: this.#knownToolCall(params) }),
+      );
     return new Promise((resolve) => {
       const p: Pending = {
-        frame,
+        build,
+        resealed: false,
         denied,
         valid,
         sent: false,
@@ -169,9 +203,16 @@ export class GateSession {
       const answer = createElicitationResponseSchema.safeParse(result);
       return answer.success ? answer.data : undefined;
     };
+    const standard = frame;
+    const toolCall = params.toolCallId ? this.#toolCalls.get(params.toolCallId) : undefined;
+    const build = (refresh: boolean) =>
+      this.#privateFrame(id, standard, refresh, opts.timeoutMs, async (context) =>
+        sealElicitation(params, { ...context, knownToolCall: toolCall }),
+      );
     return new Promise((resolve) => {
       const p: Pending = {
-        frame: frame as string,
+        build,
+        resealed: false,
         denied: ELICITATION_CANCELLED,
         valid,
         sent: false,
@@ -250,12 +291,82 @@ export class GateSession {
     };
     this.#pending.set(id, p);
     this.#link.updateRef();
+    void this.#prepare(id, p, false);
+  }
+
+  /** Builds the request's frame (sealing it in a private team) and sends it, unless it ended meanwhile. */
+  async #prepare(id: number, p: Pending, refresh: boolean): Promise<void> {
+    let frame: string | { error: string };
+    try {
+      frame = await p.build(refresh);
+    } catch (err) {
+      frame = { error: err instanceof Error ? err.message : String(err) };
+    }
+    if (this.#pending.get(id) !== p) return;
+    if (typeof frame !== "string") {
+      this.#cfg.log("warn", `request answered fail-closed without asking: ${frame.error}`);
+      this.#settle(id, p.denied);
+      return;
+    }
+    p.frame = frame;
     if (this.#link.state === "open") this.#send(p);
   }
 
+  /**
+   * The frame for a request in the team's privacy: `standard` as it is, or the request sealed to
+   * the trusted devices (none trusted: an error, and the request is answered fail-closed here).
+   */
+  async #privateFrame(
+    id: number,
+    standard: string,
+    refresh: boolean,
+    timeoutMs: number | undefined,
+    seal: (context: {
+      recipients: ReadonlyArray<{ deviceId: string; publicKey: string }>;
+      highRisk: unknown[];
+      ruleKey?: string;
+      session: SealingSession;
+    }) => Promise<{ sessionId: string; _meta?: Record<string, unknown> | null }>,
+  ): Promise<string | { error: string }> {
+    const state = await this.#cfg.privacy.current(refresh);
+    if (state.privacy === "standard") return standard;
+    if (state.recipients.length === 0) {
+      return { error: "the team is private and none of its devices is trusted to seal to (see the warnings above)" };
+    }
+    const sealed = await seal({
+      recipients: state.recipients,
+      highRisk: state.highRisk,
+      session: this.#cfg.sessionInfo,
+      ...(this.#cfg.ruleKey && { ruleKey: this.#cfg.ruleKey }),
+    });
+    const method = "mode" in sealed ? METHODS.elicitationCreate : METHODS.requestPermission;
+    return this.#frameFor(id, method, sealed, timeoutMs);
+  }
+
   #send(p: Pending): void {
+    if (!p.frame) return;
     this.#link.send(p.frame);
     p.sent = true;
+  }
+
+  /** What this session's updates said about the request's tool call (v1 only: a v2 request names none). */
+  #knownToolCall(params: RequestPermissionRequest): Record<string, unknown> | undefined {
+    const toolCall = (params as { toolCall?: unknown }).toolCall;
+    const id = isRecord(toolCall) ? toolCall.toolCallId : undefined;
+    return typeof id === "string" ? this.#toolCalls.get(id) : undefined;
+  }
+
+  #rememberToolCall(update: unknown): void {
+    if (!isRecord(update) || (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update"))
+      return;
+    const parsed = toolCallUpdateSchema.safeParse(update);
+    if (!parsed.success) return;
+    const { sessionUpdate: _, ...fields } = withoutNullish(parsed.data) as Record<string, unknown>;
+    const id = parsed.data.toolCallId;
+    const merged = { ...this.#toolCalls.get(id), ...fields };
+    this.#toolCalls.delete(id);
+    this.#toolCalls.set(id, merged);
+    if (this.#toolCalls.size > TOOL_CALLS_KEPT) this.#toolCalls.delete(this.#toolCalls.keys().next().value as string);
   }
 
   #settle(id: number, answer: AgentAnswer): void {
@@ -287,6 +398,15 @@ export class GateSession {
       return;
     }
     const p = typeof msg.id === "number" ? this.#pending.get(msg.id) : undefined;
+    if (p?.sent && typeof msg.id === "number" && privateRequired(msg) && !p.resealed) {
+      // The team turned private since we last asked: learn its devices now and ask once more, sealed.
+      this.#cfg.log("info", "the team is private: sealing the request and asking again");
+      p.resealed = true;
+      p.sent = false;
+      p.frame = undefined;
+      void this.#prepare(msg.id, p, true);
+      return;
+    }
     if (p?.sent && typeof msg.id === "number") this.#settle(msg.id, this.#answerFrom(msg, p));
     else if (isRecord(msg.error)) this.#cfg.log("warn", `Tapgate error ${describeRpcError(msg.error)}`);
   }
@@ -323,6 +443,11 @@ export class GateSession {
     if (outcome.outcome === "cancelled") return parsed.data;
     return options.some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
   }
+}
+
+/** The gate refused an unsealed request because the team is private (`invalid_params`, `data.reason`). */
+function privateRequired(msg: Record<string, unknown>): boolean {
+  return isRecord(msg.error) && isRecord(msg.error.data) && msg.error.data.reason === "private_required";
 }
 
 /**

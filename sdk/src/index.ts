@@ -24,6 +24,14 @@ export {
   ELICITATION_CANCELLED,
   ELICITATION_CAPABILITIES,
 } from "./elicitation-protocol.js";
+export {
+  type SealedElicitationParams,
+  type SealedPermissionParams,
+  type SealingContext,
+  type SealingSession,
+  sealElicitation,
+  sealPermissionRequest,
+} from "./private/seal-params.js";
 export { progressLine } from "./progress-line.js";
 export {
   failClosedAnswer,
