@@ -13,6 +13,7 @@
  */
 import { sessionStopSchema, stoppedSentence } from "./approval.js";
 import { type ConnectionConfig, GateConnection, type SessionState } from "./connection.js";
+import { checkContent } from "./elicitation-form.js";
 import {
   type AgentAnswer,
   type CreateElicitationParams,
@@ -24,7 +25,8 @@ import {
 } from "./elicitation-protocol.js";
 import { describeRpcError, encodeFrame, isRecord, rpcNotification, rpcRequest } from "./jsonrpc.js";
 import { agentOptionsOf, describeIssues, type OptionRef, withTimeoutMeta } from "./params.js";
-import { type SealingSession, sealElicitation, sealPermissionRequest } from "./private/seal-params.js";
+import type { SealingSession } from "./private/seal-params.js";
+import { SessionSealer } from "./private/session-sealer.js";
 import type { TeamPrivacy } from "./private/team-privacy.js";
 import {
   CANCELLED_ANSWER,
@@ -40,9 +42,7 @@ import {
   type SessionUpdateParams,
   sessionUpdateParamsSchema,
   tapgateAnswerMeta,
-  toolCallUpdateSchema,
 } from "./protocol.js";
-import { withoutNullish } from "./request-snapshot.js";
 
 export interface RequestPermissionOptions {
   signal?: AbortSignal;
@@ -64,9 +64,6 @@ export interface GateSessionConfig extends ConnectionConfig {
   sessionInfo: SealingSession;
   ruleKey?: string;
 }
-
-/** Tool calls remembered from `session/update`, for the cards of later requests (the gate keeps as many per socket). */
-const TOOL_CALLS_KEPT = 256;
 
 /** The gate's own expiry should answer first; this margin only covers a gate that never answers. */
 const LOCAL_TIMEOUT_GRACE_MS = 2_000;
@@ -96,14 +93,14 @@ export class GateSession {
   readonly #link: GateConnection;
   readonly #pending = new Map<number, Pending>();
   readonly #endListeners = new Set<() => void>();
-  /** `tool_call` / `tool_call_update` merged by id, as the gate merges them (worker/gate/presence.ts). */
-  readonly #toolCalls = new Map<string, Record<string, unknown>>();
+  readonly #sealer: SessionSealer;
   #nextId = 1;
 
   /** @internal Use `Tapgate.session()`. */
   constructor(id: string, cfg: GateSessionConfig) {
     this.id = id;
     this.#cfg = cfg;
+    this.#sealer = new SessionSealer(cfg.privacy, cfg.sessionInfo, cfg.ruleKey);
     this.#link = new GateConnection(cfg, {
       opened: () => {
         for (const p of this.#pending.values()) if (!p.sent && p.frame) this.#send(p);
@@ -142,9 +139,9 @@ export class GateSession {
       this.#cfg.log("warn", `session/update dropped: ${problem}`);
       return;
     }
-    this.#rememberToolCall(params.update);
+    this.#sealer.remember(params.update);
     // A private team's service sees no content: the update stays here, for this session's cards.
-    if (this.#cfg.privacy.known.privacy === "private") return;
+    if (this.#sealer.private) return;
     if (this.#link.state === "open" && typeof frame === "string") this.#link.send(frame);
   }
 
@@ -163,10 +160,7 @@ export class GateSession {
       return Promise.resolve(denied);
     }
     const valid = (result: unknown) => this.#permissionAnswer(result, options);
-    const build = (refresh: boolean) =>
-      this.#privateFrame(id, frame, refresh, opts.timeoutMs, async (context) =>
-        sealPermissionRequest(params, { ...context, knownToolCall: this.#knownToolCall(params) }),
-      );
+    const build = (refresh: boolean) => this.#frameIn(id, params, frame, refresh, opts.timeoutMs);
     return new Promise((resolve) => {
       const p: Pending = {
         build,
@@ -201,14 +195,11 @@ export class GateSession {
     }
     const valid = (result: unknown) => {
       const answer = createElicitationResponseSchema.safeParse(result);
-      return answer.success ? answer.data : undefined;
+      // A sealed question's answer is not checked by the service (it cannot read the form): here it is.
+      return answer.success && answerFits(params, answer.data) ? answer.data : undefined;
     };
     const standard = frame;
-    const toolCall = params.toolCallId ? this.#toolCalls.get(params.toolCallId) : undefined;
-    const build = (refresh: boolean) =>
-      this.#privateFrame(id, standard, refresh, opts.timeoutMs, async (context) =>
-        sealElicitation(params, { ...context, knownToolCall: toolCall }),
-      );
+    const build = (refresh: boolean) => this.#frameIn(id, params, standard, refresh, opts.timeoutMs);
     return new Promise((resolve) => {
       const p: Pending = {
         build,
@@ -228,6 +219,8 @@ export class GateSession {
   completeElicitation(elicitationId: string): void {
     const params = { elicitationId };
     if (!completeElicitationParamsSchema.safeParse(params).success) return;
+    // A private team's gate never saw the id (it is sealed with the question), and its card closes with the answer.
+    if (this.#sealer.private) return;
     if (this.#link.state === "open") {
       this.#link.send(JSON.stringify(rpcNotification(METHODS.elicitationComplete, params)));
     }
@@ -316,57 +309,24 @@ export class GateSession {
    * The frame for a request in the team's privacy: `standard` as it is, or the request sealed to
    * the trusted devices (none trusted: an error, and the request is answered fail-closed here).
    */
-  async #privateFrame(
+  async #frameIn(
     id: number,
+    ask: RequestPermissionRequest | CreateElicitationParams,
     standard: string,
     refresh: boolean,
     timeoutMs: number | undefined,
-    seal: (context: {
-      recipients: ReadonlyArray<{ deviceId: string; publicKey: string }>;
-      highRisk: unknown[];
-      ruleKey?: string;
-      session: SealingSession;
-    }) => Promise<{ sessionId: string; _meta?: Record<string, unknown> | null }>,
   ): Promise<string | { error: string }> {
-    const state = await this.#cfg.privacy.current(refresh);
-    if (state.privacy === "standard") return standard;
-    if (state.recipients.length === 0) {
-      return { error: "the team is private and none of its devices is trusted to seal to (see the warnings above)" };
-    }
-    const sealed = await seal({
-      recipients: state.recipients,
-      highRisk: state.highRisk,
-      session: this.#cfg.sessionInfo,
-      ...(this.#cfg.ruleKey && { ruleKey: this.#cfg.ruleKey }),
-    });
-    const method = "mode" in sealed ? METHODS.elicitationCreate : METHODS.requestPermission;
-    return this.#frameFor(id, method, sealed, timeoutMs);
+    const sealing = await this.#sealer.seal(ask, refresh);
+    if ("error" in sealing) return sealing;
+    if (sealing.standard) return standard;
+    const method = "mode" in ask ? METHODS.elicitationCreate : METHODS.requestPermission;
+    return this.#frameFor(id, method, sealing.params, timeoutMs);
   }
 
   #send(p: Pending): void {
     if (!p.frame) return;
     this.#link.send(p.frame);
     p.sent = true;
-  }
-
-  /** What this session's updates said about the request's tool call (v1 only: a v2 request names none). */
-  #knownToolCall(params: RequestPermissionRequest): Record<string, unknown> | undefined {
-    const toolCall = (params as { toolCall?: unknown }).toolCall;
-    const id = isRecord(toolCall) ? toolCall.toolCallId : undefined;
-    return typeof id === "string" ? this.#toolCalls.get(id) : undefined;
-  }
-
-  #rememberToolCall(update: unknown): void {
-    if (!isRecord(update) || (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update"))
-      return;
-    const parsed = toolCallUpdateSchema.safeParse(update);
-    if (!parsed.success) return;
-    const { sessionUpdate: _, ...fields } = withoutNullish(parsed.data) as Record<string, unknown>;
-    const id = parsed.data.toolCallId;
-    const merged = { ...this.#toolCalls.get(id), ...fields };
-    this.#toolCalls.delete(id);
-    this.#toolCalls.set(id, merged);
-    if (this.#toolCalls.size > TOOL_CALLS_KEPT) this.#toolCalls.delete(this.#toolCalls.keys().next().value as string);
   }
 
   #settle(id: number, answer: AgentAnswer): void {
@@ -443,6 +403,14 @@ export class GateSession {
     if (outcome.outcome === "cancelled") return parsed.data;
     return options.some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
   }
+}
+
+/** Content only with `accept` of a form, and then fitting its fields; none otherwise. */
+function answerFits(params: CreateElicitationParams, answer: CreateElicitationResponse): boolean {
+  if (answer.content == null) return true;
+  return (
+    answer.action === "accept" && params.mode === "form" && checkContent(params.requestedSchema, answer.content).ok
+  );
 }
 
 /** The gate refused an unsealed request because the team is private (`invalid_params`, `data.reason`). */

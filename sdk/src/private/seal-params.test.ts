@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_HIGH_RISK } from "../human/policy.js";
 import type { RequestPermissionRequest } from "../protocol.js";
-import { SEALED_TOOL_CALL_ID } from "./contract.js";
+import { SEALED_ELICITATION_MESSAGE, SEALED_TOOL_CALL_ID } from "./contract.js";
 import { newDeviceKeyPair, openSealed } from "./envelope.js";
 import { newRuleKey, ruleFingerprint } from "./fingerprint.js";
 import { sealElicitation, sealPermissionRequest } from "./seal-params.js";
@@ -92,7 +92,7 @@ describe("sealing a permission request", () => {
 });
 
 describe("sealing an elicitation", () => {
-  it("sends the mode and ids only; the question opens on the device", async () => {
+  it("sends a fieldless form with the fixed message; the question (here a URL) opens on the device", async () => {
     const device = await newDeviceKeyPair();
     const sealed = await sealElicitation(
       {
@@ -105,7 +105,13 @@ describe("sealing an elicitation", () => {
       { recipients: [device], highRisk: [], session },
     );
     expect(JSON.stringify(sealed)).not.toContain(CANARY);
-    expect(sealed).toMatchObject({ sessionId: "sess", mode: "url", elicitationId: "el_1" });
+    expect(sealed).toEqual({
+      sessionId: "sess",
+      mode: "form",
+      message: SEALED_ELICITATION_MESSAGE,
+      requestedSchema: { type: "object", properties: {} },
+      _meta: { tapgate: { sealed: expect.objectContaining({ risk: "normal" }) } },
+    });
     const opened = await openSealed(sealed._meta.tapgate.sealed, sealed._meta.tapgate.sealed.requestHash, device);
     expect(opened.ok && opened.plaintext.snapshot.elicitation).toEqual({
       mode: "url",

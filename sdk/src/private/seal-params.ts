@@ -20,6 +20,7 @@ import { v2Fields, withoutNullish } from "../request-snapshot.js";
 import { isHighRisk } from "../risk-match.js";
 import {
   type Risk,
+  SEALED_ELICITATION_MESSAGE,
   SEALED_TOOL_CALL_ID,
   type SealedPlaintext,
   type SealedRequest,
@@ -109,20 +110,16 @@ export async function sealPermissionRequest(
 
 export type SealedElicitationParams = {
   sessionId: string;
-  mode: "form" | "url";
-  message: string;
-  toolCallId?: string;
-  elicitationId?: string;
+  mode: "form";
+  message: typeof SEALED_ELICITATION_MESSAGE;
+  requestedSchema: { type: "object"; properties: Record<string, never> };
   _meta: SealedMeta;
 };
 
-/** The message the service shows instead of an elicitation's own. */
-export const SEALED_ELICITATION_MESSAGE = "Private question";
-
 /**
- * Seals an `elicitation/create`: its question (message, form schema, URL) goes only into the
- * plaintext; the service gets the mode, the tool call it belongs to, and a URL mode's
- * `elicitationId` (which `elicitation/complete` names).
+ * Seals an `elicitation/create`: its question (mode, message, form schema, URL and its id) goes
+ * only into the plaintext; the service gets a form with a fixed message and no fields, whatever
+ * was asked (docs/agent-protocol.md "Private requests").
  */
 export async function sealElicitation(
   params: CreateElicitationParams,
@@ -146,10 +143,9 @@ export async function sealElicitation(
   const sealed = await sealRequest({ plaintext, risk: "normal", to: context.recipients });
   return {
     sessionId: asked.sessionId,
-    mode: asked.mode,
+    mode: "form",
     message: SEALED_ELICITATION_MESSAGE,
-    ...(asked.toolCallId && { toolCallId: asked.toolCallId }),
-    ...(asked.mode === "url" && { elicitationId: asked.elicitationId }),
+    requestedSchema: { type: "object", properties: {} },
     _meta: sealedMeta(sealed, asked._meta),
   };
 }

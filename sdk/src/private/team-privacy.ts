@@ -67,6 +67,8 @@ export class TeamPrivacy {
       answer = await fetchRecipients(baseUrl, apiKey, AbortSignal.timeout(timeoutMs));
     } catch (err) {
       // Keep what was known: a team seen private stays private. Never seen: the gate refuses what it must.
+      // Tried again in a minute, or at once when the gate asks for a sealed request.
+      this.#fetchedAt = now;
       log("debug", `team privacy not refreshed: ${err instanceof Error ? err.message : String(err)}`);
       return this.#state;
     }
