@@ -9,7 +9,11 @@ import type {
   PublicKeyCredentialRequestOptionsJSON,
   RegistrationResponseJSON,
 } from "@simplewebauthn/server";
-import { ORIGIN } from "./helpers";
+import { ORIGIN } from "./origin";
+
+type SigningKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+/** An ECDSA key pair (named structurally: Node's types and workerd's spell `CryptoKeyPair` differently). */
+type SigningKeys = { publicKey: SigningKey; privateKey: SigningKey };
 
 const FLAG_UP = 0x01;
 const FLAG_UV = 0x04;
@@ -31,14 +35,14 @@ export class SoftAuthenticator {
 
   private constructor(
     private readonly credentialId: Uint8Array,
-    private readonly keys: CryptoKeyPair,
+    private readonly keys: SigningKeys,
   ) {}
 
   static async create(): Promise<SoftAuthenticator> {
     const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, [
       "sign",
       "verify",
-    ])) as CryptoKeyPair;
+    ])) as SigningKeys;
     return new SoftAuthenticator(crypto.getRandomValues(new Uint8Array(32)), keys);
   }
 
