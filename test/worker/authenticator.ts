@@ -117,7 +117,7 @@ export class SoftAuthenticator {
 
   /** The public key as a COSE EC2 map: kty 2 (EC2), alg -7 (ES256), crv 1 (P-256), x, y. */
   private async coseKey(): Promise<Uint8Array> {
-    const jwk = (await crypto.subtle.exportKey("jwk", this.keys.publicKey)) as JsonWebKey;
+    const jwk = (await crypto.subtle.exportKey("jwk", this.keys.publicKey)) as { x?: string; y?: string };
     return cbor(
       new Map<Cbor, Cbor>([
         [1, 2],
