@@ -45,6 +45,7 @@ const EXPORT_COLUMNS: Array<keyof HistoryExportRow> = [
   "decidedByDevice",
   "latencyMs",
   "message",
+  "private",
 ];
 
 export const historyRoutes = new Hono<AppEnv>()
