@@ -8,7 +8,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type {
   PublicKeyCredentialCreationOptionsJSON,
@@ -17,8 +17,10 @@ import type {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { Approval } from "../../sdk/src/approval";
+import { readConfig, writeConfig } from "../../sdk/src/cli/config";
 import { Tapgate } from "../../sdk/src/client";
 import { newDeviceKeyPair, openSealed } from "../../sdk/src/private/envelope";
+import { newRuleKey, RULE_KEY_PATTERN, ruleFingerprint } from "../../sdk/src/private/fingerprint";
 import { fileKnownApprovers } from "../../sdk/src/private/node-known-approvers";
 import { SoftAuthenticator } from "../worker/authenticator";
 import { CANARY_AGENT, Cli, messageText, prompt, startProxy } from "./acp-helpers";
@@ -108,6 +110,7 @@ describe("a private team's requests, sealed on the agent's machine", () => {
     expect(text).not.toContain(CANARY);
     expect(approval.snapshot.toolCall).toEqual({ toolCallId: "private", kind: "execute" });
     expect(approval.sealed?.recipients.map((r) => r.deviceId)).toEqual([device.deviceId]);
+    expect(approval.sealed?.fingerprint).toBeUndefined(); // no rule key on this machine
     const plaintext = await opened(approval);
     // The card's tool call: the request over what the agent's tool_call update said of it.
     expect(plaintext.snapshot.toolCall).toMatchObject({
@@ -135,13 +138,23 @@ describe("a private team's requests, sealed on the agent's machine", () => {
       tool_name: "Bash",
       tool_input: { command: `cat ${CANARY}.txt`, description: `Read ${CANARY}` },
     };
-    const run = runHook("claude-hook", input, { env: agentEnv() });
+    const ruleKey = newRuleKey();
+    const run = runHook("claude-hook", input, { env: { ...agentEnv(), TAPGATE_RULE_KEY: ruleKey } });
     const pending = await ada.waitForOne(sessionId);
     const { text, approval } = await held(pending.id);
     expect(text).not.toContain(CANARY);
     const plaintext = await opened(approval);
     expect(plaintext.snapshot.toolCall.rawInput).toMatchObject({ command: `cat ${CANARY}.txt` });
     expect(plaintext.snapshot.session.cwd).toBe(`/home/ada/${CANARY}`);
+    // With a rule key, the fingerprint a private rule matches on: kind, command, cwd, host.
+    const fingerprint = ruleFingerprint(ruleKey, {
+      kind: "execute",
+      command: `cat ${CANARY}.txt`,
+      cwd: `/home/ada/${CANARY}`,
+      host: hostname(),
+    });
+    expect(approval.sealed?.fingerprint).toBe(fingerprint);
+    expect(plaintext.fingerprint).toBe(fingerprint);
     const deny = approval.options.find((o) => o.kind === "reject_once");
     expect((await ada.decide(approval, deny?.optionId ?? "")).status).toBe(200);
     const answer = answerOf(await run) as { hookSpecificOutput: { decision: { behavior: string } } };
@@ -197,6 +210,30 @@ describe("which devices the SDK seals to", () => {
 
     // Now the new passkey is Ada's: its device is sealed to, and the old passkey's is the changed one.
     expect(await ask([])).toEqual([newDevice.deviceId]);
+  });
+});
+
+describe("tapgate rule-key", () => {
+  it("new stores one and prints it once, show prints it, set takes one made elsewhere and refuses a malformed one", async () => {
+    const home = mkdtempSync(join(tmpdir(), "tapgate-rulekey-"));
+    const env: NodeJS.ProcessEnv = { ...process.env, TAPGATE_URL: worker.url, XDG_CONFIG_HOME: home };
+    delete env.TAPGATE_RULE_KEY;
+    writeConfig({ url: worker.url, apiKey: key }, env);
+    const cli = async (...args: string[]) => {
+      const run = new Cli(["rule-key", ...args], env, "ignore");
+      return { code: await run.exited, out: run.lines.join("\n"), err: run.stderr };
+    };
+    const made = await cli("new");
+    expect(made.code, made.err).toBe(0);
+    const stored = readConfig(env)?.ruleKey ?? "";
+    expect(stored).toMatch(RULE_KEY_PATTERN);
+    expect(made.out).toContain(`tapgate rule-key set ${stored}`);
+    expect((await cli("new")).code).toBe(1); // a second would orphan the rules made with the first
+    expect((await cli("show")).out).toContain(stored);
+    expect((await cli("set", "trk_short")).code).toBe(1);
+    const other = newRuleKey();
+    expect((await cli("set", other)).code).toBe(0);
+    expect(readConfig(env)?.ruleKey).toBe(other);
   });
 });
 
