@@ -89,8 +89,8 @@ async function makePrivate(owner: Person, authenticator: SoftAuthenticator): Pro
 }
 
 /** The approval as the service answers it, raw: what a scan for the canary must read. */
-async function held(approvalId: string): Promise<{ text: string; approval: Approval }> {
-  const text = await (await ada.fetch(`/v1/approvals/${approvalId}`)).text();
+async function held(approvalId: string, reader = ada): Promise<{ text: string; approval: Approval }> {
+  const text = await (await reader.fetch(`/v1/approvals/${approvalId}`)).text();
   return { text, approval: JSON.parse(text) as Approval };
 }
 
@@ -210,6 +210,34 @@ describe("which devices the SDK seals to", () => {
 
     // Now the new passkey is Ada's: its device is sealed to, and the old passkey's is the changed one.
     expect(await ask([])).toEqual([newDevice.deviceId]);
+  });
+});
+
+describe("a team that turns private while a session is open", () => {
+  it("the gate's private_required refusal makes the SDK learn the keys and ask again, sealed", async () => {
+    const bob = await Person.signUp(worker.url, "Bob");
+    const bobsPasskey = await addPasskey(bob);
+    const bobsDevice = await registerDeviceKey(bob, bobsPasskey);
+    const gate = new Tapgate({
+      url: worker.url,
+      apiKey: (await bob.createKey("turns private")).key,
+      knownApprovers: fileKnownApprovers(join(configHome, "tapgate", "known-approvers.json")),
+      onLog: () => undefined,
+    });
+    const sessionId = unique("sdk-turns-private");
+    const session = await gate.session(sessionId); // the team is standard now: the session knows no keys
+    await makePrivate(bob, bobsPasskey);
+    const answer = session.requestPermission({
+      ...askParams(sessionId),
+      toolCall: { toolCallId: "c1", kind: "execute", title: `echo ${CANARY}` },
+    });
+    const pending = await bob.waitForOne(sessionId);
+    const { text, approval } = await held(pending.id, bob);
+    expect(text).not.toContain(CANARY);
+    expect((await opened(approval, bobsDevice)).snapshot.toolCall.title).toBe(`echo ${CANARY}`);
+    await bob.decide(approval, "allow");
+    expect((await answer).outcome).toEqual({ outcome: "selected", optionId: "allow" });
+    gate.close();
   });
 });
 
