@@ -12,6 +12,9 @@ import { hostname } from "node:os";
 import { type LogLevel, toWebSocketBase } from "./connection.js";
 import { GateSession } from "./gate-session.js";
 import { describeIssues } from "./params.js";
+import { fileKnownApprovers } from "./private/node-known-approvers.js";
+import type { KnownApprovers } from "./private/recipients.js";
+import { TeamPrivacy } from "./private/team-privacy.js";
 import { type HelloParams, helloParamsSchema, type SessionParent, sessionIdSchema } from "./protocol.js";
 import { TapgateError } from "./tapgate-error.js";
 
@@ -30,6 +33,16 @@ export interface TapgateOptions {
   maxReconnectAttempts?: number;
   /** Never receives tool arguments or the API key. Default: warnings and errors to `console.warn`. */
   onLog?: (level: LogLevel, message: string) => void;
+  /**
+   * The team's rule key (private mode: a rule made from a private card matches its keyed
+   * fingerprint). Default: env `TAPGATE_RULE_KEY`; without one, no rule can be made from a private card.
+   */
+  ruleKey?: string;
+  /**
+   * Where each approver's passkey is pinned on first use (private mode). Default: the file
+   * `$XDG_CONFIG_HOME/tapgate/known-approvers.json`, which `tapgate trust` edits.
+   */
+  knownApprovers?: KnownApprovers;
 }
 
 export interface SessionMeta {
@@ -64,16 +77,32 @@ export class Tapgate {
       );
     }
     if (!this.#apiKey) throw new TapgateError("no_api_key", "no API key: set TAPGATE_API_KEY or run `tapgate login`");
+    const log = this.#options.onLog ?? defaultLog;
+    const connectTimeoutMs = this.#options.connectTimeoutMs ?? 10_000;
+    const privacy = new TeamPrivacy({
+      baseUrl: this.url.replace(/\/+$/, ""),
+      apiKey: this.#apiKey,
+      known: this.#options.knownApprovers ?? fileKnownApprovers(),
+      timeoutMs: connectTimeoutMs,
+      log,
+    });
+    // The hello depends on it: a private team's service is not told the working directory.
+    await privacy.current();
+    const hello = buildHello(meta);
+    const ruleKey = this.#options.ruleKey ?? (process.env.TAPGATE_RULE_KEY || undefined);
     const session = new GateSession(sessionId, {
       sessionId,
       baseUrl: this.url,
       target: `${toWebSocketBase(this.url)}/v1/agent/sessions/${encodeURIComponent(sessionId)}`,
       apiKey: this.#apiKey,
-      connectTimeoutMs: this.#options.connectTimeoutMs ?? 10_000,
+      connectTimeoutMs,
       maxReconnectAttempts: this.#options.maxReconnectAttempts ?? 20,
-      hello: buildHello(meta),
-      log: this.#options.onLog ?? defaultLog,
+      hello: () => (privacy.known.privacy === "private" ? withoutCwd(hello) : hello),
+      log,
       onClosed: (s) => this.#sessions.delete(s),
+      privacy,
+      sessionInfo: hello,
+      ...(ruleKey && { ruleKey }),
     });
     this.#sessions.add(session); // so that gate.close() also aborts a session still connecting
     await session.open();
@@ -95,6 +124,10 @@ function buildHello(meta: SessionMeta): HelloParams {
   });
   if (!parsed.success) throw new TypeError(`invalid session metadata: ${describeIssues(parsed.error)}`);
   return parsed.data;
+}
+
+function withoutCwd({ cwd: _, ...hello }: HelloParams): HelloParams {
+  return hello;
 }
 
 /** An agent's names for its subagent, cut to what the hello takes rather than refused. */

@@ -28,7 +28,8 @@ export interface ConnectConfig {
 
 export interface ConnectionConfig extends ConnectConfig {
   maxReconnectAttempts: number;
-  hello: HelloParams;
+  /** The hello sent on each open (it may change between opens: a private team's leaves out `cwd`). */
+  hello: () => HelloParams;
   log: Logger;
 }
 
@@ -133,7 +134,7 @@ export class GateConnection {
     ws.on("message", (data, isBinary) => this.#onMessage(ws, data, isBinary));
     ws.on("close", (code) => this.#onSocketClose(ws, code));
     ws.on("error", (err) => this.#cfg.log("debug", `socket error: ${err.message}`));
-    ws.send(JSON.stringify(rpcNotification(METHODS.hello, this.#cfg.hello)));
+    ws.send(JSON.stringify(rpcNotification(METHODS.hello, this.#cfg.hello())));
     this.#hooks.opened();
     this.#startHeartbeat(ws);
     this.updateRef();

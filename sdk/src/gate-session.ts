@@ -4,11 +4,16 @@
  * them, and the rule that every path which is not a human decision answers fail-closed (the
  * first `reject_once` or `cancelled` for a permission, `{action: "cancel"}` for an elicitation).
  *
+ * In a private team (docs/agent-protocol.md "Private requests") every request is sealed here to the
+ * team's trusted devices (`private/`), whichever way it came in, and `session/update` content is
+ * kept in this process only (for the card's tool call), never sent.
+ *
  * Does not own the socket: `connection.ts` opens, heartbeats and reconnects it, and tells this
  * class when it opened, dropped or closed for good.
  */
 import { sessionStopSchema, stoppedSentence } from "./approval.js";
 import { type ConnectionConfig, GateConnection, type SessionState } from "./connection.js";
+import { checkContent } from "./elicitation-form.js";
 import {
   type AgentAnswer,
   type CreateElicitationParams,
@@ -20,6 +25,9 @@ import {
 } from "./elicitation-protocol.js";
 import { describeRpcError, encodeFrame, isRecord, rpcNotification, rpcRequest } from "./jsonrpc.js";
 import { agentOptionsOf, describeIssues, type OptionRef, withTimeoutMeta } from "./params.js";
+import type { SealingSession } from "./private/seal-params.js";
+import { SessionSealer } from "./private/session-sealer.js";
+import type { TeamPrivacy } from "./private/team-privacy.js";
 import {
   CANCELLED_ANSWER,
   failClosedAnswer,
@@ -50,6 +58,11 @@ export interface RequestPermissionOptions {
 /** @internal What `Tapgate.session()` gives a session. */
 export interface GateSessionConfig extends ConnectionConfig {
   onClosed: (session: GateSession) => void;
+  /** The team's privacy: whether and to whom requests are sealed. */
+  privacy: TeamPrivacy;
+  /** What the session's cards say of it (the hello's words, `cwd` included even when the hello leaves it out). */
+  sessionInfo: SealingSession;
+  ruleKey?: string;
 }
 
 /** The gate's own expiry should answer first; this margin only covers a gate that never answers. */
@@ -57,7 +70,12 @@ const LOCAL_TIMEOUT_GRACE_MS = 2_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface Pending {
-  frame: string;
+  /** What goes on the wire, once known (sealing a private request takes a moment). */
+  frame?: string;
+  /** The frame for this request: sealed when the team is private (`refresh`: ask the service again first). */
+  build: (refresh: boolean) => Promise<string | { error: string }>;
+  /** Whether this request was already re-sent sealed after a `private_required` refusal. */
+  resealed: boolean;
   /** The fail-closed answer every failure gives this request. */
   denied: AgentAnswer;
   /** The service's answer if it is a valid one for this request, else undefined (then it fails closed). */
@@ -75,15 +93,17 @@ export class GateSession {
   readonly #link: GateConnection;
   readonly #pending = new Map<number, Pending>();
   readonly #endListeners = new Set<() => void>();
+  readonly #sealer: SessionSealer;
   #nextId = 1;
 
   /** @internal Use `Tapgate.session()`. */
   constructor(id: string, cfg: GateSessionConfig) {
     this.id = id;
     this.#cfg = cfg;
+    this.#sealer = new SessionSealer(cfg.privacy, cfg.sessionInfo, cfg.ruleKey);
     this.#link = new GateConnection(cfg, {
       opened: () => {
-        for (const p of this.#pending.values()) if (!p.sent) this.#send(p);
+        for (const p of this.#pending.values()) if (!p.sent && p.frame) this.#send(p);
       },
       frame: (text) => this.#onFrame(text),
       dropped: () => {
@@ -115,8 +135,14 @@ export class GateSession {
     let problem = parsed.success ? undefined : describeIssues(parsed.error);
     if (!problem && params.sessionId !== this.id) problem = "sessionId is not this session's";
     if (!problem && typeof frame !== "string") problem = frame.error;
-    if (problem) this.#cfg.log("warn", `session/update dropped: ${problem}`);
-    else if (this.#link.state === "open" && typeof frame === "string") this.#link.send(frame);
+    if (problem) {
+      this.#cfg.log("warn", `session/update dropped: ${problem}`);
+      return;
+    }
+    this.#sealer.remember(params.update);
+    // A private team's service sees no content: the update stays here, for this session's cards.
+    if (this.#sealer.private) return;
+    if (this.#link.state === "open" && typeof frame === "string") this.#link.send(frame);
   }
 
   /** Never rejects: every failure resolves to `failClosedAnswer(params.options)`. */
@@ -134,9 +160,11 @@ export class GateSession {
       return Promise.resolve(denied);
     }
     const valid = (result: unknown) => this.#permissionAnswer(result, options);
+    const build = (refresh: boolean) => this.#frameIn(id, params, frame, refresh, opts.timeoutMs);
     return new Promise((resolve) => {
       const p: Pending = {
-        frame,
+        build,
+        resealed: false,
         denied,
         valid,
         sent: false,
@@ -167,11 +195,15 @@ export class GateSession {
     }
     const valid = (result: unknown) => {
       const answer = createElicitationResponseSchema.safeParse(result);
-      return answer.success ? answer.data : undefined;
+      // A sealed question's answer is not checked by the service (it cannot read the form): here it is.
+      return answer.success && answerFits(params, answer.data) ? answer.data : undefined;
     };
+    const standard = frame;
+    const build = (refresh: boolean) => this.#frameIn(id, params, standard, refresh, opts.timeoutMs);
     return new Promise((resolve) => {
       const p: Pending = {
-        frame: frame as string,
+        build,
+        resealed: false,
         denied: ELICITATION_CANCELLED,
         valid,
         sent: false,
@@ -187,6 +219,8 @@ export class GateSession {
   completeElicitation(elicitationId: string): void {
     const params = { elicitationId };
     if (!completeElicitationParamsSchema.safeParse(params).success) return;
+    // A private team's gate never saw the id (it is sealed with the question), and its card closes with the answer.
+    if (this.#sealer.private) return;
     if (this.#link.state === "open") {
       this.#link.send(JSON.stringify(rpcNotification(METHODS.elicitationComplete, params)));
     }
@@ -250,10 +284,47 @@ export class GateSession {
     };
     this.#pending.set(id, p);
     this.#link.updateRef();
+    void this.#prepare(id, p, false);
+  }
+
+  /** Builds the request's frame (sealing it in a private team) and sends it, unless it ended meanwhile. */
+  async #prepare(id: number, p: Pending, refresh: boolean): Promise<void> {
+    let frame: string | { error: string };
+    try {
+      frame = await p.build(refresh);
+    } catch (err) {
+      frame = { error: err instanceof Error ? err.message : String(err) };
+    }
+    if (this.#pending.get(id) !== p) return;
+    if (typeof frame !== "string") {
+      this.#cfg.log("warn", `request answered fail-closed without asking: ${frame.error}`);
+      this.#settle(id, p.denied);
+      return;
+    }
+    p.frame = frame;
     if (this.#link.state === "open") this.#send(p);
   }
 
+  /**
+   * The frame for a request in the team's privacy: `standard` as it is, or the request sealed to
+   * the trusted devices (none trusted: an error, and the request is answered fail-closed here).
+   */
+  async #frameIn(
+    id: number,
+    ask: RequestPermissionRequest | CreateElicitationParams,
+    standard: string,
+    refresh: boolean,
+    timeoutMs: number | undefined,
+  ): Promise<string | { error: string }> {
+    const sealing = await this.#sealer.seal(ask, refresh);
+    if ("error" in sealing) return sealing;
+    if (sealing.standard) return standard;
+    const method = "mode" in ask ? METHODS.elicitationCreate : METHODS.requestPermission;
+    return this.#frameFor(id, method, sealing.params, timeoutMs);
+  }
+
   #send(p: Pending): void {
+    if (!p.frame) return;
     this.#link.send(p.frame);
     p.sent = true;
   }
@@ -287,6 +358,15 @@ export class GateSession {
       return;
     }
     const p = typeof msg.id === "number" ? this.#pending.get(msg.id) : undefined;
+    if (p?.sent && typeof msg.id === "number" && privateRequired(msg) && !p.resealed) {
+      // The team turned private since we last asked: learn its devices now and ask once more, sealed.
+      this.#cfg.log("info", "the team is private: sealing the request and asking again");
+      p.resealed = true;
+      p.sent = false;
+      p.frame = undefined;
+      void this.#prepare(msg.id, p, true);
+      return;
+    }
     if (p?.sent && typeof msg.id === "number") this.#settle(msg.id, this.#answerFrom(msg, p));
     else if (isRecord(msg.error)) this.#cfg.log("warn", `Tapgate error ${describeRpcError(msg.error)}`);
   }
@@ -323,6 +403,19 @@ export class GateSession {
     if (outcome.outcome === "cancelled") return parsed.data;
     return options.some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
   }
+}
+
+/** Content only with `accept` of a form, and then fitting its fields; none otherwise. */
+function answerFits(params: CreateElicitationParams, answer: CreateElicitationResponse): boolean {
+  if (answer.content == null) return true;
+  return (
+    answer.action === "accept" && params.mode === "form" && checkContent(params.requestedSchema, answer.content).ok
+  );
+}
+
+/** The gate refused an unsealed request because the team is private (`invalid_params`, `data.reason`). */
+function privateRequired(msg: Record<string, unknown>): boolean {
+  return isRecord(msg.error) && isRecord(msg.error.data) && msg.error.data.reason === "private_required";
 }
 
 /**

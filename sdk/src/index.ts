@@ -24,6 +24,23 @@ export {
   ELICITATION_CANCELLED,
   ELICITATION_CAPABILITIES,
 } from "./elicitation-protocol.js";
+export { fileKnownApprovers } from "./private/node-known-approvers.js";
+export {
+  fetchRecipients,
+  type KnownApprovers,
+  type RefusedRecipient,
+  refusalWarning,
+  type TrustedRecipients,
+  trustRecipients,
+} from "./private/recipients.js";
+export {
+  type SealedElicitationParams,
+  type SealedPermissionParams,
+  type SealingContext,
+  type SealingSession,
+  sealElicitation,
+  sealPermissionRequest,
+} from "./private/seal-params.js";
 export { progressLine } from "./progress-line.js";
 export {
   failClosedAnswer,

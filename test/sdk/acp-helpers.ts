@@ -14,6 +14,7 @@ export const ABORT_AWARE_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/
 export const ELICIT_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/elicit-agent.mjs")];
 export const SUBAGENT_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/subagent-agent.mjs")];
 export const EDIT_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/edit-agent.mjs")];
+export const CANARY_AGENT = [process.execPath, join(ROOT, "test/sdk/agents/canary-agent.mjs")];
 
 /** An environment with no credentials at all: an empty config directory and no key. */
 export function signedOutEnv(url: string): NodeJS.ProcessEnv {

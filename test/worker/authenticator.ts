@@ -9,7 +9,11 @@ import type {
   PublicKeyCredentialRequestOptionsJSON,
   RegistrationResponseJSON,
 } from "@simplewebauthn/server";
-import { ORIGIN } from "./helpers";
+import { ORIGIN } from "./origin";
+
+type SigningKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+/** An ECDSA key pair (named structurally: Node's types and workerd's spell `CryptoKeyPair` differently). */
+type SigningKeys = { publicKey: SigningKey; privateKey: SigningKey };
 
 const FLAG_UP = 0x01;
 const FLAG_UV = 0x04;
@@ -31,14 +35,14 @@ export class SoftAuthenticator {
 
   private constructor(
     private readonly credentialId: Uint8Array,
-    private readonly keys: CryptoKeyPair,
+    private readonly keys: SigningKeys,
   ) {}
 
   static async create(): Promise<SoftAuthenticator> {
     const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, [
       "sign",
       "verify",
-    ])) as CryptoKeyPair;
+    ])) as SigningKeys;
     return new SoftAuthenticator(crypto.getRandomValues(new Uint8Array(32)), keys);
   }
 
@@ -113,7 +117,7 @@ export class SoftAuthenticator {
 
   /** The public key as a COSE EC2 map: kty 2 (EC2), alg -7 (ES256), crv 1 (P-256), x, y. */
   private async coseKey(): Promise<Uint8Array> {
-    const jwk = (await crypto.subtle.exportKey("jwk", this.keys.publicKey)) as JsonWebKey;
+    const jwk = (await crypto.subtle.exportKey("jwk", this.keys.publicKey)) as { x?: string; y?: string };
     return cbor(
       new Map<Cbor, Cbor>([
         [1, 2],

@@ -4,8 +4,9 @@ import { vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import type { RequestPermissionParams } from "../../sdk/src/protocol";
 import type { TeamHub } from "../../worker/hub/team-hub";
+import { ORIGIN } from "./origin";
 
-export const ORIGIN = "https://tapgate.test";
+export { ORIGIN };
 
 let counter = 0;
 export const unique = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++counter}`;

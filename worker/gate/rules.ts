@@ -27,6 +27,7 @@ import {
   type RequestPermissionParams,
   type RequestPermissionResponse,
 } from "../../sdk/src/protocol";
+import { v2Fields, withoutNullish } from "../../sdk/src/request-snapshot";
 import { canonicalJson, sha256Hex } from "../crypto";
 import type { OutboxOp } from "../db";
 import { limitsOf, offeredOptions, requestLifetimeMs, type VersionedPolicy } from "../policy";
@@ -38,7 +39,7 @@ import { sealedHashOf } from "./sealed";
 import type { ServedSession } from "./store";
 import { storedSnapshot } from "./stored-snapshot";
 
-export { offeredOptions, requestLifetimeMs };
+export { offeredOptions, requestLifetimeMs, withoutNullish };
 
 /** An HTTP-held request not polled for this long is denied `agent_disconnected`. */
 export const LEASE_MS = 60_000;
@@ -205,13 +206,6 @@ export function agentAnswer(
 function offeredOption({ optionId, name, kind, _meta }: PermissionOption): OfferedOption {
   const permission = agentPromptOf(_meta);
   return { optionId, name, kind, ...(permission && { permission }) };
-}
-
-/** An ACP v2 request's own prompt and subject, stored as sent beside the card's derived tool call. */
-function v2Fields(params: RequestPermissionParams): { permission?: { title: string; [k: string]: unknown } } {
-  const { title, description, subject } = params as { title?: unknown; description?: unknown; subject?: unknown };
-  if (typeof title !== "string") return {};
-  return { permission: { title, ...(description != null && { description }), ...(subject != null && { subject }) } };
 }
 
 /** Why a pending request ends at `now` without a human, or null while it still waits. */
@@ -399,8 +393,4 @@ export function auditOp(meta: ServedSession, a: Approval, actor: string, action:
     ...(a.sealed && { private: true, sealedHash: sealedHashOf(a.sealed) }),
   };
   return { op: "audit", eventId: `${a.id}:${action}`, teamId: meta.teamId, at, actor, action, subject: a.id, detail };
-}
-
-export function withoutNullish<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined)) as Partial<T>;
 }

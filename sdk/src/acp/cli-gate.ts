@@ -13,8 +13,8 @@ export function logToStderr(message: string): void {
  * http:// to another machine) throws before the agent starts.
  */
 export function cliGate(): Tapgate {
-  const { url: configured, apiKey } = credentials();
+  const { url: configured, apiKey, ruleKey } = credentials();
   const url = baseUrl(configured);
   if (!apiKey) logToStderr("not signed in: run `tapgate login` — until then every permission request is refused");
-  return new Tapgate({ url, apiKey, onLog: (level, message) => level !== "debug" && logToStderr(message) });
+  return new Tapgate({ url, apiKey, ruleKey, onLog: (level, message) => level !== "debug" && logToStderr(message) });
 }

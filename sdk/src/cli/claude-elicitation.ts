@@ -13,6 +13,8 @@ import { describeIssues } from "../params.js";
 export interface ElicitationAsk {
   url: string;
   apiKey: string;
+  /** The team's rule key (private mode's fingerprints), when this machine has one. */
+  ruleKey?: string;
   timeoutMs: number;
   connectTimeoutMs: number;
   log: (level: LogLevel, message: string) => void;
@@ -34,7 +36,8 @@ export async function answerElicitation(input: unknown, ask: ElicitationAsk | st
   if (!valid.success) return cancelled(log, `Tapgate cannot show this question (${describeIssues(valid.error)})`);
   let gate: Tapgate | undefined;
   try {
-    gate = new Tapgate({ url: ask.url, apiKey: ask.apiKey, onLog: ask.log, connectTimeoutMs: ask.connectTimeoutMs });
+    const { url, apiKey, ruleKey, connectTimeoutMs } = ask;
+    gate = new Tapgate({ url, apiKey, ruleKey, onLog: ask.log, connectTimeoutMs });
     const session = await gate.session(sessionId, {
       title: "Claude Code",
       agent: { name: "claude-code" },

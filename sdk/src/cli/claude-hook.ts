@@ -39,13 +39,14 @@ export const main = (args: string[]): Promise<number> => runHookCommand(claudeHo
 function elicitationAsk(args: string[]): ElicitationAsk | string {
   const timeout = parseTimeout(args, process.env.TAPGATE_HOOK_TIMEOUT, claudeHook.defaultTimeoutS, claudeHook.command);
   if (typeof timeout === "string") return timeout;
-  const { url, apiKey } = credentials();
+  const { url, apiKey, ruleKey } = credentials();
   if (!apiKey) return "not signed in — run `tapgate login`";
   try {
     const timeoutMs = timeout * 1000;
     return {
       url: baseUrl(url),
       apiKey,
+      ...(ruleKey && { ruleKey }),
       timeoutMs,
       connectTimeoutMs: Math.min(CONNECT_TIMEOUT_MS, timeoutMs),
       log: hookLog,

@@ -168,6 +168,8 @@ function store(url: string, t: TokenAnswer): void {
     keyPrefix: t.prefix,
     team: t.team,
     user: t.user,
+    // The team's rule key is this machine's, not the key's: a new sign-in keeps it.
+    ...(previous?.ruleKey && { ruleKey: previous.ruleKey }),
   });
   process.stdout.write(
     `Signed in to ${printable(t.team.name)} as ${printable(t.user.email)}. Key ${keyHint(t.key)} stored in ${path}\n`,

@@ -20,6 +20,12 @@ export async function main(args: string[]): Promise<number> {
   if (existsSync(path)) {
     deleteConfig();
     say(process.stdout, `Removed ${path}.`);
+    if (stored?.ruleKey) {
+      say(
+        process.stderr,
+        "The team's rule key was stored there too: after the next login, `tapgate rule-key set` it again.",
+      );
+    }
   } else {
     say(process.stdout, `Not signed in (no ${path}); nothing to do.`);
   }

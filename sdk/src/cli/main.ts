@@ -19,6 +19,11 @@ const COMMANDS: Record<string, { summary: string; run: (args: string[]) => Promi
     run: lazy("./mcp.js"),
   },
   "gemini-hook": { summary: "Gemini CLI BeforeTool hook", run: lazy("./gemini-hook.js") },
+  trust: {
+    summary: "private mode: show or accept approvers' changed passkeys (--list: the pins)",
+    run: lazy("./trust.js"),
+  },
+  "rule-key": { summary: "private mode: the team's rule key: new | set <key> | show", run: lazy("./rule-key.js") },
 };
 
 /** Each subcommand module exports `main(args): Promise<number>` (the exit code). */

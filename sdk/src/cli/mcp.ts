@@ -73,10 +73,10 @@ export async function main(args: string[]): Promise<number> {
 
 /** Where to ask, read at each call (a `tapgate login` meanwhile counts), or why there is nowhere. */
 function targetOf(timeoutS: number) {
-  const { url, apiKey } = credentials();
+  const { url, apiKey, ruleKey } = credentials();
   if (!apiKey) return "not signed in — run `tapgate login` or set TAPGATE_API_KEY";
   try {
-    return { url: baseUrl(url), apiKey, timeoutMs: timeoutS * 1000 };
+    return { url: baseUrl(url), apiKey, ruleKey, timeoutMs: timeoutS * 1000 };
   } catch (err) {
     return (err as Error).message;
   }

@@ -99,7 +99,7 @@ async function decide<Input>(agent: HookAgent<Input>, input: unknown, args: stri
     const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
     return deny(`Tapgate: invalid hook input on stdin (${where}${issue?.message})`);
   }
-  const { url, apiKey } = credentials();
+  const { url, apiKey, ruleKey } = credentials();
   if (!apiKey) return deny("Tapgate: not signed in — run `tapgate login`");
   let base: string;
   try {
@@ -107,7 +107,7 @@ async function decide<Input>(agent: HookAgent<Input>, input: unknown, args: stri
   } catch (err) {
     return deny(`Tapgate: ${(err as Error).message}`);
   }
-  return ask(agent, parsed.data, { url: base, apiKey, timeoutMs: timeout * 1000 });
+  return ask(agent, parsed.data, { url: base, apiKey, ruleKey, timeoutMs: timeout * 1000 });
 }
 
 async function ask<Input>(agent: HookAgent<Input>, input: Input, to: AskTarget): Promise<HookDecision> {
@@ -122,6 +122,8 @@ async function ask<Input>(agent: HookAgent<Input>, input: Input, to: AskTarget):
 export interface AskTarget {
   url: string;
   apiKey: string;
+  /** The team's rule key (private mode's fingerprints), when this machine has one. */
+  ruleKey?: string;
   timeoutMs: number;
 }
 
