@@ -26,7 +26,7 @@ import {
   signUp,
   unique,
 } from "./helpers";
-import { CANARY, sealedPermission, setPrivacy } from "./private-helpers";
+import { CANARY, sealedPermission, setPolicy, setPrivacy } from "./private-helpers";
 import { addToSlack, linkSlackUser, untilSlackCalls } from "./slack-helpers";
 import { callsTo, newTelegramUser, postUpdate, textUpdate } from "./telegram-helpers";
 
@@ -34,14 +34,8 @@ afterEach(() => vi.restoreAllMocks());
 
 const SESSION_TITLE = "deploy bot";
 
-async function ladder(owner: Member, via: "push" | "email" | "telegram" | "slack") {
-  const response = await api("/v1/policy", {
-    method: "PUT",
-    cookie: owner.cookie,
-    body: JSON.stringify({ escalation: [{ afterMs: 0, to: "session_owner", via }] }),
-  });
-  expect(response.status).toBe(200);
-}
+const ladder = (owner: Member, via: "push" | "email" | "telegram" | "slack") =>
+  setPolicy(owner, { escalation: [{ afterMs: 0, to: "session_owner", via }] });
 
 /** A sealed request in a private team's session named `SESSION_TITLE`, held, its ladder's first step run. */
 async function askSealed(owner: Member) {
