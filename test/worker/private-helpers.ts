@@ -6,6 +6,7 @@
  */
 import { env } from "cloudflare:test";
 import type { Risk } from "../../sdk/src/approval";
+import type { TeamPolicy } from "../../sdk/src/human/policy";
 import {
   SEALED_ELICITATION_MESSAGE,
   SEALED_TOOL_CALL_ID,
@@ -20,11 +21,20 @@ import { hubStub, type Member, unique } from "./helpers";
 export const CANARY = "CANARY-7f3a9c-secret-token";
 
 /** Sets the team's `privacy` in D1 (a new policy version) and has its hub hand the policy to live gates. */
-export async function setPrivacy(member: Member, privacy: "private" | "standard" = "private"): Promise<void> {
+export function setPrivacy(member: Member, privacy: "private" | "standard" = "private"): Promise<void> {
+  return setPolicy(member, { privacy });
+}
+
+/**
+ * Changes the team's policy in D1 (a new version) and tells its hub, as `PUT /v1/policy` does once
+ * its checks passed: switching privacy and putting a channel on the ladder each need the owner's
+ * passkey there (pmkeys' and the channels' step-up), which these tests are not about.
+ */
+export async function setPolicy(member: Member, patch: Partial<TeamPolicy>): Promise<void> {
   const row = await env.DB.prepare("SELECT policy FROM teams WHERE id = ?")
     .bind(member.teamId)
     .first<{ policy: string }>();
-  const policy = { ...parsePolicy(row?.policy), privacy };
+  const policy = { ...parsePolicy(row?.policy), ...patch };
   await env.DB.prepare("UPDATE teams SET policy = ?, policy_version = policy_version + 1 WHERE id = ?")
     .bind(JSON.stringify(policy), member.teamId)
     .run();

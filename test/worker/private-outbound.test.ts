@@ -26,24 +26,16 @@ import {
   signUp,
   unique,
 } from "./helpers";
-import { CANARY, sealedPermission, setPrivacy } from "./private-helpers";
+import { CANARY, sealedPermission, setPolicy, setPrivacy } from "./private-helpers";
 import { addToSlack, linkSlackUser, untilSlackCalls } from "./slack-helpers";
-import { putPolicyConfirmed, withPasskey } from "./team-helpers";
 import { callsTo, newTelegramUser, postUpdate, textUpdate } from "./telegram-helpers";
 
 afterEach(() => vi.restoreAllMocks());
 
 const SESSION_TITLE = "deploy bot";
 
-/** The ladder's one step; a chat channel on it is a weakening, so the owner's passkey confirms it. */
-async function ladder(owner: Member, via: "push" | "email" | "telegram" | "slack") {
-  const escalation = [{ afterMs: 0, to: "session_owner", via }];
-  const response =
-    via === "push" || via === "email"
-      ? await api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify({ escalation }) })
-      : await putPolicyConfirmed(await withPasskey(owner), { escalation });
-  expect(response.status).toBe(200);
-}
+const ladder = (owner: Member, via: "push" | "email" | "telegram" | "slack") =>
+  setPolicy(owner, { escalation: [{ afterMs: 0, to: "session_owner", via }] });
 
 /** A sealed request in a private team's session named `SESSION_TITLE`, held, its ladder's first step run. */
 async function askSealed(owner: Member) {
