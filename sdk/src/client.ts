@@ -86,7 +86,7 @@ export class Tapgate {
       timeoutMs: connectTimeoutMs,
       log,
     });
-    // The hello depends on it: a private team's service is not told the working directory.
+    // The hello depends on it: a private team's service is not told the title or the working directory.
     await privacy.current();
     const hello = buildHello(meta);
     const ruleKey = this.#options.ruleKey ?? (process.env.TAPGATE_RULE_KEY || undefined);
@@ -97,7 +97,7 @@ export class Tapgate {
       apiKey: this.#apiKey,
       connectTimeoutMs,
       maxReconnectAttempts: this.#options.maxReconnectAttempts ?? 20,
-      hello: () => (privacy.known.privacy === "private" ? withoutCwd(hello) : hello),
+      hello: () => (privacy.known.privacy === "private" ? privateHello(hello) : hello),
       log,
       onClosed: (s) => this.#sessions.delete(s),
       privacy,
@@ -126,8 +126,14 @@ function buildHello(meta: SessionMeta): HelloParams {
   return parsed.data;
 }
 
-function withoutCwd({ cwd: _, ...hello }: HelloParams): HelloParams {
-  return hello;
+/**
+ * What a private team's service is told of a session: who runs it and where, never its title,
+ * directory or a parent's title and task (a title is often the prompt, a directory names the
+ * project). The cards get them from each request's sealed plaintext instead.
+ */
+function privateHello({ title: _title, cwd: _cwd, parent, ...hello }: HelloParams): HelloParams {
+  if (!parent) return hello;
+  return { ...hello, parent: { sessionId: parent.sessionId, ...(parent.name && { name: parent.name }) } };
 }
 
 /** An agent's names for its subagent, cut to what the hello takes rather than refused. */

@@ -10,10 +10,6 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import type {
-  PublicKeyCredentialCreationOptionsJSON,
-  PublicKeyCredentialRequestOptionsJSON,
-} from "@simplewebauthn/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { Approval } from "../../sdk/src/approval";
@@ -22,10 +18,11 @@ import { Tapgate } from "../../sdk/src/client";
 import { newDeviceKeyPair, openSealed } from "../../sdk/src/private/envelope";
 import { newRuleKey, RULE_KEY_PATTERN, ruleFingerprint } from "../../sdk/src/private/fingerprint";
 import { fileKnownApprovers } from "../../sdk/src/private/node-known-approvers";
-import { SoftAuthenticator } from "../worker/authenticator";
+import type { SoftAuthenticator } from "../worker/authenticator";
 import { CANARY_AGENT, Cli, messageText, prompt, startProxy } from "./acp-helpers";
 import { askParams, Person, unique } from "./helpers";
 import { answerOf, runHook } from "./hook-helpers";
+import { addPasskey, makePrivate, registerDeviceKey } from "./private-helpers";
 
 const CANARY = "canary-5e9d1b";
 
@@ -47,46 +44,6 @@ beforeAll(async () => {
   key = (await ada.createKey("private tests")).key;
 });
 afterAll(() => worker?.stop());
-
-async function post<T>(person: Person, path: string, body: unknown, method = "POST"): Promise<T> {
-  const response = await person.fetch(path, { method, body: JSON.stringify(body) });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as T;
-}
-
-async function addPasskey(person: Person): Promise<SoftAuthenticator> {
-  const authenticator = await SoftAuthenticator.create();
-  const { challengeId, options } = await post<{ challengeId: string; options: PublicKeyCredentialCreationOptionsJSON }>(
-    person,
-    "/v1/auth/passkey/register/options",
-    {},
-  );
-  const response = await authenticator.register(options, { origin: worker.url });
-  await post(person, "/v1/auth/passkey/register/verify", { challengeId, response });
-  return authenticator;
-}
-
-async function registerDeviceKey(person: Person, authenticator: SoftAuthenticator) {
-  const made = await newDeviceKeyPair();
-  const { options } = await post<{ options: PublicKeyCredentialRequestOptionsJSON }>(
-    person,
-    "/v1/devices/keys/options",
-    { publicKey: made.publicKey },
-  );
-  const assertion = await authenticator.assert(options, { origin: worker.url });
-  await post(person, "/v1/devices/keys", { publicKey: made.publicKey, name: "Ada's phone", assertion });
-  return made;
-}
-
-async function makePrivate(owner: Person, authenticator: SoftAuthenticator): Promise<void> {
-  const policy = { ...((await (await owner.fetch("/v1/policy")).json()) as object), privacy: "private" };
-  const { options } = await post<{ options: PublicKeyCredentialRequestOptionsJSON }>(owner, "/v1/policy/step-up", {
-    policy,
-  });
-  const stepUp = await authenticator.assert(options, { origin: worker.url });
-  await post(owner, "/v1/policy", { ...policy, stepUp }, "PUT");
-}
 
 /** The approval as the service answers it, raw: what a scan for the canary must read. */
 async function held(approvalId: string, reader = ada): Promise<{ text: string; approval: Approval }> {

@@ -231,7 +231,7 @@ describe("a private team's requests, every way the service takes them", () => {
       webhooks: webhooks.join("\n"),
     };
     // What the service may see does reach each place (the scan reads real text)...
-    expect(seen.d1).toContain(SESSION_TITLE);
+    expect(seen.d1).toContain(approval.id);
     expect(seen.gate).toContain(approval.requestHash);
     expect(seen.pushes).toContain(approval.id);
     expect(seen.mail).toContain(approval.id);

@@ -77,7 +77,7 @@ describe("a sealed request", () => {
     await agent.send({
       jsonrpc: "2.0",
       method: "_tapgate/hello",
-      params: { title: "deploy bot", cwd: `/home/${CANARY}` },
+      params: { title: `deploy ${CANARY}`, cwd: `/home/${CANARY}` },
     });
     await agent.send({
       jsonrpc: "2.0",
@@ -96,7 +96,8 @@ describe("a sealed request", () => {
     expect(read.risk).toBe("normal");
     expect(read.snapshot).toEqual({
       toolCall: { toolCallId: SEALED_TOOL_CALL_ID, kind: "execute" },
-      session: { title: "deploy bot", agent: null, host: null, cwd: null },
+      // The hello's title (often the prompt) and directory are content: a private team keeps neither.
+      session: { title: null, agent: null, host: null, cwd: null },
     });
     expect(read.options).toEqual([
       { optionId: "allow", name: "Allow once", kind: "allow_once" },
@@ -111,10 +112,10 @@ describe("a sealed request", () => {
       result: { outcome: { outcome: "selected", optionId: "allow" } },
     });
     await flush(owner.teamId, sessionId);
-    const sessions = await env.DB.prepare("SELECT cwd FROM agent_sessions WHERE session_id = ?")
+    const sessions = await env.DB.prepare("SELECT title, cwd FROM agent_sessions WHERE session_id = ?")
       .bind(sessionId)
-      .first<{ cwd: string | null }>();
-    expect(sessions?.cwd).toBeNull();
+      .first<{ title: string | null; cwd: string | null }>();
+    expect(sessions).toEqual({ title: null, cwd: null });
     // Nothing the gate or the hub keeps holds the content: not the hello's cwd, not the tool call's update.
     expect(await storageText(gateStub(owner.teamId, sessionId))).not.toContain(CANARY);
     expect(await storageText(hubStub(owner.teamId))).not.toContain(CANARY);

@@ -32,17 +32,24 @@ import { callsTo, newTelegramUser, postUpdate, textUpdate } from "./telegram-hel
 
 afterEach(() => vi.restoreAllMocks());
 
-const SESSION_TITLE = "deploy bot";
+const AGENT = "deploy-bot";
 
 const ladder = (owner: Member, via: "push" | "email" | "telegram" | "slack") =>
   setPolicy(owner, { escalation: [{ afterMs: 0, to: "session_owner", via }] });
 
-/** A sealed request in a private team's session named `SESSION_TITLE`, held, its ladder's first step run. */
+/**
+ * A sealed request in a private team's session, held, its ladder's first step run. The hello's title
+ * is content (often the prompt): the service names the session by its agent and id instead.
+ */
 async function askSealed(owner: Member) {
   const { key } = await createKey(owner);
   const sessionId = unique("sealed-out");
   const agent = await connectAgent(key, sessionId);
-  await agent.send({ jsonrpc: "2.0", method: "_tapgate/hello", params: { title: SESSION_TITLE } });
+  await agent.send({
+    jsonrpc: "2.0",
+    method: "_tapgate/hello",
+    params: { title: `deploy ${CANARY}`, agent: { name: AGENT } },
+  });
   const { params, sealed } = await sealedPermission(sessionId);
   await agent.ask(1, params);
   const [approval] = await vi.waitFor(async () => {
@@ -61,7 +68,7 @@ describe("a private request's outbound messages", () => {
     const phone = await fake.addPhone(owner);
     await ladder(owner, "push");
     await setPrivacy(owner);
-    const { approval } = await askSealed(owner);
+    const { approval, sessionId } = await askSealed(owner);
     await fake.untilPushes(1);
     const [payload] = fake.to(phone);
     expect(JSON.stringify(payload)).not.toContain(CANARY);
@@ -72,10 +79,10 @@ describe("a private request's outbound messages", () => {
       title: "",
       expiresAt: approval.expiresAt,
       private: true,
-      sessionTitle: SESSION_TITLE,
+      sessionTitle: `${AGENT} session ${sessionId}`,
     });
     expect((payload as { notification: { title: string } }).notification.title).toBe(
-      `A request waits in ${SESSION_TITLE} — open Tapgate`,
+      `A request waits in ${AGENT} session ${sessionId} — open Tapgate`,
     );
   });
 
@@ -83,7 +90,7 @@ describe("a private request's outbound messages", () => {
     const owner = await signUp();
     await ladder(owner, "email");
     await setPrivacy(owner);
-    await askSealed(owner);
+    const { sessionId } = await askSealed(owner);
     const mail = await vi.waitFor(async () => {
       const { messages } = await json<{ messages: Array<{ subject: string; text: string }> }>(
         await outbox(owner.email),
@@ -92,7 +99,7 @@ describe("a private request's outbound messages", () => {
       if (!found) throw new Error("no mail yet");
       return found;
     });
-    expect(mail.text).toContain(`A request waits in ${SESSION_TITLE} — open Tapgate`);
+    expect(mail.text).toContain(`A request waits in ${AGENT} session ${sessionId} — open Tapgate`);
     expect(JSON.stringify(mail)).not.toContain(CANARY);
   });
 
@@ -105,13 +112,13 @@ describe("a private request's outbound messages", () => {
     expect((await postUpdate(textUpdate(chat, `/start ${code}`))).status).toBe(200);
     await ladder(owner, "telegram");
     await setPrivacy(owner);
-    await askSealed(owner);
+    const { sessionId } = await askSealed(owner);
     const card = await vi.waitFor(async () => {
       const found = (await callsTo(chat)).find((c) => c.method === "sendMessage" && c.body.reply_markup);
       if (!found) throw new Error("no card yet");
       return found;
     });
-    expect(String(card.body.text)).toContain(`A request waits in ${SESSION_TITLE} — open Tapgate`);
+    expect(String(card.body.text)).toContain(`A request waits in ${AGENT} session ${sessionId} — open Tapgate`);
     expect(JSON.stringify(card.body)).not.toContain(CANARY);
     const markup = card.body.reply_markup as { inline_keyboard: Array<Array<{ text: string }>> };
     expect(markup.inline_keyboard.flat().map((b) => b.text)).not.toContain("Allow once");
@@ -123,11 +130,11 @@ describe("a private request's outbound messages", () => {
     await linkSlackUser(owner, workspace);
     await ladder(owner, "slack");
     await setPrivacy(owner);
-    await askSealed(owner);
+    const { sessionId } = await askSealed(owner);
     const posts = await untilSlackCalls(workspace, "chat.postMessage", 2); // the link's reply, then the card
     const card = posts.at(-1);
     const body = JSON.stringify(card?.body);
-    expect(body).toContain(`A request waits in ${SESSION_TITLE} — open Tapgate`);
+    expect(body).toContain(`A request waits in ${AGENT} session ${sessionId} — open Tapgate`);
     expect(body).not.toContain(CANARY);
     expect(body).not.toContain("Allow once");
   });

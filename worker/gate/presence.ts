@@ -6,6 +6,7 @@
  * Owns: the session's metadata and tool calls. Does not own: requests (state-machine.ts) or
  * the sockets themselves (sockets.ts).
  */
+import type { SessionInfo } from "../../sdk/src/approval";
 import { type HelloParams, toolCallUpdateSchema } from "../../sdk/src/protocol";
 import type { VersionedPolicy } from "../policy";
 import type { GateJoin } from "./api";
@@ -60,9 +61,8 @@ export class Presence {
   hello(params: HelloParams): void {
     const meta = this.host.store.meta();
     if (!meta) return;
-    // A private team's working directory is content (it names the project): never kept.
     const info = helloInfo(meta.info, params);
-    this.host.store.saveMeta({ ...meta, info: isPrivateTeam(meta.policy) ? { ...info, cwd: null } : info });
+    this.host.store.saveMeta({ ...meta, info: isPrivateTeam(meta.policy) ? routingInfo(info) : info });
     this.noteConnection(Date.now());
   }
 
@@ -145,4 +145,19 @@ export class Presence {
     const merged = { ...this.host.store.toolCall(socketId, parsed.data.toolCallId), ...fields };
     this.host.store.saveToolCall(socketId, parsed.data.toolCallId, merged, Date.now());
   }
+}
+
+/**
+ * What a private team's gate keeps of a session's hello: its agent and host, a parent's session
+ * and name. A title (often the prompt), a directory (it names the project) and a parent's title
+ * and task are content: the SDK seals them into each request instead.
+ */
+function routingInfo(info: SessionInfo): SessionInfo {
+  const { parent } = info;
+  return {
+    ...info,
+    title: null,
+    cwd: null,
+    ...(parent && { parent: { sessionId: parent.sessionId, ...(parent.name && { name: parent.name }) } }),
+  };
 }

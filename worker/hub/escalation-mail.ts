@@ -6,7 +6,7 @@
  * Owns: the mail's words. Does not own: whom a step reaches (`escalation.ts`) or sending
  * (`worker/mail.ts`).
  */
-import { privateRequestLine } from "../../sdk/src/human/push";
+import { privateRequestLine, privateSessionLabel } from "../../sdk/src/human/push";
 import { listMembers } from "../db";
 import { sendMail } from "../mail";
 import type { EscalationOrder } from "./api";
@@ -35,6 +35,6 @@ export async function mailStep(host: HubHost, directory: Directory, order: Escal
 
 /** Where the request waits; a private one by its session's title only (its content is sealed). */
 function waitingLine({ approval }: EscalationOrder): string {
-  if (approval.sealed) return `${privateRequestLine(approval.snapshot.session.title)}. It has not been seen yet.`;
+  if (approval.sealed) return `${privateRequestLine(privateSessionLabel(approval))}. It has not been seen yet.`;
   return `A request in agent session ${approval.sessionId} has not been seen yet.`;
 }

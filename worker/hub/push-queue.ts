@@ -13,6 +13,7 @@
  * The exported functions above the class are pure and unit-tested (`push-queue.test.ts`).
  */
 import type { Approval, Delivery } from "../../sdk/src/approval";
+import { privateSessionLabel } from "../../sdk/src/human/push";
 import type { ApprovalNews, DisplayReport, HubDevice, ReceiptEvent } from "./api";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";
@@ -49,7 +50,7 @@ export function approvalPush(news: ApprovalNews): NewsPush {
   const { approval } = news;
   // A private request's push names its session only: the service worker opens `sealed` itself.
   if (approval.sealed) {
-    const sessionTitle = approval.snapshot.session.title;
+    const sessionTitle = privateSessionLabel(approval);
     return {
       payload: {
         v: 1,
@@ -59,7 +60,7 @@ export function approvalPush(news: ApprovalNews): NewsPush {
         expiresAt: approval.expiresAt,
         ...(approval.risk === "high" && { risk: "high" as const }),
         private: true,
-        ...(sessionTitle && { sessionTitle: sessionTitle.slice(0, 256) }),
+        sessionTitle: sessionTitle.slice(0, 256),
       },
       urgency: "high",
     };

@@ -18,6 +18,7 @@ import {
   type PushPayload,
   type PushPlatform,
   privateRequestLine,
+  privateSessionLabel,
   SUMMARY_TAG,
   summaryText,
   TEST_TAG,
@@ -99,7 +100,7 @@ export type { VapidKeys };
 /** The lock screen shows the tool title or a generic line; never arguments. */
 export function lockScreenTitle(approval: Approval, policy: ApprovalNews["lockScreen"]): string {
   // A private request's content is sealed: only where it waits (mail, chat channels, PagerDuty).
-  if (approval.sealed) return privateRequestLine(approval.snapshot.session.title);
+  if (approval.sealed) return privateRequestLine(privateSessionLabel(approval));
   // An elicitation's question, form or URL never leaves for a push service: only that there is one.
   if (approval.type === "elicitation") return "An agent is asking you a question";
   const title = approval.snapshot.toolCall.title;

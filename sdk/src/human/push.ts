@@ -71,8 +71,21 @@ export function approvalTitle(message: {
 }
 
 /** What every surface that cannot open a private request says of it: where it waits, never what it is. */
-export function privateRequestLine(sessionTitle: string | null | undefined): string {
-  return `A request waits in ${sessionTitle?.trim() || "an agent session"} — open Tapgate`;
+export function privateRequestLine(sessionLabel: string | null | undefined): string {
+  return `A request waits in ${sessionLabel?.trim() || "an agent session"} — open Tapgate`;
+}
+
+/**
+ * A private request's session as the service can name it: the title it kept (none, for a hello
+ * made in private mode: a title is often the prompt), else its agent and session id.
+ */
+export function privateSessionLabel(a: {
+  sessionId: string;
+  snapshot: { session: { title: string | null; agent: { name: string } | null } };
+}): string {
+  const { title, agent } = a.snapshot.session;
+  if (title?.trim()) return title.trim();
+  return `${agent ? `${agent.name} ` : "agent "}session ${a.sessionId}`;
 }
 
 export function summaryText(count: number): { title: string; body: string } {
