@@ -10,8 +10,8 @@ import { SafeText } from "../components/SafeText";
 import { TelegramLink } from "../components/TelegramLink";
 import { WebSessions } from "../components/WebSessions";
 import { forgetThisDevice, thisDevice } from "../device";
-import { deviceKey } from "../private/device-key";
 import { ago } from "../format";
+import { deviceKey } from "../private/device-key";
 
 /**
  * My push devices: this browser and the others, each with a test push, a way to remove it and
