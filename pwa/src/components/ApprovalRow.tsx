@@ -1,11 +1,11 @@
 import type { ApprovalView } from "../api";
 import { useNow } from "../clock";
 import { ago, describeApproval, outcome } from "../format";
-import { readable, useSeenOne } from "../private/use-private";
+import { useSeenOne } from "../private/use-private";
 import { Link } from "../router";
 import { Countdown } from "./Countdown";
 import { KindIcon } from "./KindIcon";
-import { PrivateTag, sealedRowTitle } from "./PrivateNotes";
+import { PrivateTag, rowTitle } from "./PrivateNotes";
 import { RiskTag } from "./RiskNote";
 import { SafeText } from "./SafeText";
 
@@ -15,7 +15,7 @@ export function ApprovalRow({ approval: asServed }: { approval: ApprovalView }) 
   const seen = useSeenOne(asServed);
   const approval = seen.approval;
   const d = describeApproval(approval);
-  const title = readable(seen) ? d.title : sealedRowTitle(seen.private);
+  const title = rowTitle(seen.private, d.title);
   return (
     <li class="row">
       <Link

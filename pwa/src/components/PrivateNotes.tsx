@@ -7,7 +7,7 @@ import type { SealedRequest } from "../../../sdk/src/private/sealed";
 import type { Me } from "../api";
 import { deviceKey, useDeviceKey } from "../private/device-key";
 import { useTeamPrivacy } from "../private/privacy";
-import type { PrivateState } from "../private/use-private";
+import { type PrivateState, readable } from "../private/use-private";
 import { useAction } from "../use-action";
 import { Banner } from "./Banner";
 import { SafeText } from "./SafeText";
@@ -73,8 +73,9 @@ export function SealedNotice({ state, sealed, me }: { state: PrivateState; seale
   );
 }
 
-/** A row's words for a private request this device has not opened. */
-export function sealedRowTitle(state: PrivateState): string {
+/** A row's title: the request's own once readable, else why this device shows none of it. */
+export function rowTitle(state: PrivateState, title: string): string {
+  if (readable({ private: state })) return title;
   if (state === "altered") return "Private request — altered on the way";
   if (state === "not_a_recipient") return "Private request — not sealed to this device";
   return "Private request";

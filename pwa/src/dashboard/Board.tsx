@@ -10,14 +10,14 @@ import { useNow } from "../clock";
 import { ConnectionBanner } from "../components/ConnectionBanner";
 import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
-import { PrivateTag, SetUpDeviceBanner, sealedRowTitle } from "../components/PrivateNotes";
+import { PrivateTag, rowTitle, SetUpDeviceBanner } from "../components/PrivateNotes";
 import { RiskTag } from "../components/RiskNote";
 import { SafeText } from "../components/SafeText";
 import { StopSessionButton } from "../components/SessionStop";
 import { ago, describeApproval } from "../format";
 import { useLiveEvents, useLiveStatus, useShowingCards } from "../live";
 import { pending, usePending } from "../pending";
-import { type PrivateState, readable, useSeen } from "../private/use-private";
+import { type PrivateState, useSeen } from "../private/use-private";
 import { Link, navigate } from "../router";
 import { ApprovalCard } from "../screens/ApprovalCard";
 import { useMe } from "../viewer";
@@ -301,7 +301,7 @@ function BoardRow({
         >
           <KindIcon kind={d.kind} />
           <span class="clip">
-            <SafeText text={readable({ private: privateState }) ? d.title : sealedRowTitle(privateState)} />
+            <SafeText text={rowTitle(privateState, d.title)} />
           </span>
           <RiskTag approval={approval} />
           <PrivateTag state={privateState} />
