@@ -23,7 +23,7 @@ export interface DeviceKeyState {
   key: StoredDeviceKey | null;
   /** This browser's key is among the person's keys the server lists. */
   registered: boolean;
-  /** The person's keys in the team (`GET /v1/devices/keys`). */
+  /** The person's keys in the team (`GET /v1/devices/keys` lists the team's; these are theirs). */
   keys: DeviceKey[];
   error: ApiError | null;
 }
@@ -48,7 +48,7 @@ class DeviceKeyStore {
     if (!slot) return;
     const key = (await storedDeviceKey(slot.teamId, slot.userId).catch(() => undefined)) ?? null;
     const listed = await api.deviceKeys().then(
-      (r) => ({ keys: r.keys, error: null }),
+      (r) => ({ keys: r.keys.filter((k) => k.userId === slot.userId), error: null }),
       (e: ApiError) => ({ keys: [] as DeviceKey[], error: e }),
     );
     if (slot !== this.slot) return;

@@ -14,6 +14,6 @@ export const deviceKeyOptionsAnswerSchema = z.object({
   options: z.looseObject({ challenge: z.string() }),
 });
 
-/** `GET /v1/devices/keys`: the calling person's device keys in the current team. */
+/** `GET /v1/devices/keys`: the device keys of the caller's team. */
 export const deviceKeyListSchema = z.object({ keys: z.array(deviceKeySchema) });
 export type DeviceKeyList = z.infer<typeof deviceKeyListSchema>;
