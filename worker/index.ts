@@ -15,6 +15,7 @@ import { auditRoutes } from "./routes/audit";
 import { authRoutes } from "./routes/auth";
 import { channelRoutes } from "./routes/channels";
 import { deviceRoutes } from "./routes/device";
+import { deviceKeyRoutes } from "./routes/device-keys";
 import { historyRoutes } from "./routes/history";
 import { CLAUDE_HOOK_PATH, hookFailure, hookRoutes } from "./routes/hooks";
 import { keyRoutes } from "./routes/keys";
@@ -63,6 +64,7 @@ const app = new Hono<AppEnv>()
   .route("/", agentRoutes)
   .route("/", hookRoutes)
   .route("/", mcpRoutes)
+  .route("/", deviceKeyRoutes) // before pushRoutes: `/v1/devices/keys` is not a device id
   .route("/", pushRoutes)
   .route("/", liveRoutes)
   .route("/", deviceRoutes)

@@ -38,6 +38,32 @@ describe("policyWeakenings", () => {
     ["deciders narrowed", {}, { deciders: "session_owner" }, []],
     ["lock screen shows more", { lockScreen: "generic" }, { lockScreen: "tool_title" }, ["lockScreen"]],
     ["lock screen shows less", {}, { lockScreen: "generic" }, []],
+    [
+      "a ladder step via Slack added",
+      {},
+      { escalation: [...DEFAULT_POLICY.escalation, { afterMs: 60_000, to: "session_owner", via: "slack" }] },
+      ["escalation"],
+    ],
+    [
+      "a Telegram step replaced by a PagerDuty one",
+      { escalation: [{ afterMs: 0, to: "session_owner", via: "telegram" }] },
+      { escalation: [{ afterMs: 0, to: "session_owner", via: "pagerduty" }] },
+      ["escalation"],
+    ],
+    [
+      "a channel step moved, or one removed",
+      {
+        escalation: [
+          { afterMs: 0, to: "session_owner", via: "slack" },
+          { afterMs: 60_000, to: "all_approvers", via: "telegram" },
+        ],
+      },
+      { escalation: [{ afterMs: 30_000, to: "all_approvers", via: "slack" }] },
+      [],
+    ],
+    ["push and mail steps changed", {}, { escalation: [{ afterMs: 0, to: "all_approvers", via: "email" }] }, []],
+    ["private mode on", {}, { privacy: "private" }, ["privacy"]],
+    ["private mode off", { privacy: "private" }, { privacy: "standard" }, ["privacy"]],
     ["other settings", {}, { lifetimeMs: 60_000, onceOnlyOptions: false, notify: "all_approvers" }, []],
     [
       "several at once",

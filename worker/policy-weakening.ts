@@ -3,16 +3,19 @@
  * weakening needs an owner's passkey; anything else, an admin's session. Pure, unit-tested beside it.
  *
  * Owns: the list of what counts as weaker, one entry per setting. A new setting that can give
- * power away (say, what a private mode shows) adds its entry to `CHECKS`. Does not own: the
+ * power away adds its entry to `CHECKS`. `privacy` counts either way: turning private mode off
+ * lets the service read requests again, and turning it on changes who can read them (only the
+ * devices with keys), so both are an owner's, with their passkey. Does not own: the
  * step-up (`team/policy-step-up.ts`), who may change the policy (`routes/policy.ts`,
  * `team/policy.ts`), the policy's shape (`sdk/src/human/policy.ts`).
  */
+import { CHANNELS } from "../sdk/src/human/channels";
 import type { HighRiskPattern, TeamPolicy } from "../sdk/src/human/policy";
 import { canonicalJson } from "./crypto";
 import { highRiskOf } from "./policy";
 
 /** A setting whose change can weaken the policy. */
-export type WeakenedSetting = "highRisk" | "highRiskQuorum" | "deciders" | "lockScreen";
+export type WeakenedSetting = "highRisk" | "highRiskQuorum" | "deciders" | "lockScreen" | "escalation" | "privacy";
 
 /** One way a change weakens the policy: the setting, and what the change does, in words for a person. */
 export interface Weakening {
@@ -45,6 +48,15 @@ function patternDropped(before: TeamPolicy, after: TeamPolicy): boolean {
   return highRiskOf(before).patterns.some((p) => !kept.has(patternKey(p)));
 }
 
+/**
+ * The chat channels and pagers a ladder reaches: places outside Tapgate where a request's
+ * lock-screen line is read, possibly by people outside the team.
+ */
+function channelsReached(policy: TeamPolicy): Set<string> {
+  const channels: readonly string[] = CHANNELS;
+  return new Set(policy.escalation.map((step) => step.via).filter((via) => channels.includes(via)));
+}
+
 /** Each choice setting's values, strictest first (the unit test checks every value is placed). */
 export const STRICTEST_FIRST = {
   deciders: ["session_owner", "any_approver"],
@@ -67,6 +79,19 @@ const CHECKS: readonly Check[] = [
     setting: "lockScreen",
     says: "shows more on the lock screen",
     weakens: (before, after) => looser(STRICTEST_FIRST.lockScreen, before.lockScreen, after.lockScreen),
+  },
+  {
+    setting: "escalation",
+    says: "sends requests to a chat channel or pager the ladder did not reach",
+    weakens: (before, after) => {
+      const reached = channelsReached(before);
+      return [...channelsReached(after)].some((channel) => !reached.has(channel));
+    },
+  },
+  {
+    setting: "privacy",
+    says: "switches private mode on or off (who can read requests)",
+    weakens: (before, after) => before.privacy !== after.privacy,
   },
 ];
 

@@ -85,12 +85,18 @@ export const ERRORS = {
   already_member: { status: 409, message: "you are already a member of this team" },
   last_owner: { status: 409, message: "a team needs at least one owner" },
   too_many_devices: { status: 409, message: "too many devices; remove one first" },
+  device_key_taken: { status: 409, message: "another member of this team registered this device key" },
   request_changed: { status: 409, message: "the request differs from what you saw; reload it" },
   too_many_webhooks: { status: 409, message: "the team has 10 webhooks; delete one first" },
   too_many_rules: { status: 409, message: "the team has 100 active rules; end one first" },
   request_truncated: {
     status: 409,
     message: "this request was too large to show whole, so it cannot be allowed; deny it (the agent can send less)",
+  },
+  private_not_editable: {
+    status: 409,
+    message:
+      "a private request cannot be allowed with edited input: the service cannot read it; allow or deny it as asked",
   },
   rule_not_possible: { status: 409, message: "no rule can be made from this request; nothing was decided" },
   rule_choice_not_offered: {

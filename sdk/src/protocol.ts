@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { escalationViaSchema } from "./human/channels.js";
+import { sealedRequestSchema } from "./private/sealed.js";
 
 export const LIMITS = {
   frameBytes: 256 * 1024,
@@ -271,7 +272,9 @@ export const sessionCancelParamsSchema = z.looseObject({ sessionId: sessionIdSch
  * What an agent tells Tapgate on a request, in `params._meta.tapgate`: `timeoutMs`, a shorter
  * lifetime than its team's (the gate uses the smaller); `acceptsEdits`, that it runs the tool
  * with the input an allow's `_meta.tapgate.updatedInput` carries (docs/agent-protocol.md "Edited
- * input"): only then may a decider edit before allowing.
+ * input"): only then may a decider edit before allowing. `sealed`: a private request's content,
+ * sealed to the team's devices (docs/agent-protocol.md "Private requests"); the rest of the
+ * request then carries no content.
  */
 export const tapgateMetaSchema = z.object({
   timeoutMs: z
@@ -281,6 +284,7 @@ export const tapgateMetaSchema = z.object({
     .max(24 * 60 * 60 * 1000)
     .optional(),
   acceptsEdits: z.boolean().optional(),
+  sealed: sealedRequestSchema.optional(),
 });
 
 /** The ACP answer for a withdrawn request. */

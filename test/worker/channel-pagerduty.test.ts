@@ -22,6 +22,7 @@ import {
   signUp,
   unique,
 } from "./helpers";
+import { putPolicyConfirmed, withPasskey } from "./team-helpers";
 
 interface FakeEvent {
   status: number;
@@ -56,8 +57,7 @@ async function pageThenMail(owner: Member) {
     { afterMs: 0, to: "session_owner", via: "pagerduty" },
     { afterMs: 3_600_000, to: "session_owner", via: "email" },
   ];
-  const put = await api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify({ escalation }) });
-  expect(put.status).toBe(200);
+  expect((await putPolicyConfirmed(await withPasskey(owner), { escalation })).status).toBe(200);
 }
 
 /** One request whose tool input carries an argument no channel may show. */
@@ -210,15 +210,12 @@ describe("the push budget", () => {
 
 describe("a ladder naming a channel", () => {
   it("is refused unless the channel is set up here and connected for the team", async () => {
-    const owner = await signUp();
+    const owner = await withPasskey(await signUp());
+    const ladder = (via: string) => ({ escalation: [{ afterMs: 0, to: "session_owner", via }] });
     const put = (via: string) =>
-      api("/v1/policy", {
-        method: "PUT",
-        cookie: owner.cookie,
-        body: JSON.stringify({ escalation: [{ afterMs: 0, to: "session_owner", via }] }),
-      });
+      api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify(ladder(via)) });
     // Telegram is set up in the test deployment, and one bot per deployment is connected once set up.
-    expect((await put("telegram")).status).toBe(200);
+    expect((await putPolicyConfirmed(owner, ladder("telegram"))).status).toBe(200);
     for (const via of ["pagerduty", "slack"]) {
       const refused = await put(via);
       expect(refused.status).toBe(400);
@@ -228,6 +225,8 @@ describe("a ladder naming a channel", () => {
       });
     }
     await connectPagerDuty(owner);
-    expect((await put("pagerduty")).status).toBe(200);
+    // Known now, a new channel on the ladder is a weakening: the owner's passkey confirms it.
+    expect(await json(await put("pagerduty"))).toMatchObject({ error: "step_up_required", weakens: ["escalation"] });
+    expect((await putPolicyConfirmed(owner, ladder("pagerduty"))).status).toBe(200);
   });
 });

@@ -90,7 +90,7 @@ describe("history", () => {
     const text = await csv.text();
     const lines = text.split("\r\n");
     expect(lines[0]).toBe(
-      "id,createdAt,resolvedAt,state,reason,sessionId,ownerUserId,ownerName,toolTitle,toolKind,optionId,decidedByUserId,decidedByName,decidedByDevice,latencyMs,message",
+      "id,createdAt,resolvedAt,state,reason,sessionId,ownerUserId,ownerName,toolTitle,toolKind,optionId,decidedByUserId,decidedByName,decidedByDevice,latencyMs,message,private",
     );
     expect(text).toContain(`${mine},${new Date(now).toISOString()},`);
     expect(text).toContain(`"'=HYPERLINK(""http://x"", ""a, b"")\nnext"`);

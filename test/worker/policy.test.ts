@@ -2,10 +2,9 @@
  * The team policy: reading, changing, reaching open sessions; and weakening it, which needs an
  * owner's passkey over that very change (a software authenticator stands in for the phone).
  */
-import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/server";
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
-import { type PolicyStepUpAnswer, policyStepUpAnswerSchema } from "../../sdk/src/human/step-up";
+import type { PolicyStepUpAnswer } from "../../sdk/src/human/step-up";
 import { DEFAULT_POLICY, type TeamPolicy } from "../../worker/policy";
 import {
   api,
@@ -20,7 +19,7 @@ import {
   signUp,
   unique,
 } from "./helpers";
-import { type Approver, addMember, withPasskey } from "./team-helpers";
+import { addMember, confirmPolicy, policyStepUpOptions, withPasskey } from "./team-helpers";
 
 const put = (cookie: string, body: unknown) => api("/v1/policy", { method: "PUT", cookie, body: JSON.stringify(body) });
 
@@ -78,17 +77,6 @@ describe("team policy", () => {
   });
 });
 
-const stepUpOptions = (m: Member, policy: unknown) =>
-  api("/v1/policy/step-up", { method: "POST", cookie: m.cookie, body: JSON.stringify({ policy }) });
-
-/** An owner's passkey assertion over `policy`, from `POST /v1/policy/step-up`. */
-async function confirmWith(owner: Approver, policy: object): Promise<AuthenticationResponseJSON> {
-  const answer = await stepUpOptions(owner, policy);
-  expect(answer.status).toBe(200);
-  const { options }: PolicyStepUpAnswer = policyStepUpAnswerSchema.parse(await json(answer));
-  return owner.authenticator.assert(options as unknown as PublicKeyCredentialRequestOptionsJSON);
-}
-
 const readPolicy = async (m: Member) => json<TeamPolicy>(await api("/v1/policy", { cookie: m.cookie }));
 
 /** Each weakening, from the policy it weakens. */
@@ -98,6 +86,7 @@ const WEAKENINGS: Array<[string, Partial<TeamPolicy>, Partial<TeamPolicy>]> = [
   ["lower the quorum", { highRiskQuorum: 2 }, { highRiskQuorum: 1 }],
   ["widen who decides", { deciders: "session_owner" }, { deciders: "any_approver" }],
   ["show more on the lock screen", { lockScreen: "generic" }, { lockScreen: "tool_title" }],
+  ["reach a chat channel", {}, { escalation: [{ afterMs: 0, to: "session_owner", via: "telegram" }] }],
 ];
 
 describe("weakening the policy needs an owner's passkey", () => {
@@ -114,7 +103,7 @@ describe("weakening the policy needs an owner's passkey", () => {
       const refused = await put(admin.cookie, weaker);
       expect(refused.status).toBe(403);
       expect(await json(refused)).toMatchObject({ error: "forbidden" });
-      const options = await stepUpOptions(admin, weaker);
+      const options = await policyStepUpOptions(admin, weaker);
       expect(options.status).toBe(403);
       expect(await json(options)).toMatchObject({ error: "forbidden" });
       expect(await readPolicy(owner)).toEqual(start);
@@ -134,7 +123,7 @@ describe("weakening the policy needs an owner's passkey", () => {
     };
     expect((await put(admin.cookie, stronger)).status).toBe(200);
     expect(await readPolicy(owner)).toEqual(stronger);
-    const options = await stepUpOptions(owner, stronger);
+    const options = await policyStepUpOptions(owner, stronger);
     expect(options.status).toBe(400);
     expect(await json(options)).toMatchObject({ error: "step_up_not_needed" });
   });
@@ -143,7 +132,7 @@ describe("weakening the policy needs an owner's passkey", () => {
     const owner = await withPasskey(await signUp("Olga"));
     const coOwner = await addMember(owner, "owner", "otto"); // lower case: the outbox query is an address, lower-cased
     const weaker = { ...DEFAULT_POLICY, highRisk: [] };
-    const stepUp = await confirmWith(owner, weaker);
+    const stepUp = await confirmPolicy(owner, weaker);
     const saved = await put(owner.cookie, { ...weaker, stepUp });
     expect(saved.status).toBe(200);
     expect(await json(saved)).toEqual(weaker);
@@ -172,13 +161,13 @@ describe("weakening the policy needs an owner's passkey", () => {
     const owner = await withPasskey(await signUp("Olga"));
     const weaker = { ...DEFAULT_POLICY, highRisk: [] };
     const other = { ...DEFAULT_POLICY, highRisk: DEFAULT_POLICY.highRisk.slice(1) };
-    const forOther = await confirmWith(owner, other);
+    const forOther = await confirmPolicy(owner, other);
     const wrong = await put(owner.cookie, { ...weaker, stepUp: forOther });
     expect(wrong.status).toBe(403);
     expect(await json(wrong)).toMatchObject({ error: "step_up_wrong_request" });
     expect(await readPolicy(owner)).toEqual(DEFAULT_POLICY);
 
-    const stepUp = await confirmWith(owner, weaker);
+    const stepUp = await confirmPolicy(owner, weaker);
     expect((await put(owner.cookie, { ...weaker, stepUp })).status).toBe(200);
     expect((await put(owner.cookie, DEFAULT_POLICY)).status).toBe(200); // back: strengthening
     const replayed = await put(owner.cookie, { ...weaker, stepUp });
@@ -187,7 +176,7 @@ describe("weakening the policy needs an owner's passkey", () => {
     expect(await readPolicy(owner)).toEqual(DEFAULT_POLICY);
 
     const noUv = await owner.authenticator.assert(
-      (await json<PolicyStepUpAnswer>(await stepUpOptions(owner, weaker))).options as never,
+      (await json<PolicyStepUpAnswer>(await policyStepUpOptions(owner, weaker))).options as never,
       { userVerified: false },
     );
     const unverified = await put(owner.cookie, { ...weaker, stepUp: noUv });
@@ -208,7 +197,7 @@ describe("weakening the policy needs an owner's passkey", () => {
     );
     const [approval] = await pendingApprovals(owner, sessionId);
     expect(approval?.risk).toBe("high");
-    const stepUp = await confirmWith(owner, { ...DEFAULT_POLICY, highRisk: [] });
+    const stepUp = await confirmPolicy(owner, { ...DEFAULT_POLICY, highRisk: [] });
     const decided = await api(`/v1/approvals/${approval?.id}/decision`, {
       method: "POST",
       cookie: owner.cookie,
@@ -217,4 +206,39 @@ describe("weakening the policy needs an owner's passkey", () => {
     expect(decided.status).toBe(403);
     expect(await json(decided)).toMatchObject({ error: "step_up_wrong_request" });
   });
+});
+
+describe("private mode is an owner's, with their passkey, either way", () => {
+  for (const [name, from, to] of [
+    ["on", "standard", "private"],
+    ["off", "private", "standard"],
+  ] as const) {
+    it(`turning it ${name}: 403 step_up_required, forbidden for an admin; with the owner's passkey saved and audited`, async () => {
+      const owner = await withPasskey(await signUp("Olga"));
+      const admin = await addMember(owner, "admin", "Ada");
+      const start = { ...DEFAULT_POLICY, privacy: from };
+      if (from !== DEFAULT_POLICY.privacy) {
+        expect((await put(owner.cookie, { ...start, stepUp: await confirmWith(owner, start) })).status).toBe(200);
+      }
+      const next = { ...start, privacy: to };
+      const asked = await put(owner.cookie, next);
+      expect(asked.status).toBe(403);
+      expect(await json(asked)).toMatchObject({ error: "step_up_required", weakens: ["privacy"] });
+      const refused = await put(admin.cookie, next);
+      expect(refused.status).toBe(403);
+      expect(await json(refused)).toMatchObject({ error: "forbidden" });
+      expect(await readPolicy(owner)).toEqual(start);
+
+      const saved = await put(owner.cookie, { ...next, stepUp: await confirmWith(owner, next) });
+      expect(saved.status).toBe(200);
+      expect(await readPolicy(owner)).toEqual(next);
+      const { entries } = await json<{ entries: Array<{ action: string; detail: unknown }> }>(
+        await api("/v1/audit", { cookie: owner.cookie }),
+      );
+      expect(entries[0]).toMatchObject({
+        action: "team.policy_changed",
+        detail: { before: start, after: next, weakened: ["privacy"], confirmedWith: owner.authenticator.id },
+      });
+    });
+  }
 });

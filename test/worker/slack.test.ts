@@ -43,7 +43,7 @@ import {
   tap,
   untilSlackCalls,
 } from "./slack-helpers";
-import { addMember } from "./team-helpers";
+import { addMember, putPolicyConfirmed, withPasskey } from "./team-helpers";
 
 /** The team's audit entries as `[action, subject]`, newest first. */
 async function auditActions(member: Member): Promise<[string, string][]> {
@@ -239,12 +239,8 @@ async function slackTeam() {
   const owner = await signUp();
   const { workspace } = await addToSlack(owner);
   const { slackUser, dm } = await linkSlackUser(owner, workspace);
-  const policy = await api("/v1/policy", {
-    method: "PUT",
-    cookie: owner.cookie,
-    body: JSON.stringify({ escalation: [{ afterMs: 0, to: "session_owner", via: "slack" }] }),
-  });
-  expect(policy.status).toBe(200);
+  const escalation = [{ afterMs: 0, to: "session_owner", via: "slack" }];
+  expect((await putPolicyConfirmed(await withPasskey(owner), { escalation })).status).toBe(200);
   return { owner, workspace, slackUser, dm };
 }
 

@@ -8,10 +8,7 @@
  */
 
 import { env } from "cloudflare:test";
-import type {
-  PublicKeyCredentialCreationOptionsJSON,
-  PublicKeyCredentialRequestOptionsJSON,
-} from "@simplewebauthn/server";
+import type { PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/server";
 
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";

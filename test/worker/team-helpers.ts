@@ -2,13 +2,18 @@
 
 import { env, SELF } from "cloudflare:test";
 import type {
+  AuthenticationResponseJSON,
   PublicKeyCredentialCreationOptionsJSON,
   PublicKeyCredentialRequestOptionsJSON,
 } from "@simplewebauthn/server";
 import { expect } from "vitest";
 import type { Approval, DecidedBy } from "../../sdk/src/approval";
 import type { Role } from "../../sdk/src/human/roles";
-import { type StepUpOptionsAnswer, stepUpOptionsAnswerSchema } from "../../sdk/src/human/step-up";
+import {
+  policyStepUpAnswerSchema,
+  type StepUpOptionsAnswer,
+  stepUpOptionsAnswerSchema,
+} from "../../sdk/src/human/step-up";
 import { newId, randomToken, sha256Hex } from "../../worker/crypto";
 import { SoftAuthenticator, type Tweaks } from "./authenticator";
 import { api, json, type Member, ORIGIN, unique } from "./helpers";
@@ -133,6 +138,24 @@ export async function withPasskey(member: Member) {
   return { ...member, authenticator };
 }
 export type Approver = Awaited<ReturnType<typeof withPasskey>>;
+
+/** `POST /v1/policy/step-up` for `policy` (the very body the change will send). */
+export const policyStepUpOptions = (m: Member, policy: unknown) =>
+  api("/v1/policy/step-up", { method: "POST", cookie: m.cookie, body: JSON.stringify({ policy }) });
+
+/** An owner's passkey assertion over `policy`, from `POST /v1/policy/step-up`. */
+export async function confirmPolicy(owner: Approver, policy: object): Promise<AuthenticationResponseJSON> {
+  const answer = await policyStepUpOptions(owner, policy);
+  expect(answer.status).toBe(200);
+  const { options } = policyStepUpAnswerSchema.parse(await json(answer));
+  return owner.authenticator.assert(options as unknown as PublicKeyCredentialRequestOptionsJSON);
+}
+
+/** `PUT /v1/policy` with `body`, confirmed by the owner's passkey (what a weakening needs). */
+export async function putPolicyConfirmed(owner: Approver, body: object): Promise<Response> {
+  const stepUp = await confirmPolicy(owner, body);
+  return api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify({ ...body, stepUp }) });
+}
 
 /** A step-up for allowing `approval` with `optionId`: the challenge's options, and the member's passkey assertion over them. */
 export async function stepUpFor(member: Approver, approval: Approval, tweaks: Tweaks = {}, optionId = "allow") {

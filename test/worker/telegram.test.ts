@@ -29,7 +29,7 @@ import {
   signUp,
   unique,
 } from "./helpers";
-import { addMember } from "./team-helpers";
+import { addMember, putPolicyConfirmed, withPasskey } from "./team-helpers";
 import {
   answersTo,
   type BotApiCall,
@@ -70,12 +70,7 @@ async function linkedChannel(member: Member): Promise<boolean> {
 /** The team's ladder: one Telegram step at once, for the session's owner. */
 async function telegramLadder(owner: Member, to: unknown = "session_owner") {
   const escalation = [{ afterMs: 0, to, via: "telegram" }];
-  const response = await api("/v1/policy", {
-    method: "PUT",
-    cookie: owner.cookie,
-    body: JSON.stringify({ escalation }),
-  });
-  expect(response.status).toBe(200);
+  expect((await putPolicyConfirmed(await withPasskey(owner), { escalation })).status).toBe(200);
 }
 
 /** Asks once over a socket and runs the ladder's first step, as the gate's alarm would. */

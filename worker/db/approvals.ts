@@ -9,6 +9,7 @@ import type {
   SessionStop,
 } from "../../sdk/src/approval";
 import type { BoundStepUpAssertion } from "../../sdk/src/human/step-up";
+import type { SealedRequest } from "../../sdk/src/private/sealed";
 import type { AuditEvent } from "../audit-chain";
 
 export interface ApprovalRow {
@@ -37,6 +38,8 @@ export interface ApprovalRow {
   /** Migration 0028: an allow with edited input (JSON) and its hash; absent or null otherwise. */
   edited_input?: string | null;
   edited_input_hash?: string | null;
+  /** Migration 0039: a private request's sealed envelope (JSON); null or absent for standard ones. */
+  sealed?: string | null;
 }
 
 export function approvalFromRow(r: ApprovalRow): Approval {
@@ -61,6 +64,7 @@ export function approvalFromRow(r: ApprovalRow): Approval {
     ...(r.edited_input && r.edited_input_hash
       ? { editedInput: JSON.parse(r.edited_input), editedInputHash: r.edited_input_hash }
       : {}),
+    ...(r.sealed ? { sealed: JSON.parse(r.sealed) as SealedRequest } : {}),
   };
 }
 
@@ -221,9 +225,9 @@ function approvalUpsertStatement(
       `INSERT INTO approvals (id, team_id, session_id, owner_user_id, state, reason, snapshot, request_hash,
                               options, tool_title, tool_kind, created_at, expires_at, resolved_at, decided_by, option_id,
                               request_type, action, rule, rule_id, risk, quorum, step_ups, message,
-                              edited_input, edited_input_hash)
+                              edited_input, edited_input_hash, sealed)
        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
-               ?25, ?26)
+               ?25, ?26, ?27)
        ON CONFLICT (id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
               resolved_at = excluded.resolved_at, decided_by = excluded.decided_by, option_id = excluded.option_id,
               action = excluded.action, rule = excluded.rule, rule_id = excluded.rule_id,
@@ -258,5 +262,6 @@ function approvalUpsertStatement(
       a.message ?? null,
       a.editedInput ? JSON.stringify(a.editedInput) : null,
       a.editedInputHash ?? null,
+      a.sealed ? JSON.stringify(a.sealed) : null,
     );
 }

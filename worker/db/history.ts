@@ -81,6 +81,8 @@ export interface HistoryExportRow {
   latencyMs: number | null;
   /** The decider's words to the agent, if any. */
   message: string | null;
+  /** A private request (sealed): its content is ciphertext the export cannot carry (`toolTitle` is then empty). */
+  private: boolean;
 }
 
 export async function exportHistory(db: D1Database, f: HistoryFilter, limit: number): Promise<HistoryExportRow[]> {
@@ -93,13 +95,13 @@ export async function exportHistory(db: D1Database, f: HistoryFilter, limit: num
               json_extract(a.decided_by, '$.userId') AS decidedByUserId,
               json_extract(a.decided_by, '$.name') AS decidedByName,
               json_extract(a.decided_by, '$.device') AS decidedByDevice,
-              a.resolved_at - a.created_at AS latencyMs, a.message
+              a.resolved_at - a.created_at AS latencyMs, a.message, a.sealed IS NOT NULL AS private
          FROM approvals a LEFT JOIN users u ON u.id = a.owner_user_id
         WHERE ${where} ORDER BY a.created_at DESC, a.id DESC LIMIT ?`,
     )
     .bind(...binds, limit)
-    .all<HistoryExportRow>();
-  return results;
+    .all<Omit<HistoryExportRow, "private"> & { private: number }>();
+  return results.map((r) => ({ ...r, private: r.private === 1 }));
 }
 
 export interface DayCounts {

@@ -7,6 +7,7 @@ export * from "./approvals";
 export * from "./audit";
 export * from "./channels";
 export * from "./device-codes";
+export * from "./device-keys";
 export * from "./devices";
 export * from "./history";
 export * from "./keys";

@@ -119,7 +119,7 @@ export type DecisionResult =
   /** The decision's `updatedInput` may not be taken (`gate/edit.ts`): nothing was decided. */
   | {
       ok: false;
-      error: Extract<ErrorCode, "edit_not_supported" | "edit_needs_allow" | "invalid_request">;
+      error: Extract<ErrorCode, "edit_not_supported" | "edit_needs_allow" | "invalid_request" | "private_not_editable">;
       message: string;
     }
   /** An elicitation's content does not fit its form: `field` names where (the message never echoes the value). */
@@ -148,6 +148,8 @@ export type HttpOpenResult =
       >;
       message: string;
       issues?: unknown[];
+      /** `private_required`: an unsealed request in a private team (docs/agent-protocol.md "Private requests"). */
+      reason?: "private_required";
     }
   /** Someone stopped the session: refused until it is resumed (`stopped`: who, when, why). */
   | { ok: false; error: Extract<ErrorCode, "session_stopped">; message: string; stopped: SessionStop }

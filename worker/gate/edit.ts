@@ -26,7 +26,11 @@ export interface Edit {
 
 export type EditCheck =
   | { ok: true; edit: Edit }
-  | { ok: false; error: "edit_not_supported" | "edit_needs_allow" | "invalid_request"; message: string };
+  | {
+      ok: false;
+      error: "edit_not_supported" | "edit_needs_allow" | "invalid_request" | "private_not_editable";
+      message: string;
+    };
 
 /** The hash an edited input is known by (history, audit, the step-up's challenge): SHA-256 hex of its canonical JSON. */
 export const editedInputHash = (input: ToolInput): string => sha256Hex(canonicalJson(input));
@@ -45,6 +49,10 @@ export function checkEdit(
 ): EditCheck {
   if (!optionKind.startsWith("allow")) {
     return { ok: false, error: "edit_needs_allow", message: "updatedInput goes only with an allow option" };
+  }
+  // A sealed request's input is ciphertext: nobody could check an edit against it (sealed.ts).
+  if (pending.sealed) {
+    return { ok: false, error: "private_not_editable", message: "a private request is allowed or denied as asked" };
   }
   const original = editableInput(pending.snapshot);
   if (!acceptsEdits(pending.snapshot) || original === undefined) {

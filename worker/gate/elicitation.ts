@@ -18,6 +18,7 @@ import {
   ELICITATION_CANCELLED,
   type ElicitationAction,
   type ElicitationContent,
+  elicitationContentSchema,
 } from "../../sdk/src/elicitation-protocol";
 import { canonicalJson, sha256Hex } from "../crypto";
 import { limitsOf } from "../policy";
@@ -95,7 +96,13 @@ export function checkElicitationDecision(meta: ServedSession, pending: Approval,
   const asked = pending.snapshot.elicitation;
   if (!d.action || !asked) return { ok: false, error: "option_not_offered" };
   let content: ElicitationContent | undefined;
-  if (d.action === "accept" && asked.mode === "form" && asked.requestedSchema) {
+  if (pending.sealed && d.action === "accept") {
+    // A sealed question's form is in the ciphertext: the device checked the answer, the agent checks it again.
+    const flat = elicitationContentSchema.safeParse(d.content ?? {});
+    if (!flat.success)
+      return { ok: false, error: "invalid_content", field: "content", message: "values are text, numbers or booleans" };
+    content = d.content === undefined ? undefined : flat.data;
+  } else if (d.action === "accept" && asked.mode === "form" && asked.requestedSchema) {
     const checked = checkContent(asked.requestedSchema, d.content ?? {});
     if (!checked.ok) return { ok: false, error: "invalid_content", field: checked.field, message: checked.message };
     content = checked.content;

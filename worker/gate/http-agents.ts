@@ -64,6 +64,7 @@ export class HttpAgents {
           error: "invalid_request",
           message: opened.message,
           issues: "issues" in opened ? opened.issues : undefined,
+          ...("reason" in opened && opened.reason && { reason: opened.reason }),
         };
     }
   }

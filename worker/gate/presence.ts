@@ -12,6 +12,7 @@ import type { GateJoin } from "./api";
 import { type GateNews, PRESENCE_REPORT_MS } from "./hub";
 import type { Outbox } from "./outbox";
 import { helloInfo, joinedMeta, withoutNullish, withPolicy } from "./rules";
+import { isPrivateTeam } from "./sealed";
 import type { GateStore, ServedSession } from "./store";
 
 export interface PresenceHost {
@@ -59,7 +60,9 @@ export class Presence {
   hello(params: HelloParams): void {
     const meta = this.host.store.meta();
     if (!meta) return;
-    this.host.store.saveMeta({ ...meta, info: helloInfo(meta.info, params) });
+    // A private team's working directory is content (it names the project): never kept.
+    const info = helloInfo(meta.info, params);
+    this.host.store.saveMeta({ ...meta, info: isPrivateTeam(meta.policy) ? { ...info, cwd: null } : info });
     this.noteConnection(Date.now());
   }
 
@@ -134,6 +137,8 @@ export class Presence {
    */
   mergeToolCall(socketId: string, update: { sessionUpdate: string }): void {
     if (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update") return;
+    // A private team's tool calls are content: its requests are sealed whole, so nothing is kept.
+    if (isPrivateTeam(this.host.store.meta()?.policy)) return;
     const parsed = toolCallUpdateSchema.safeParse(update);
     if (!parsed.success) return;
     const { sessionUpdate: _, ...fields } = withoutNullish(parsed.data) as Record<string, unknown>;

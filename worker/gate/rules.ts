@@ -237,7 +237,11 @@ export type DecisionCheck =
         | "second_approver_required";
     }
   /** The decision's `updatedInput` may not be taken (edit.ts): nothing was decided. */
-  | { ok: false; error: "edit_not_supported" | "edit_needs_allow" | "invalid_request"; message: string };
+  | {
+      ok: false;
+      error: "edit_not_supported" | "edit_needs_allow" | "invalid_request" | "private_not_editable";
+      message: string;
+    };
 
 /**
  * Whether a human may take this decision on a pending approval, and what it resolves to. A

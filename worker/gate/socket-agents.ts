@@ -218,6 +218,7 @@ function refusalReply(id: RpcId, r: Refusal): object {
     case "session_stopped":
       return rpcError(id, RPC_ERROR.tooManyPending, r.message, { reason: "session_stopped", stopped: r.stopped });
     case "invalid_params":
+      if (r.reason) return rpcError(id, RPC_ERROR.invalidParams, r.message, { reason: r.reason });
       return rpcError(id, RPC_ERROR.invalidParams, r.message, r.issues && { issues: r.issues });
   }
 }

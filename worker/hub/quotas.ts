@@ -20,7 +20,7 @@
  */
 import type { QuotaLimit, TeamLimits } from "../../sdk/src/human/policy";
 import { ceilingsOf } from "../ceilings";
-import type { QuotaAsk, QuotaRefusal, QuotaVerdict } from "./api";
+import type { QuotaAsk, QuotaRefusal } from "./api";
 import { DailyBytes } from "./daily-bytes";
 import type { HubHost } from "./host";
 import { type Bucket, type BucketRate, fullAt, take } from "./token-bucket";

@@ -65,8 +65,8 @@ async function openOverHttp(c: Context<AppEnv>, sessionId: string, params: Agent
   if ("stopped" in result) {
     throw new DomainError(result.error, result.message, { extra: { reason: result.error, stopped: result.stopped } });
   }
-  const { error, message, issues } = result;
-  throw new DomainError(error, message, { extra: issues && { issues } });
+  const { error, message, issues, reason } = result;
+  throw new DomainError(error, message, { extra: reason ? { reason } : issues && { issues } });
 }
 
 /** 202 while the request is pending, 200 with the final answer. */

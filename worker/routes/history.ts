@@ -46,6 +46,7 @@ const EXPORT_COLUMNS: Array<keyof HistoryExportRow> = [
   "decidedByDevice",
   "latencyMs",
   "message",
+  "private",
 ];
 
 export const historyRoutes = new Hono<AppEnv>()

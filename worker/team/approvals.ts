@@ -106,6 +106,7 @@ export async function decideApproval(env: Env, request: DecisionRequest) {
     case "rule_choice_not_offered":
     case "edit_not_supported":
     case "edit_needs_allow":
+    case "private_not_editable":
       throw new DomainError(result.error, result.message);
     case "invalid_request":
       throw new DomainError(result.error, result.message, {

@@ -173,6 +173,27 @@ export const auditEvents = {
     detail: { credentialId: p.credentialId },
   }),
 
+  /** A device key registered (or registered again) with the passkey that endorsed it: its browser can read private requests. */
+  deviceKeyAdded: (
+    a: AuditContext,
+    k: { userId: string; deviceId: string; name: string; credentialId: string },
+  ): AuditEvent => ({
+    ...a,
+    eventId: `device_key_added:${a.teamId}:${k.deviceId}:${a.at}`,
+    action: "device_key.added",
+    subject: k.userId,
+    detail: { deviceId: k.deviceId, name: k.name, credentialId: k.credentialId },
+  }),
+
+  /** A device key removed by someone; removals that follow another (a sign-out, a member removed) are queued by D1's triggers (migration 0038). */
+  deviceKeyRemoved: (a: AuditContext, k: { userId: string; deviceId: string; name: string }): AuditEvent => ({
+    ...a,
+    eventId: `device_key_removed:${a.teamId}:${k.deviceId}:${a.at}`,
+    action: "device_key.removed",
+    subject: k.userId,
+    detail: { deviceId: k.deviceId, name: k.name },
+  }),
+
   /** A sign-in (link, passkey, pairing) or a reauth on a session: never the token or its hash. */
   signedIn: (a: AuditContext, s: { userId: string; sessionId: string; method: string }): AuditEvent => ({
     ...a,

@@ -76,6 +76,29 @@ function gateOf(env: Env, approvalId: string) {
 }
 
 /**
+ * Request options around `challenge` (base64url) for this person: their own passkeys, user
+ * verification required (`409 no_passkey` without one). Shared with device keys, whose
+ * challenge is derived rather than stored (`device-keys.ts`).
+ */
+export async function passkeyRequestOptions(
+  env: Env,
+  rp: RelyingParty,
+  userId: string,
+  challenge: string,
+): Promise<StepUpOptionsAnswer["options"]> {
+  const passkeys = await listPasskeys(env.DB, userId);
+  if (passkeys.length === 0) refused("no_passkey", "add a passkey to your account (Devices) to confirm this");
+  const options = await generateAuthenticationOptions({
+    rpID: rp.rpID,
+    challenge: isoBase64URL.toBuffer(challenge),
+    timeout: STEP_UP_TTL_MS,
+    userVerification: "required",
+    allowCredentials: passkeys.map(({ id, transports }) => ({ id, transports })),
+  });
+  return { ...options };
+}
+
+/**
  * Issues a challenge for `subject` (derived from a fresh nonce by `derive`), stored for 2 minutes
  * for this person, and the request options around it: their own passkeys, user verification required.
  */
@@ -86,21 +109,13 @@ export async function issueStepUp(
   subject: StepUpSubject,
   derive: (nonce: string) => Promise<string>,
 ): Promise<IssuedStepUp> {
-  const passkeys = await listPasskeys(env.DB, who.userId);
-  if (passkeys.length === 0) refused("no_passkey", "add a passkey to your account (Devices) to confirm this");
   const now = Date.now();
   const nonce = isoBase64URL.fromBuffer(crypto.getRandomValues(new Uint8Array(32)));
   const challenge = await derive(nonce);
+  const options = await passkeyRequestOptions(env, rp, who.userId, challenge);
   const expiresAt = now + STEP_UP_TTL_MS;
   await createStepUpChallenge(env.DB, { challenge, ...subject, nonce, expiresAt, ...who, now });
-  const options = await generateAuthenticationOptions({
-    rpID: rp.rpID,
-    challenge: isoBase64URL.toBuffer(challenge),
-    timeout: STEP_UP_TTL_MS,
-    userVerification: "required",
-    allowCredentials: passkeys.map(({ id, transports }) => ({ id, transports })),
-  });
-  return { nonce, expiresAt, options: { ...options } };
+  return { nonce, expiresAt, options };
 }
 
 /** `POST /v1/approvals/:id/step-up`: request options around a challenge bound to this approval as it stands and this option. */
@@ -117,6 +132,9 @@ export async function stepUpOptions(
   // Whether an edit makes the request high-risk is the gate's to say when it is sent: `403 step_up_required`.
   if (approval.risk !== "high" && updatedInput === undefined) {
     refused("step_up_not_needed", "this request is not high-risk: allow it without");
+  }
+  if (updatedInput !== undefined && approval.sealed) {
+    refused("private_not_editable", "a private request is allowed or denied as asked");
   }
   if (updatedInput !== undefined && !acceptsEdits(approval.snapshot)) {
     refused("edit_not_supported", "this request's agent does not take edited input");
@@ -137,7 +155,7 @@ export async function stepUpOptions(
 }
 
 /** The JSON an assertion's clientDataJSON holds, or null when it is not JSON. */
-function clientDataOf(assertion: AuthenticationResponseJSON): { type?: unknown; challenge?: unknown } | null {
+export function clientDataOf(assertion: AuthenticationResponseJSON): { type?: unknown; challenge?: unknown } | null {
   try {
     return JSON.parse(new TextDecoder().decode(isoBase64URL.toBuffer(assertion.response.clientDataJSON)));
   } catch {
@@ -146,11 +164,8 @@ function clientDataOf(assertion: AuthenticationResponseJSON): { type?: unknown; 
 }
 
 /** An assertion as verified: the challenge it answered, the passkey that signed it, when. */
-export interface VerifiedAssertion {
+export interface VerifiedAssertion extends VerifiedPasskey {
   issued: StepUpChallengeRow;
-  credentialId: string;
-  publicKey: string;
-  at: number;
 }
 
 /**
@@ -178,17 +193,40 @@ export async function verifyAssertion(
   if (issued.usedAt !== null) return refused("step_up_replayed");
   if (issued.expiresAt <= now) return refused("step_up_failed", "this step-up expired; ask for a new one");
   if (!(await useStepUpChallenge(env.DB, issued.challenge, now))) return refused("step_up_replayed");
+  return { issued, ...(await verifyPasskeyAssertion(env, rp, who.userId, assertion, issued.challenge)) };
+}
+
+/** A passkey assertion as verified: the passkey that signed it (its COSE public key, base64url), when. */
+export interface VerifiedPasskey {
+  credentialId: string;
+  publicKey: string;
+  at: number;
+}
+
+/**
+ * Verifies an assertion over `challenge` by one of this person's own passkeys, with user
+ * verification, and records its use (the counter must grow). Each failure has its own code:
+ * `step_up_no_user_verification`, else `step_up_failed`.
+ */
+export async function verifyPasskeyAssertion(
+  env: Env,
+  rp: RelyingParty,
+  userId: string,
+  assertion: AuthenticationResponseJSON,
+  challenge: string,
+): Promise<VerifiedPasskey> {
+  const now = Date.now();
   const authData = isoBase64URL.toBuffer(assertion.response.authenticatorData);
   if (authData.length < 37 || ((authData[32] ?? 0) & USER_VERIFIED) === 0) {
     return refused("step_up_no_user_verification");
   }
   const stored = await findPasskey(env.DB, assertion.id);
-  if (!stored || stored.userId !== who.userId) return refused("step_up_failed", "not one of your passkeys");
+  if (!stored || stored.userId !== userId) return refused("step_up_failed", "not one of your passkeys");
   let counter: number;
   try {
     const { verified, authenticationInfo } = await verifyAuthenticationResponse({
       response: assertion,
-      expectedChallenge: issued.challenge,
+      expectedChallenge: challenge,
       expectedOrigin: rp.origin,
       expectedRPID: rp.rpID,
       credential: {
@@ -207,7 +245,7 @@ export async function verifyAssertion(
   }
   // The counter must grow (a cloned authenticator would repeat one), as at sign-in.
   if (!(await recordPasskeyUse(env.DB, { id: stored.id, counter, now }))) return refused("step_up_failed");
-  return { issued, credentialId: stored.id, publicKey: stored.publicKey, at: now };
+  return { credentialId: stored.id, publicKey: stored.publicKey, at: now };
 }
 
 /** Why a challenge is not for this allow: another approval, another purpose, another option, another edit (or none). */

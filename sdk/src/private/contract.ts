@@ -33,6 +33,13 @@ export type SealedPlaintext = z.infer<typeof sealedPlaintextSchema>;
 /** What the service shows and stores instead of a private request's tool call. */
 export const SEALED_TOOL_CALL_ID = "private";
 
+/**
+ * A sealed `elicitation/create` on the wire: always `mode: "form"` with this `message` and an
+ * empty `requestedSchema` (`{type: "object", properties: {}}`); the real question (its mode, text,
+ * form or URL) is in the sealed plaintext's `snapshot.elicitation`.
+ */
+export const SEALED_ELICITATION_MESSAGE = "A private question: open Tapgate to read it";
+
 /** The option names the service sees for a sealed request: by kind, never the agent's words. */
 export const SEALED_OPTION_NAMES: Record<string, string> = {
   allow_once: "Allow once",

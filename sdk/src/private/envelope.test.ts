@@ -40,7 +40,7 @@ describe("a sealed request", () => {
     const bytes = Uint8Array.from(atob(sealed.ciphertext.replace(/-/g, "+").replace(/_/g, "/")), (c) =>
       c.charCodeAt(0),
     );
-    bytes[0] ^= 1;
+    bytes[0] = (bytes[0] ?? 0) ^ 1;
     const tampered = { ...sealed, ciphertext: toBase64url(bytes) };
     const other = requestHashOf({ ...plaintext, options: [] });
     expect(await openSealed(tampered, sealed.requestHash, a)).toEqual({ ok: false, reason: "altered" });

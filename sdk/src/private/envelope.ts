@@ -20,6 +20,9 @@ import {
   type SealedWrap,
   sealedPlaintextSchema,
 } from "./contract.js";
+import { deviceIdOf, fromBase64url, toBase64url } from "./device-id.js";
+
+export { deviceIdOf, deviceKeyChallenge, fromBase64url, toBase64url } from "./device-id.js";
 
 type CryptoKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
 
@@ -35,19 +38,6 @@ const INFO = utf8ToBytes("tapgate/private/v1");
 /** SHA-256 hex of the plaintext's canonical JSON: the approval's `requestHash`. */
 export function requestHashOf(plaintext: SealedPlaintext): string {
   return bytesToHex(sha256(utf8ToBytes(canonicalJson(plaintext))));
-}
-
-/** A device key's id: `dk_` and the first 32 hex characters of SHA-256 over the raw public key. */
-export function deviceIdOf(publicKey: string): string {
-  return `dk_${bytesToHex(sha256(fromBase64url(publicKey))).slice(0, 32)}`;
-}
-
-/**
- * The WebAuthn challenge a person's passkey signs to endorse a device key for a team:
- * base64url of SHA-256 over `tapgate-device-key/v1`, the team id and the key, one per line.
- */
-export function deviceKeyChallenge(teamId: string, publicKey: string): string {
-  return toBase64url(sha256(utf8ToBytes(["tapgate-device-key/v1", teamId, publicKey].join("\n"))));
 }
 
 /** Seals `plaintext` to every device in `to` (their raw P-256 keys, base64url). */
@@ -137,19 +127,8 @@ export async function newDeviceKeyPair(): Promise<{ keyPair: DeviceKeyPair; publ
   const keyPair = (await crypto.subtle.generateKey({ name: "ECDH", namedCurve: "P-256" }, false, [
     "deriveBits",
   ])) as DeviceKeyPair;
-  const publicKey = toBase64url(new Uint8Array(await crypto.subtle.exportKey("raw", keyPair.publicKey)));
+  const publicKey = toBase64url(
+    new Uint8Array((await crypto.subtle.exportKey("raw", keyPair.publicKey)) as ArrayBuffer),
+  );
   return { keyPair, publicKey, deviceId: deviceIdOf(publicKey) };
-}
-
-export function toBase64url(bytes: Uint8Array): string {
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-export function fromBase64url(text: string): Uint8Array<ArrayBuffer> {
-  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
 }
