@@ -218,7 +218,7 @@ describe("private mode is an owner's, with their passkey, either way", () => {
       const admin = await addMember(owner, "admin", "Ada");
       const start = { ...DEFAULT_POLICY, privacy: from };
       if (from !== DEFAULT_POLICY.privacy) {
-        expect((await put(owner.cookie, { ...start, stepUp: await confirmWith(owner, start) })).status).toBe(200);
+        expect((await put(owner.cookie, { ...start, stepUp: await confirmPolicy(owner, start) })).status).toBe(200);
       }
       const next = { ...start, privacy: to };
       const asked = await put(owner.cookie, next);
@@ -229,7 +229,7 @@ describe("private mode is an owner's, with their passkey, either way", () => {
       expect(await json(refused)).toMatchObject({ error: "forbidden" });
       expect(await readPolicy(owner)).toEqual(start);
 
-      const saved = await put(owner.cookie, { ...next, stepUp: await confirmWith(owner, next) });
+      const saved = await put(owner.cookie, { ...next, stepUp: await confirmPolicy(owner, next) });
       expect(saved.status).toBe(200);
       expect(await readPolicy(owner)).toEqual(next);
       const { entries } = await json<{ entries: Array<{ action: string; detail: unknown }> }>(
