@@ -53,6 +53,8 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
   let agentKey = "";
   /** This browser's registered device key, as the agent seals to it. */
   let device: { deviceId: string; publicKey: string };
+  /** Decided above: one allowed that opened, one denied that was altered. */
+  const decided = { opened: "", altered: "" };
 
   /** Posts a sealed request over the long-poll agent API; answers its approval as the human API lists it. */
   async function ask(sealed: SealedRequest): Promise<Approval> {
@@ -128,6 +130,7 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
       to: [device],
     });
     const approval = await ask(sealed);
+    decided.opened = approval.id;
     expect(JSON.stringify(approval)).not.toContain("kubectl");
 
     await t.page.goto("/");
@@ -164,6 +167,7 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
     const sealed = await sealRequest({ plaintext: plaintext("rm -rf /srv/data"), risk: "normal", to: [device] });
     const swapped = { ...sealed, requestHash: requestHashOf(plaintext("ls")) };
     const approval = await ask(swapped);
+    decided.altered = approval.id;
     const card = await openCard(approval);
     await expectAlteredDenyOnly(card);
     await card.getByTestId("option-no").click();
@@ -198,4 +202,14 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
     expect(await card.getByTestId("private-tag").count()).toBe(1);
     expect(await axeViolations(t.page, "[data-testid=screen-approval]")).toEqual([]);
   }
+
+  it("History opens private rows on this device, and says why one does not", async () => {
+    await t.page.goto("/history");
+    const opened = t.page.getByTestId(`history-row-${decided.opened}`);
+    await expect.poll(() => opened.textContent()).toContain("kubectl rollout restart web");
+    await opened.getByTestId("private-tag").waitFor();
+    const altered = t.page.getByTestId(`history-row-${decided.altered}`);
+    await expect.poll(() => altered.textContent()).toContain("Private request — altered on the way");
+    expect(await altered.textContent()).not.toContain("rm -rf");
+  });
 });
