@@ -3,6 +3,7 @@
  * and setting up this browser's when it has none. A removed key stops getting new private
  * requests; what was sealed to it stays readable only where the key still is.
  */
+import { canDecide } from "../api";
 import { useNow } from "../clock";
 import { ago } from "../format";
 import { deviceKey, useDeviceKey } from "../private/device-key";
@@ -26,7 +27,7 @@ export function DeviceKeys() {
         Private requests are sealed on the agent's machine to these keys; each stays in its browser and never leaves it.
         A device set up later cannot read requests sealed before it.
       </p>
-      {key.loaded && !key.registered && (
+      {key.loaded && !key.registered && canDecide(me.role) && (
         <button
           type="button"
           class="button primary"

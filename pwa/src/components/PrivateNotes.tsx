@@ -4,7 +4,7 @@
  * device could not open. None of these shows anything of the request's content.
  */
 import type { SealedRequest } from "../../../sdk/src/private/sealed";
-import type { Me } from "../api";
+import { canDecide, type Me } from "../api";
 import { deviceKey, useDeviceKey } from "../private/device-key";
 import { useTeamPrivacy } from "../private/privacy";
 import { type PrivateState, readable } from "../private/use-private";
@@ -27,7 +27,8 @@ export function SetUpDeviceBanner({ me }: { me: Me | null }) {
   const privacy = useTeamPrivacy(me);
   const key = useDeviceKey(me);
   const { busy, error, run } = useAction();
-  if (!me || privacy !== "private" || !key.loaded || key.registered) return null;
+  // Viewers never decide, so they register no key (the server refuses them).
+  if (!me || !canDecide(me.role) || privacy !== "private" || !key.loaded || key.registered) return null;
   return (
     <Banner tone="warn" testId="device-key-banner">
       <button
