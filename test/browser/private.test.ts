@@ -55,6 +55,8 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
   let device: { deviceId: string; publicKey: string };
   /** Decided above: one allowed that opened, one denied that was altered. */
   const decided = { opened: "", altered: "" };
+  /** Left pending above: private requests this browser cannot open. */
+  const unopened = { tampered: "", notRecipient: "" };
 
   /** Posts a sealed request over the long-poll agent API; answers its approval as the human API lists it. */
   async function ask(sealed: SealedRequest): Promise<Approval> {
@@ -159,6 +161,7 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
     const c = sealed.ciphertext;
     const tampered = { ...sealed, ciphertext: `${c.slice(0, 20)}${c[20] === "A" ? "B" : "A"}${c.slice(21)}` };
     const approval = await ask(tampered);
+    unopened.tampered = approval.id;
     const card = await openCard(approval);
     await expectAlteredDenyOnly(card);
   });
@@ -183,6 +186,7 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
       to: [other],
     });
     const approval = await ask(sealed);
+    unopened.notRecipient = approval.id;
     const card = await openCard(approval);
     const notice = card.getByTestId("sealed-not-recipient");
     await notice.waitFor();
@@ -211,5 +215,34 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
     const altered = t.page.getByTestId(`history-row-${decided.altered}`);
     await expect.poll(() => altered.textContent()).toContain("Private request — altered on the way");
     expect(await altered.textContent()).not.toContain("rm -rf");
+  });
+
+  it("a batch on the board decides the private rows that opened and leaves out those that did not", async () => {
+    const sealed = await sealRequest({ plaintext: plaintext("npm publish"), risk: "normal", to: [device] });
+    const opened = await ask(sealed);
+    await t.page.setViewportSize(DESKTOP);
+    await t.page.goto("/");
+    for (const id of [opened.id, unopened.tampered, unopened.notRecipient]) {
+      await t.page.getByTestId(`board-row-${id}`).getByRole("checkbox").check();
+    }
+    await expect.poll(() => t.page.getByTestId(`board-row-${opened.id}`).textContent()).toContain("npm publish");
+    await t.page.getByTestId("batch-deny").click();
+    const preflight = t.page.getByTestId("batch-preflight");
+    await preflight.waitFor();
+    expect(await preflight.getByTestId(`preflight-${opened.id}`).getByTestId("preflight-command").textContent()).toBe(
+      "npm publish",
+    );
+    for (const id of [unopened.tampered, unopened.notRecipient]) {
+      expect(await preflight.getByTestId(`preflight-${id}`).getByTestId("preflight-left-out").textContent()).toContain(
+        "private",
+      );
+    }
+    await preflight.getByTestId("batch-confirm").click();
+    await t.page.getByTestId("batch-preflight").waitFor({ state: "detached" });
+    expect((await t.human.approval(opened.id)).state).toBe("denied");
+    for (const id of [unopened.tampered, unopened.notRecipient]) {
+      expect((await t.human.approval(id)).state).toBe("pending");
+    }
+    await t.page.setViewportSize(PHONE);
   });
 });
