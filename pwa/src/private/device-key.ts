@@ -110,7 +110,12 @@ export const deviceKey = new DeviceKeyStore();
 /** This browser's key state for the signed-in person (null when signed out). */
 export function useDeviceKey(me: Me | null): DeviceKeyState {
   const [state, setState] = useState(deviceKey.state);
-  useEffect(() => deviceKey.subscribe(setState), []);
+  useEffect(() => {
+    const unsubscribe = deviceKey.subscribe(setState);
+    // What changed between the first render and the subscription.
+    setState(deviceKey.state);
+    return unsubscribe;
+  }, []);
   useEffect(() => {
     if (me) deviceKey.follow(me);
   }, [me?.team.id, me?.user.id]);

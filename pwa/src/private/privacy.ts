@@ -22,6 +22,7 @@ export function useTeamPrivacy(me: Me | null): Privacy | null {
   useEffect(() => {
     const l = () => setTick((n) => n + 1);
     listeners.add(l);
+    l();
     if (teamId && known?.teamId !== teamId) {
       api.policy().then(
         (p) => privacySaved(teamId, p.privacy),

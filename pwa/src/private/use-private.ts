@@ -62,6 +62,8 @@ export function useSeen<A extends Approval>(approvals: readonly A[]): Seen<A>[] 
   useEffect(() => {
     const l = () => setTick((n) => n + 1);
     listeners.add(l);
+    // An opening that ended between this render and now told no one: render once more.
+    l();
     return () => void listeners.delete(l);
   }, []);
   const keys = key.loaded ? (key.key ? [key.key] : []) : null;
