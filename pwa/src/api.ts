@@ -10,7 +10,7 @@ import type {
   PublicKeyCredentialRequestOptionsJSON,
   RegistrationResponseJSON,
 } from "@simplewebauthn/browser";
-import { config, type z } from "zod";
+import { config, z } from "zod";
 import type { ElicitationAction, ElicitationContent } from "../../sdk/src/elicitation-protocol";
 import {
   type Channel,
@@ -88,6 +88,8 @@ import {
   webSessionListSchema,
 } from "../../sdk/src/human/index";
 import { slackTargetBodySchema } from "../../sdk/src/human/slack";
+import type { deviceKeyRegisterBodySchema } from "../../sdk/src/private/contract";
+import { deviceKeyListSchema, deviceKeyOptionsAnswerSchema } from "../../sdk/src/private/routes";
 
 export type {
   AgentSession,
@@ -354,6 +356,14 @@ export const api = {
   addDevice: (body: DeviceBody) => post(savedDeviceSchema, "/v1/devices", body),
   removeDevice: (id: string) => del(okAnswerSchema, `/v1/devices/${enc(id)}`),
   testDevice: (id: string) => post(okAnswerSchema, `/v1/devices/${enc(id)}/test`),
+  /** Private mode: this person's device keys in the team, and endorsing a new one with the passkey. */
+  deviceKeys: () => get(deviceKeyListSchema, "/v1/devices/keys"),
+  deviceKeyOptions: (publicKey: string) =>
+    post(deviceKeyOptionsAnswerSchema, "/v1/devices/keys/options", { publicKey }),
+  registerDeviceKey: (
+    body: Omit<z.input<typeof deviceKeyRegisterBodySchema>, "assertion"> & { assertion: AuthenticationResponseJSON },
+  ) => request(z.unknown(), "POST", "/v1/devices/keys", body),
+  removeDeviceKey: (deviceId: string) => request(z.unknown(), "DELETE", `/v1/devices/keys/${enc(deviceId)}`),
 
   createPairing: () => post(pairingAnswerSchema, "/v1/pairing"),
   claimPairing: (token: string, confirm = false) =>

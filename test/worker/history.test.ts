@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { csvCell } from "../../worker/routes/history";
+import { csvCell } from "../../sdk/src/csv";
 import { api, json, signUp } from "./helpers";
 import { addMember, seedApprovals } from "./team-helpers";
 

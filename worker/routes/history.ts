@@ -3,6 +3,7 @@
  * team from the session cookie; filters only narrow it.
  */
 import { Hono } from "hono";
+import { csvLines } from "../../sdk/src/csv";
 import {
   historyExportQuerySchema,
   historyQuerySchema,
@@ -99,24 +100,12 @@ function utcDate(d: Date): [number, number, number] {
 
 /** RFC 4180, with times as ISO 8601. */
 export function toCsv(rows: HistoryExportRow[]): string {
-  const lines = [EXPORT_COLUMNS.join(",")];
-  for (const row of rows) {
-    lines.push(EXPORT_COLUMNS.map((col) => csvCell(col.endsWith("At") ? isoTime(row[col]) : row[col])).join(","));
-  }
-  return `${lines.join("\r\n")}\r\n`;
+  return csvLines([
+    EXPORT_COLUMNS,
+    ...rows.map((row) => EXPORT_COLUMNS.map((col) => (col.endsWith("At") ? isoTime(row[col]) : row[col]))),
+  ]);
 }
 
 function isoTime(value: unknown): string | null {
   return typeof value === "number" ? new Date(value).toISOString() : null;
-}
-
-/**
- * Quotes what needs quoting, and defuses text a spreadsheet would run as a formula (a tool title
- * is agent-controlled): such a cell starts with a single quote.
- */
-export function csvCell(value: unknown): string {
-  if (value === null || value === undefined) return "";
-  let text = String(value);
-  if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }

@@ -1,16 +1,21 @@
 import type { ApprovalView } from "../api";
 import { useNow } from "../clock";
 import { ago, describeApproval, outcome } from "../format";
+import { useSeenOne } from "../private/use-private";
 import { Link } from "../router";
 import { Countdown } from "./Countdown";
 import { KindIcon } from "./KindIcon";
+import { PrivateTag, rowTitle } from "./PrivateNotes";
 import { RiskTag } from "./RiskNote";
 import { SafeText } from "./SafeText";
 
 /** A request in a list (pending, or resolved on a session's page): the whole row is one link to its card. */
-export function ApprovalRow({ approval }: { approval: ApprovalView }) {
+export function ApprovalRow({ approval: asServed }: { approval: ApprovalView }) {
   const now = useNow();
+  const seen = useSeenOne(asServed);
+  const approval = seen.approval;
   const d = describeApproval(approval);
+  const title = rowTitle(seen.private, d.title);
   return (
     <li class="row">
       <Link
@@ -21,8 +26,9 @@ export function ApprovalRow({ approval }: { approval: ApprovalView }) {
         <KindIcon kind={d.kind} />
         <span class="row-main">
           <span class="row-title">
-            <SafeText text={d.title} />
+            <SafeText text={title} />
             <RiskTag approval={approval} />
+            <PrivateTag state={seen.private} />
           </span>
           <span class="row-sub">
             <SafeText text={d.agent ? `${d.agent} · ${d.sessionTitle}` : d.sessionTitle} />

@@ -18,6 +18,7 @@ import { ReasonField } from "../components/ReasonField";
 import { SafeText } from "../components/SafeText";
 import { asRecord } from "../components/ToolContent";
 import { describeApproval, optionWords } from "../format";
+import { type PrivateState, readable, useSeen } from "../private/use-private";
 
 /** What the person chose to apply to every selected request: each one's own option of that kind. */
 type Verdict = "allow_once" | "reject_once";
@@ -120,7 +121,9 @@ const optionFor = (a: PendingApproval, verdict: Verdict) => a.options.find((o) =
  * Why a request is left out of this batch, or null: its option is not offered, or (for an allow)
  * the table does not show it whole: a diff is on its card only, and a cut request is never allowed.
  */
-function leftOut(a: PendingApproval, verdict: Verdict): string | null {
+function leftOut(a: PendingApproval, verdict: Verdict, privateState: PrivateState): string | null {
+  if (privateState === "opening") return "private, still opening on this device: left out";
+  if (privateState && privateState !== "opened") return "private, and this device could not open it: left out";
   if (!optionFor(a, verdict)) return "not offered: left out";
   if (verdict !== "allow_once") return null;
   const { truncated, toolCall } = a.snapshot;
@@ -154,7 +157,13 @@ function PreFlight({
   const [reason, setReason] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const sendable = selected.filter((a) => leftOut(a, verdict) === null);
+  // Private rows as this device opened them; one that did not open is never sent.
+  const rows = useSeen(selected).map((s) => ({
+    a: s.approval,
+    hidden: !readable(s),
+    excluded: leftOut(s.approval, verdict, s.private),
+  }));
+  const sendable = rows.filter((r) => r.excluded === null).map((r) => r.a);
   const confirm = async () => {
     setBusy(true);
     setError(null);
@@ -193,17 +202,16 @@ function PreFlight({
             </tr>
           </thead>
           <tbody>
-            {selected.map((a) => {
+            {rows.map(({ a, hidden, excluded }) => {
               const d = describeApproval(a);
               const option = optionFor(a, verdict);
-              const excluded = leftOut(a, verdict);
               return (
                 <tr key={a.id} data-testid={`preflight-${a.id}`}>
                   <td class="clip">
-                    <SafeText text={d.title} />
+                    <SafeText text={hidden ? "Private request" : d.title} />
                   </td>
                   <td class="preflight-runs" data-testid="preflight-command">
-                    <SafeText text={whatRuns(a)} block whole />
+                    <SafeText text={hidden ? "—" : whatRuns(a)} block whole />
                   </td>
                   <td class="clip">
                     <SafeText text={d.sessionTitle} />

@@ -10,12 +10,14 @@ import { useNow } from "../clock";
 import { ConnectionBanner } from "../components/ConnectionBanner";
 import { Countdown } from "../components/Countdown";
 import { KindIcon, kindLabel } from "../components/KindIcon";
+import { PrivateTag, rowTitle, SetUpDeviceBanner } from "../components/PrivateNotes";
 import { RiskTag } from "../components/RiskNote";
 import { SafeText } from "../components/SafeText";
 import { StopSessionButton } from "../components/SessionStop";
 import { ago, describeApproval } from "../format";
 import { useLiveEvents, useLiveStatus, useShowingCards } from "../live";
 import { pending, usePending } from "../pending";
+import { type PrivateState, useSeen } from "../private/use-private";
 import { Link, navigate } from "../router";
 import { ApprovalCard } from "../screens/ApprovalCard";
 import { useMe } from "../viewer";
@@ -31,7 +33,11 @@ export function Board({ open }: { open: string | null }) {
   const status = useLiveStatus();
   const [filter, setFilter] = useState({ member: "", kind: "", session: "" });
 
-  const all = useMemo(() => [...mine, ...team].sort((a, b) => a.expiresAt - b.expiresAt), [mine, team]);
+  const served = useMemo(() => [...mine, ...team].sort((a, b) => a.expiresAt - b.expiresAt), [mine, team]);
+  // Private rows as this device opened them (the agent's words), or marked and showing none of it.
+  const seen = useSeen(served);
+  const all = seen.map((s) => s.approval);
+  const privateOf = new Map(seen.map((s) => [s.approval.id, s.private]));
   const shown = all.filter(
     (a) =>
       (!filter.member || a.owner.userId === filter.member) &&
@@ -77,6 +83,7 @@ export function Board({ open }: { open: string | null }) {
         />
         <ConnectionBanner />
         <RefusalNotices />
+        <SetUpDeviceBanner me={me} />
         {error && <LoadError error={error} testId="board-error" onRetry={() => void pending.reload()} />}
         {me && !canDecide(me.role) && (
           <p class="muted small" data-testid="viewer-hint">
@@ -169,6 +176,7 @@ export function Board({ open }: { open: string | null }) {
                     <BoardRow
                       key={a.id}
                       approval={a}
+                      privateState={privateOf.get(a.id) ?? null}
                       member={memberName(a)}
                       delivery={a.delivery ?? delivery.get(a.id)}
                       selected={a.id === open}
@@ -236,6 +244,7 @@ function SessionHeader({ rows, owner, columns }: { rows: PendingApproval[]; owne
 
 function BoardRow({
   approval,
+  privateState,
   member,
   delivery,
   selected,
@@ -243,6 +252,7 @@ function BoardRow({
   select,
 }: {
   approval: PendingApproval;
+  privateState: PrivateState;
   member: string;
   delivery: Delivery[] | undefined;
   selected: boolean;
@@ -291,9 +301,10 @@ function BoardRow({
         >
           <KindIcon kind={d.kind} />
           <span class="clip">
-            <SafeText text={d.title} />
+            <SafeText text={rowTitle(privateState, d.title)} />
           </span>
           <RiskTag approval={approval} />
+          <PrivateTag state={privateState} />
         </Link>
         {lookers.length > 0 && (
           <span class="cell-note" data-testid="board-lookers">

@@ -7,6 +7,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, isAdmin, type TeamPolicy } from "../api";
 import { Banner } from "../components/Banner";
+import { privacySaved } from "../private/privacy";
 import { savePolicyWithStepUp } from "../step-up";
 import { useMe } from "../viewer";
 import { useMembers } from "./Board";
@@ -43,6 +44,7 @@ export function Policy() {
         escalation: sortedLadder(form.escalation),
       });
       loaded.setData(() => ({ ...form, ...(saved && typeof saved === "object" ? saved : {}) }));
+      if (me) privacySaved(me.team.id, form.privacy);
       setResult({ tone: "ok", text: "Saved. New requests follow this policy; the change is in the audit log." });
     } catch (err) {
       setResult({ tone: "error", text: (err as Error).message });
@@ -130,6 +132,19 @@ export function Policy() {
                 options={{ tool_title: "The tool's title", generic: "“An agent is asking for permission”" }}
               />
             </Setting>
+            <Setting
+              title="Privacy"
+              help="Private: agents seal each request on their machine to your team's devices, and Tapgate routes and records it without reading it. Applies to new requests; earlier ones stay as they were. Only an owner changes it, confirming with their passkey."
+            >
+              <Choice
+                value={form.privacy}
+                onChange={(v) => set("privacy", v)}
+                testId="policy-privacy"
+                label="Privacy"
+                disabled={!owner}
+                options={{ standard: "Standard", private: "Private: sealed to the team's devices" }}
+              />
+            </Setting>
             <HighRiskFields
               patterns={form.highRisk}
               quorum={form.highRiskQuorum}
@@ -196,14 +211,24 @@ function Choice<V extends string>({
   onChange,
   options,
   testId,
+  label,
+  disabled,
 }: {
   value: V;
   onChange: (v: V) => void;
   options: Record<V, string>;
   testId: string;
+  label?: string;
+  disabled?: boolean;
 }) {
   return (
-    <select value={value} onChange={(e) => onChange(e.currentTarget.value as V)} data-testid={testId}>
+    <select
+      value={value}
+      onChange={(e) => onChange(e.currentTarget.value as V)}
+      data-testid={testId}
+      aria-label={label}
+      disabled={disabled}
+    >
       {(Object.entries(options) as Array<[V, string]>).map(([v, label]) => (
         <option key={v} value={v}>
           {label}

@@ -7,8 +7,10 @@ import { useState } from "preact/hooks";
 import { describeMatch } from "../../../sdk/src/rules";
 import { api, isAdmin, type Rule } from "../api";
 import { useNow } from "../clock";
+import { Banner } from "../components/Banner";
 import { SafeText } from "../components/SafeText";
 import { dateTime, shortDuration } from "../format";
+import { useTeamPrivacy } from "../private/privacy";
 import { useMe } from "../viewer";
 import { ActionsHead, ConfirmButton, DataTable, Empty, LoadError, PageHead, shortDate, useLoad } from "./ui";
 
@@ -21,12 +23,20 @@ function standing(rule: Rule, now: number): "active" | "ended" | "expired" {
 export function Rules() {
   const rules = useLoad(() => api.rules(), []);
   const list = rules.data?.rules ?? [];
+  const privacy = useTeamPrivacy(useMe());
   return (
     <section class="screen dash" data-testid="screen-rules">
       <PageHead
         title="Standing rules"
         sub="Each allows matching requests with no one asked, until it expires (at most 24 h) or is ended. Never a high-risk request. Make one from a request's card: Allow for 1 h."
       />
+      {privacy === "private" && (
+        <Banner tone="info" testId="rules-private">
+          This team is private: Tapgate never sees a request's command, so a private request matches a rule only by an
+          exact fingerprint made on the agent's machine (“Allow for 1 h” of exactly this request). Patterns need the
+          plaintext and never match a private request.
+        </Banner>
+      )}
       {rules.error && <LoadError error={rules.error} testId="rules-error" onRetry={() => void rules.reload()} />}
       {rules.data && list.length === 0 && (
         <Empty title="No standing rules" testId="rules-empty">

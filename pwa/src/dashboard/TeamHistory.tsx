@@ -4,10 +4,13 @@ import { historyFilterSchema } from "../../../sdk/src/human/history";
 import { APPROVAL_STATES_RESOLVED, api, type HistoryFilters, type HistoryItem, historyQuery } from "../api";
 import { Field } from "../components/Field";
 import { KindIcon, kindLabel } from "../components/KindIcon";
+import { PrivateTag, rowTitle } from "../components/PrivateNotes";
 import { SafeText } from "../components/SafeText";
 import { dateTime, describeApproval } from "../format";
 import { useLiveEvents } from "../live";
 import { usePaged } from "../paged";
+import { matchesSearch, privateRowsCsv } from "../private/history";
+import { type PrivateState, useSeen } from "../private/use-private";
 import { navigate } from "../router";
 import { ApprovalCard } from "../screens/ApprovalCard";
 import { useMe } from "../viewer";
@@ -101,6 +104,11 @@ export function TeamHistory() {
     (a) => a.id,
   );
   const { items, cursor, loading, error, load } = list;
+  // Private rows open here; the service cannot search or export what it never read.
+  const [search, setSearch] = useState("");
+  const seen = useSeen(items);
+  const shown = seen.filter((s) => matchesSearch(s, search));
+  const anyPrivate = seen.some((s) => s.private !== null);
   useEffect(() => {
     api.sessions("recent").then(
       (r) => setSessions(r.sessions.map((s) => ({ value: s.sessionId, label: s.title || s.sessionId }))),
@@ -153,6 +161,16 @@ export function TeamHistory() {
               <a class="button secondary compact" href={exportHref("json")} download data-testid="export-json">
                 Export JSON
               </a>
+              {anyPrivate && (
+                <button
+                  type="button"
+                  class="button secondary compact"
+                  onClick={() => download(privateRowsCsv(seen), "tapgate-private-history.csv")}
+                  data-testid="export-private-csv"
+                >
+                  Export private rows (CSV, on this device)
+                </button>
+              )}
             </>
           }
         />
@@ -186,6 +204,14 @@ export function TeamHistory() {
               data-testid="filter-to"
             />
           </Field>
+          <Field label="Search loaded rows" class="filter">
+            <input
+              type="search"
+              value={search}
+              onInput={(e) => setSearch(e.currentTarget.value)}
+              data-testid="history-search"
+            />
+          </Field>
           {linked.decidedUnderMs !== undefined && (
             <span class="tag warn" data-testid="filter-fast-allows">
               Allowed by {members.get(linked.decider ?? "")?.name ?? "anyone"} within {latency(linked.decidedUnderMs)}{" "}
@@ -198,6 +224,11 @@ export function TeamHistory() {
             </button>
           )}
         </div>
+        {anyPrivate && (
+          <p class="muted small" data-testid="history-private-note">
+            Private requests are opened, searched and exported on this device only, among the rows loaded here.
+          </p>
+        )}
         {error && <LoadError error={error} testId="history-error" onRetry={() => void load(null)} />}
         {!loading && !error && items.length === 0 && (
           <Empty title={key ? "Nothing matches these filters" : "No answered requests yet"} testId="history-empty">
@@ -221,10 +252,11 @@ export function TeamHistory() {
               </>
             }
           >
-            {items.map((a) => (
+            {shown.map(({ approval: a, private: privateState }) => (
               <HistoryRow
                 key={a.id}
                 approval={a}
+                privateState={privateState}
                 member={who(a)}
                 myUserId={me?.user.id}
                 selected={a.id === open}
@@ -250,12 +282,14 @@ export function TeamHistory() {
 
 function HistoryRow({
   approval,
+  privateState,
   member,
   myUserId,
   selected,
   onOpen,
 }: {
   approval: HistoryItem;
+  privateState: PrivateState;
   member: string;
   myUserId: string | undefined;
   selected: boolean;
@@ -285,8 +319,9 @@ function HistoryRow({
         >
           <KindIcon kind={d.kind} />
           <span class="clip">
-            <SafeText text={d.title} />
+            <SafeText text={rowTitle(privateState, d.title)} />
           </span>
+          <PrivateTag state={privateState} />
         </button>
         {approval.message && (
           <span class="cell-note" data-testid="history-message">
@@ -324,4 +359,14 @@ function HistoryRow({
       </td>
     </tr>
   );
+}
+
+/** Saves text built in the browser as a file. */
+function download(text: string, name: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 0);
 }

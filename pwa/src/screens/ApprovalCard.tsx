@@ -16,6 +16,8 @@ import { EditAllow, EditedDiff } from "../components/EditAllow";
 import { type ElicitationAnswer, ElicitationQuestion } from "../components/ElicitationQuestion";
 import { KindIcon, kindLabel } from "../components/KindIcon";
 import { OptionButtons } from "../components/OptionButtons";
+import { Outcome } from "../components/Outcome";
+import { PrivateTag } from "../components/PrivateNotes";
 import { ReasonField } from "../components/ReasonField";
 import { RiskBanner, RiskTag } from "../components/RiskNote";
 import { RuleOffer } from "../components/RuleOffer";
@@ -24,9 +26,11 @@ import { StopSessionButton } from "../components/SessionStop";
 import { asRecord, prettyJson, ToolContent } from "../components/ToolContent";
 import { dateTime, describeApproval, outcomeWithTime } from "../format";
 import { useLiveEvents, useShowingCards } from "../live";
+import { type PrivateState, readable, useSeen } from "../private/use-private";
 import { Link } from "../router";
 import { decideWithStepUp } from "../step-up";
 import { useMe } from "../viewer";
+import { SealedCard } from "./SealedCard";
 
 /** The rule a card may make ("Allow for 1 h"). */
 type CardRule = { expiresInMs: number; choice: RuleChoice };
@@ -68,6 +72,8 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
 
   const me = useMe();
   useClaimWhileOpen(id, approval?.state === "pending" && canDecide(me?.role));
+  // A private request is shown only as this device opened it: the agent's words, checked.
+  const [seen] = useSeen(approval ? [approval] : []);
 
   /** With `rule`: allow once and make a standing rule from this request ("Allow for 1 h"). `reason`: words for the agent. */
   const choose = (option: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) =>
@@ -131,10 +137,23 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
       </section>
     );
   }
-  if (!approval) return <p class="muted center">Loading…</p>;
+  if (!approval || !seen) return <p class="muted center">Loading…</p>;
+  if (!readable(seen)) {
+    return (
+      <SealedCard
+        approval={approval}
+        state={seen.private}
+        busy={busy}
+        notice={notice}
+        onChoose={(o, reason) => choose(o, undefined, reason)}
+        embedded={embedded}
+      />
+    );
+  }
   return (
     <Card
-      approval={approval}
+      approval={seen.approval}
+      privateState={seen.private}
       busy={busy}
       notice={notice}
       onChoose={choose}
@@ -148,6 +167,7 @@ export function ApprovalCard({ id, embedded = false }: { id: string; embedded?: 
 
 function Card({
   approval,
+  privateState,
   busy,
   notice,
   onChoose,
@@ -157,6 +177,7 @@ function Card({
   embedded,
 }: {
   approval: ApprovalView;
+  privateState: PrivateState;
   busy: string | null;
   notice: Notice;
   onChoose: (o: Pick<ApprovalView["options"][number], "optionId">, rule?: CardRule, reason?: string) => void;
@@ -178,9 +199,10 @@ function Card({
   const suspicious = containsUnsafeText(approval.snapshot) || containsUnsafeText(approval.options);
   // Only what was shown can be allowed: a cut request offers deny alone (the gate refuses an allow too).
   const { truncated } = approval.snapshot;
-  // "Edit and allow": the agent takes edited input, the request was shown whole, and there is a once-only allow.
+  // "Edit and allow": the agent takes edited input, the request was shown whole, and there is a
+  // once-only allow. Never a private request's: the edit would go to the service in clear.
   const allowOnce = approval.options.find((o) => o.kind === "allow_once");
-  const editable = !truncated && allowOnce !== undefined && acceptsEdits(approval.snapshot);
+  const editable = !truncated && !privateState && allowOnce !== undefined && acceptsEdits(approval.snapshot);
   return (
     <article
       class={embedded ? "card in-panel" : "screen card"}
@@ -195,6 +217,7 @@ function Card({
           <SafeText text={d.title} />
         </h1>
         <RiskTag approval={approval} />
+        <PrivateTag state={privateState} />
         {approval.state === "pending" && <Countdown expiresAt={approval.expiresAt} testId="card-countdown" />}
       </header>
       {approval.state === "pending" && lookers.length > 0 && (
@@ -320,23 +343,6 @@ function Card({
         </p>
       </div>
     </article>
-  );
-}
-
-function Outcome({ approval }: { approval: ApprovalView }) {
-  const now = useNow();
-  const me = useMe();
-  return (
-    <Banner tone={approval.state === "allowed" ? "ok" : "error"} testId="outcome">
-      <strong>
-        <SafeText text={outcomeWithTime(approval, now, me?.user.id)} />
-      </strong>
-      {approval.message && (
-        <span class="outcome-message" data-testid="outcome-message">
-          <SafeText text={`“${approval.message}”`} />
-        </span>
-      )}
-    </Banner>
   );
 }
 

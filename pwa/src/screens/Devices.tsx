@@ -3,6 +3,7 @@ import type { PlatformFigures } from "../../../sdk/src/human/push";
 import { type ApiError, api, type Device } from "../api";
 import { useNow } from "../clock";
 import { Banner, LoadBanner } from "../components/Banner";
+import { DeviceKeys } from "../components/DeviceKeys";
 import { EnableNotifications } from "../components/EnableNotifications";
 import { DeviceShownWarning, shownText, TeamPlatforms } from "../components/PushesShown";
 import { SafeText } from "../components/SafeText";
@@ -10,6 +11,7 @@ import { TelegramLink } from "../components/TelegramLink";
 import { WebSessions } from "../components/WebSessions";
 import { forgetThisDevice, thisDevice } from "../device";
 import { ago } from "../format";
+import { deviceKey } from "../private/device-key";
 
 /**
  * My push devices: this browser and the others, each with a test push, a way to remove it and
@@ -55,6 +57,7 @@ export function Devices() {
         ))}
       </ul>
       <TeamPlatforms platforms={platforms} />
+      <DeviceKeys />
       <TelegramLink />
       {/* A full load drops every cached list, as the header's sign-out does. */}
       <WebSessions onSignedOutHere={() => location.assign("/signin")} />
@@ -93,6 +96,8 @@ function DeviceRow({ device, onRemoved }: { device: Device; onRemoved: () => voi
         await api.removeDevice(device.id);
         if (mine) await forgetThisDevice();
         onRemoved();
+        // The server removes the device's key for private requests with it.
+        void deviceKey.reload();
       }
     } catch (e) {
       setStatus({ tone: "error", text: (e as Error).message });

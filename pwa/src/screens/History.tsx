@@ -2,10 +2,12 @@ import { type ApprovalView, api } from "../api";
 import { useNow } from "../clock";
 import { LoadBanner } from "../components/Banner";
 import { KindIcon } from "../components/KindIcon";
+import { PrivateTag, rowTitle } from "../components/PrivateNotes";
 import { SafeText } from "../components/SafeText";
 import { ago, dateTime, describeApproval, outcome, shortDuration } from "../format";
 import { useLiveEvents } from "../live";
 import { usePaged } from "../paged";
+import { useSeenOne } from "../private/use-private";
 import { Link } from "../router";
 import { useMe } from "../viewer";
 
@@ -53,8 +55,10 @@ export function History() {
   );
 }
 
-function HistoryRow({ approval, myUserId }: { approval: ApprovalView; myUserId: string | undefined }) {
+function HistoryRow({ approval: asServed, myUserId }: { approval: ApprovalView; myUserId: string | undefined }) {
   const now = useNow();
+  const seen = useSeenOne(asServed);
+  const approval = seen.approval;
   const d = describeApproval(approval);
   const took = approval.resolvedAt ? shortDuration(approval.resolvedAt - approval.createdAt) : null;
   return (
@@ -67,7 +71,8 @@ function HistoryRow({ approval, myUserId }: { approval: ApprovalView; myUserId: 
         <KindIcon kind={d.kind} />
         <span class="row-main">
           <span class="row-title">
-            <SafeText text={d.title} />
+            <SafeText text={rowTitle(seen.private, d.title)} />
+            <PrivateTag state={seen.private} />
           </span>
           <span class={`row-sub wrap outcome-${approval.state}`} data-testid="history-outcome">
             <SafeText text={outcome(approval, myUserId)} />

@@ -2,14 +2,16 @@ import type { ApprovalView } from "../api";
 import { ApprovalRow } from "../components/ApprovalRow";
 import { Banner } from "../components/Banner";
 import { ConnectionBanner } from "../components/ConnectionBanner";
+import { SetUpDeviceBanner } from "../components/PrivateNotes";
 import { useShowingCards } from "../live";
 import { pending, usePending } from "../pending";
 import { Link } from "../router";
-import { useViewer } from "../viewer";
+import { useMe, useViewer } from "../viewer";
 
 export function Pending() {
   const { viewer } = useViewer();
   const { mine, team, loaded, error } = usePending();
+  const me = useMe();
   useShowingCards([...mine, ...team].map((a) => a.id));
   const offline = viewer.status === "offline" || error?.offline;
   return (
@@ -22,6 +24,7 @@ export function Pending() {
       ) : (
         <ConnectionBanner />
       )}
+      <SetUpDeviceBanner me={me} />
       {error && !error.offline && (
         <Banner tone="error" testId="pending-error">
           {error.message}{" "}

@@ -19,6 +19,7 @@ import {
   TEST_TEXT,
 } from "../../../sdk/src/human/push";
 import { withVisibleTokens } from "../../../sdk/src/safe-text";
+import { privateNotificationTitle } from "./private-push";
 import { META_CACHE, META_KEY, type ThisDevice } from "./shared";
 
 declare const self: ServiceWorkerGlobalScope;
@@ -140,7 +141,10 @@ async function showApproval(message: Extract<PushPayload, { type: "approval" }>)
     actions: message.risk === "high" ? [] : [{ action: "deny", title: "Deny" }],
     data: { approvalId: id, url: `/approvals/${encodeURIComponent(id)}` },
   };
-  await self.registration.showNotification(approvalTitle(message), options);
+  // A private request's push carries no title: this device opens the request itself.
+  const title =
+    "private" in message && message.private ? await privateNotificationTitle(message) : approvalTitle(message);
+  await self.registration.showNotification(title, options);
   // …and showNotification resolved: it is on the screen.
   await Promise.all([receipt, report(id, "displayed")]);
 }
