@@ -15,6 +15,7 @@ import type { SealedPlaintext } from "../../sdk/src/private/contract";
 import { newDeviceKeyPair, requestHashOf, sealRequest } from "../../sdk/src/private/envelope";
 import type { SealedRequest } from "../../sdk/src/private/sealed";
 import { browserAvailable, DESKTOP, PHONE, phoneWithAgent, unique } from "./harness";
+import { shownNotifications, watchServiceWorkers } from "./push-harness";
 
 const OPTIONS = [
   { optionId: "yes", name: "Yes, deploy it", kind: "allow_once" },
@@ -194,6 +195,33 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
     expect(await card.textContent()).not.toContain("drop table");
     expect(await card.getByTestId("option-yes").count()).toBe(0);
     await card.getByTestId("option-no").waitFor();
+  });
+
+  it("the service worker opens a private push for the lock screen; one it cannot open says only where it waits", async () => {
+    await t.phone.grantPermissions(["notifications"], { origin: t.app.origin });
+    const sw = await watchServiceWorkers(t.page);
+    const registration = await sw.activeRegistration(`${t.app.origin}/`);
+    const approval = await ask(
+      await sealRequest({ plaintext: plaintext("helm upgrade web"), risk: "normal", to: [device] }),
+    );
+    // The push the service sends for a private request: the approval and its session, no title.
+    const push = (id: string) => ({
+      v: 1,
+      type: "approval",
+      approvalId: id,
+      title: "",
+      expiresAt: approval.expiresAt,
+      private: true,
+      sessionTitle: "codex session s1",
+    });
+    await sw.deliver(t.app.origin, registration, push(approval.id));
+    await expect
+      .poll(async () => (await shownNotifications(t.page, approval.id))[0]?.title, { timeout: 15_000 })
+      .toBe("helm upgrade web");
+    await sw.deliver(t.app.origin, registration, push(unopened.notRecipient));
+    await expect
+      .poll(async () => (await shownNotifications(t.page, unopened.notRecipient))[0]?.title, { timeout: 15_000 })
+      .toBe("A private request waits in codex session s1");
   });
 
   async function expectAlteredDenyOnly(card: ReturnType<typeof t.page.getByTestId>) {
