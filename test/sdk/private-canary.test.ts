@@ -2,13 +2,15 @@
  * Private mode's proof, agent side (issue 34), against `wrangler dev`: a canary in every content
  * field, sent every way an agent asks through the SDK and the CLI (`Tapgate` sessions, a
  * permission and an elicitation; `tapgate acp`, `run` and `mcp`; the Claude Code, Codex and Gemini
- * hook commands; a long-poll client sealing with `sealPermissionRequest`), each decided by a
+ * hook commands; a long-poll client sealing with `tapgate seal`), each decided by a
  * person. Then everything the service holds or emitted is scanned: every file of its local state
  * (D1 and both Durable Objects' SQLite), the Worker's logs, the live feed's frames, the mail and
  * the webhook bodies. The canary is in none of them; the person's device opens every request.
  */
+import { mkdtempSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/client";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
@@ -17,7 +19,6 @@ import WebSocket from "ws";
 import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { Approval } from "../../sdk/src/approval";
 import { Tapgate } from "../../sdk/src/client";
-import { fetchRecipients, sealPermissionRequest } from "../../sdk/src/index";
 import { type newDeviceKeyPair, openSealed } from "../../sdk/src/private/envelope";
 import { CANARY_AGENT, Cli, prompt, startProxy } from "./acp-helpers";
 import { Person, unique } from "./helpers";
@@ -207,19 +208,18 @@ describe("a private team's requests, every way an agent asks", () => {
     }
   });
 
-  it("a long-poll client that seals with sealPermissionRequest", async () => {
-    const recipients = await fetchRecipients(worker.url, key);
-    if (!recipients) throw new Error("no recipients answer");
+  it("a long-poll client (curl) that seals with `tapgate seal`", async () => {
     const sessionId = unique("poll");
-    const params = await sealPermissionRequest(canaryRequest(sessionId), {
-      recipients: recipients.recipients,
-      highRisk: recipients.highRisk,
-      session: { title: "poller", cwd: `/home/${CANARY}` },
-    });
+    const home = mkdtempSync(join(tmpdir(), "tapgate-seal-"));
+    const seal = new Cli(["seal", "--title", "poller"], { ...agentEnv(), XDG_CONFIG_HOME: home });
+    seal.child.stdin?.end(JSON.stringify(canaryRequest(sessionId)));
+    expect(await seal.exited, seal.stderr).toBe(0);
+    const sealed = seal.lines.join("\n");
+    expect(sealed).not.toContain(CANARY);
     const held = await fetch(`${worker.url}/v1/agent/sessions/${sessionId}/permissions`, {
       method: "POST",
       headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-      body: JSON.stringify(params),
+      body: sealed,
     });
     expect(held.status).toBe(201);
     await decideSealed(ofSession(sessionId), "allow_once");

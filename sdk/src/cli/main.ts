@@ -24,6 +24,7 @@ const COMMANDS: Record<string, { summary: string; run: (args: string[]) => Promi
     run: lazy("./trust.js"),
   },
   "rule-key": { summary: "private mode: the team's rule key: new | set <key> | show", run: lazy("./rule-key.js") },
+  seal: { summary: "private mode: seal request params (stdin) for any HTTP client", run: lazy("./seal.js") },
 };
 
 /** Each subcommand module exports `main(args): Promise<number>` (the exit code). */
