@@ -11,9 +11,7 @@
  * Does not own the socket: `connection.ts` opens, heartbeats and reconnects it, and tells this
  * class when it opened, dropped or closed for good.
  */
-import { sessionStopSchema, stoppedSentence } from "./approval.js";
 import { type ConnectionConfig, GateConnection, type SessionState } from "./connection.js";
-import { checkContent } from "./elicitation-form.js";
 import {
   type AgentAnswer,
   type CreateElicitationParams,
@@ -23,6 +21,7 @@ import {
   createElicitationResponseSchema,
   ELICITATION_CANCELLED,
 } from "./elicitation-protocol.js";
+import { answerFits, privateRequired, stopNotice } from "./gate-replies.js";
 import { describeRpcError, encodeFrame, isRecord, rpcNotification, rpcRequest } from "./jsonrpc.js";
 import { agentOptionsOf, describeIssues, type OptionRef, withTimeoutMeta } from "./params.js";
 import type { SealingSession } from "./private/seal-params.js";
@@ -41,7 +40,6 @@ import {
   requestPermissionResponseSchema,
   type SessionUpdateParams,
   sessionUpdateParamsSchema,
-  tapgateAnswerMeta,
 } from "./protocol.js";
 
 export interface RequestPermissionOptions {
@@ -403,35 +401,4 @@ export class GateSession {
     if (outcome.outcome === "cancelled") return parsed.data;
     return options.some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
   }
-}
-
-/** Content only with `accept` of a form, and then fitting its fields; none otherwise. */
-function answerFits(params: CreateElicitationParams, answer: CreateElicitationResponse): boolean {
-  if (answer.content == null) return true;
-  return (
-    answer.action === "accept" && params.mode === "form" && checkContent(params.requestedSchema, answer.content).ok
-  );
-}
-
-/** The gate refused an unsealed request because the team is private (`invalid_params`, `data.reason`). */
-function privateRequired(msg: Record<string, unknown>): boolean {
-  return isRecord(msg.error) && isRecord(msg.error.data) && msg.error.data.reason === "private_required";
-}
-
-/**
- * What a stopped session's reply says: "denied, stopped by Ada: <reason>" for a request it ended,
- * "refused, stopped by Ada: <reason> (until someone resumes the session)" for one it would not
- * hold (`-32001`, `data.reason: "session_stopped"`); undefined for any other reply.
- */
-function stopNotice(msg: Record<string, unknown>): string | undefined {
-  if (isRecord(msg.error)) {
-    const data = isRecord(msg.error.data) ? msg.error.data : {};
-    if (data.reason !== "session_stopped") return undefined;
-    const stop = sessionStopSchema.safeParse(data.stopped);
-    const sentence = stop.success ? stoppedSentence(stop.data) : "the session was stopped";
-    return `refused, ${sentence} (until someone resumes the session)`;
-  }
-  const meta = isRecord(msg.result) ? tapgateAnswerMeta(msg.result) : undefined;
-  if (meta?.reason !== "session_stopped") return undefined;
-  return `denied, ${stoppedSentence({ by: meta.decidedBy ?? { name: "a teammate" }, reason: meta.message })}`;
 }

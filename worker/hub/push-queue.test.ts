@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import type { ApprovalNews } from "./api";
-import { approvalPush, resolvedPayload, retryDelayMs, SEND_CLAIM_MS, summaryPush, topicOf } from "./push-queue";
+import { approvalPush, resolvedPayload, summaryPush } from "./news-push";
+import { retryDelayMs, SEND_CLAIM_MS, topicOf } from "./push-queue";
 import { pushTopic } from "./web-push";
 
 const approval = {

@@ -10,16 +10,17 @@
  * told of each delivery's first send and first shown receipt), what a push says or how it is sent
  * (`web-push.ts`), which devices exist (`directory.ts`), showing deliveries live (the feed, told
  * through `onDelivery`), or forgetting a gone device everywhere (the shell, told through `onGone`).
- * The exported functions above the class are pure and unit-tested (`push-queue.test.ts`).
+ * What each piece of news pushes is `news-push.ts`; the exported functions above the class are pure
+ * and unit-tested (`push-queue.test.ts`).
  */
 import type { Approval, Delivery } from "../../sdk/src/approval";
-import { privateSessionLabel } from "../../sdk/src/human/push";
 import type { ApprovalNews, DisplayReport, HubDevice, ReceiptEvent } from "./api";
 import type { Directory } from "./directory";
 import type { HubHost } from "./host";
+import { approvalPush, resolvedPayload, summaryPush, type Urgency } from "./news-push";
 import { PushBudget } from "./push-budget";
 import { dayOf, ShownCounts } from "./shown-counts";
-import { lockScreenTitle, type PushPayload, pushMessage, pushTopic, sendPush, type VapidKeys } from "./web-push";
+import { type PushPayload, pushMessage, pushTopic, sendPush, type VapidKeys } from "./web-push";
 
 const RETRY_BASE_MS = 1_000;
 const RETRY_MAX_MS = 60_000;
@@ -36,57 +37,6 @@ const RECEIPT_COLUMNS: Record<ReceiptEvent, string> = {
   displayed: "displayed_at",
   opened: "opened_at",
 };
-
-type Urgency = "high" | "normal";
-
-/** What a request's push to one device is: the same message for every device it goes to. */
-export interface NewsPush {
-  payload: PushPayload;
-  urgency: Urgency;
-}
-
-/** A new request's push: urgent, with its lock-screen title (at most once per device). */
-export function approvalPush(news: ApprovalNews): NewsPush {
-  const { approval } = news;
-  // A private request's push names its session only: the service worker opens `sealed` itself.
-  if (approval.sealed) {
-    const sessionTitle = privateSessionLabel(approval);
-    return {
-      payload: {
-        v: 1,
-        type: "approval",
-        approvalId: approval.id,
-        title: "",
-        expiresAt: approval.expiresAt,
-        ...(approval.risk === "high" && { risk: "high" as const }),
-        private: true,
-        sessionTitle: sessionTitle.slice(0, 256),
-      },
-      urgency: "high",
-    };
-  }
-  return {
-    payload: {
-      v: 1,
-      type: "approval",
-      approvalId: approval.id,
-      title: lockScreenTitle(approval, news.lockScreen),
-      expiresAt: approval.expiresAt,
-      ...(approval.risk === "high" && { risk: "high" as const }),
-    },
-    urgency: "high",
-  };
-}
-
-/** A device's budget is spent: one summary of how many requests wait for it, not urgent. */
-export function summaryPush(waiting: number): NewsPush {
-  return { payload: { v: 1, type: "summary", count: waiting }, urgency: "normal" };
-}
-
-/** The message that closes a request's notification where one went out. */
-export function resolvedPayload(approval: Pick<Approval, "id" | "state">): PushPayload {
-  return { v: 1, type: "resolved", approvalId: approval.id, state: approval.state };
-}
 
 /** The wait before attempt `attempts + 1`: doubling from 2 s, at most a minute. */
 export function retryDelayMs(attempts: number): number {
