@@ -1,6 +1,7 @@
-import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it, vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
+import { CLOSE_SPREAD_MS } from "../../worker/gate/closed-sockets";
 import {
   api,
   askOnce,
@@ -181,6 +182,43 @@ describe("the blocking approval relay", () => {
     expect(await other.next()).toMatchObject({
       id: 1,
       result: { outcome: { outcome: "selected", optionId: "allow" } },
+    });
+  });
+
+  it("a dropped socket's end reaches D1 by itself within the close spread, with nothing else asking the gate", async () => {
+    const { agent, approval } = await askOnce();
+    agent.ws.close(1000, "bye");
+    await agent.closed;
+    const row = () => env.DB.prepare("SELECT state, reason FROM approvals WHERE id = ?").bind(approval.id).first();
+    await vi.waitFor(async () => expect(await row()).toEqual({ state: "denied", reason: "agent_disconnected" }), {
+      timeout: CLOSE_SPREAD_MS + 3_000,
+      interval: 50,
+    });
+  });
+
+  it("a gate that goes away between a socket's close and its end's moment ends the request at its next start", async () => {
+    const { owner, agent, sessionId, approval } = await askOnce();
+    agent.ws.close(1000, "bye");
+    await agent.closed;
+    await abortAllDurableObjects(); // usually before the end's moment (at least 300 ms after the close)
+    await runDurableObjectAlarm(gateStub(owner.teamId, sessionId)); // the alarm set for the held request
+    const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
+    expect(read.state).toBe("denied");
+    expect(["service_restart", "agent_disconnected"]).toContain(read.reason);
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(0);
+  });
+
+  it("a read and a decision right after the close, before its end's moment, find the request ended: 410", async () => {
+    const { owner, agent, approval } = await askOnce();
+    agent.ws.close(1000, "bye");
+    await agent.closed; // the gate answered the close: its handler ran, the end waits for its moment
+    const read = await json<Approval>(await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie }));
+    expect(read).toMatchObject({ state: "denied", reason: "agent_disconnected" });
+    const late = await decide(owner, approval, "allow");
+    expect(late.status).toBe(410);
+    expect(await json(late)).toMatchObject({
+      error: "already_resolved",
+      approval: { state: "denied", reason: "agent_disconnected" },
     });
   });
 

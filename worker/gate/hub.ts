@@ -60,8 +60,6 @@ export interface HubMailHost {
 export class HubMail {
   private readonly queued = new Map<string, GateNews[]>();
   private scheduled = false;
-  /** A spread send is waiting for its delay (`sendWithin`). */
-  private spreading = false;
 
   constructor(private readonly host: HubMailHost) {}
 
@@ -93,25 +91,6 @@ export class HubMail {
       );
     }
     this.queued.clear();
-  }
-
-  /**
-   * At the end of a change nobody waits on (a dropped socket's, once its resolution committed):
-   * the same send, after a random delay of up to `maxDelayMs`. A storm of such changes on many
-   * gates so spreads its hub reports and D1 flushes over that time by each gate's own timer,
-   * with no pacing across objects. A change that sends meanwhile takes this news along. Should
-   * the object go before the timer, the rows wait in storage for the alarm's flush, and the hub
-   * takes their ends as news (at least once).
-   */
-  sendWithin(maxDelayMs: number, random = Math.random): void {
-    this.scheduled = false;
-    if (this.spreading) return;
-    this.spreading = true;
-    const delayed = new Promise((resolve) => setTimeout(resolve, random() * maxDelayMs)).then(() => {
-      this.spreading = false;
-      this.send();
-    });
-    this.host.background(delayed);
   }
 
   /** Takes the team's queued news, for the outbox's flush to carry. */

@@ -35,6 +35,7 @@ import type {
   StopInput,
   StopResult,
 } from "./api";
+import { ClosedSockets } from "./closed-sockets";
 import { Escalation } from "./escalation";
 import { HttpAgents } from "./http-agents";
 import { type GateNews, gateHub, HubMail } from "./hub";
@@ -51,9 +52,6 @@ import { joinOf, Sockets } from "./sockets";
 import { StateMachine } from "./state-machine";
 import { GateStore } from "./store";
 
-/** The most a dropped socket's hub report and D1 flush wait after its resolution committed. */
-const CLOSE_SPREAD_MS = 2_000;
-
 export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly store: GateStore;
   private readonly machine: StateMachine;
@@ -61,6 +59,8 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly admission: Admission;
   private readonly sockets: Sockets;
   private readonly agents: SocketAgents;
+  /** Dropped sockets whose requests end a moment later or at the next event (closed-sockets.ts). */
+  private readonly closedSockets: ClosedSockets;
   private readonly escalation: Escalation;
   /** Stopping and resuming the session (the stop is kept in `meta('stopped')`). */
   private readonly stops: SessionStops;
@@ -151,6 +151,12 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       presence: this.presence,
       sockets: this.sockets,
     });
+    this.closedSockets = new ClosedSockets({
+      end: (socketIds) => this.agents.endClosed(socketIds, Date.now()),
+      later: (ms, change) => {
+        ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, ms)).then(() => this.change(change)));
+      },
+    });
     this.stops = new SessionStops({
       store,
       machine: this.machine,
@@ -185,15 +191,14 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     await this.changeAsync(() => this.agents.message(ws, message));
   }
 
-  // A dropped socket's answer reaches nobody: once its requests' ends committed (with their
-  // outbox rows and the alarm), the hub report and the D1 flush wait a random delay
-  // (`CLOSE_SPREAD_MS`), so a thousand closes at once do not queue their reports together.
+  // A dropped socket's answer reaches nobody: the close is answered now, what it held ends a
+  // moment later or at the next event (closed-sockets.ts), so a storm of closes commits spread out.
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
-    this.change(() => this.agents.closed(ws, { code, reason }), CLOSE_SPREAD_MS);
+    this.closedSockets.add(this.agents.closed(ws, { code, reason }));
   }
 
   override async webSocketError(ws: WebSocket): Promise<void> {
-    this.change(() => this.agents.closed(ws), CLOSE_SPREAD_MS);
+    this.closedSockets.add(this.agents.closed(ws));
   }
 
   /** One alarm serves expiry, leases, heartbeat checks, presence reports, outbox retries, escalation and retention. */
@@ -345,19 +350,21 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   // ── the post-change step ─────────────────────────────────────────────────
 
   /**
-   * Runs `work`, then the post-change step, whatever `work` did (or threw); with `spreadMs`, its
-   * news and flush leave within that many milliseconds instead of at once.
+   * Ends what dropped sockets held (so `work` sees it ended), runs `work`, then the post-change
+   * step, whatever `work` did (or threw).
    */
-  private change<T>(work: () => T, spreadMs = 0): T {
+  private change<T>(work: () => T): T {
     try {
+      this.closedSockets.endWaiting();
       return work();
     } finally {
-      this.afterChange(spreadMs);
+      this.afterChange();
     }
   }
 
   private async changeAsync<T>(work: () => Promise<T>): Promise<T> {
     try {
+      this.closedSockets.endWaiting();
       return await work();
     } finally {
       this.afterChange();
@@ -368,11 +375,10 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
    * After any change: delete what the hub acknowledged (in this change's commit), schedule the
    * next alarm; the outbox and the news go to the hub in the background.
    */
-  private afterChange(spreadMs = 0): void {
+  private afterChange(): void {
     this.outbox.settle();
     this.scheduleAlarm();
-    if (spreadMs > 0) this.mail.sendWithin(spreadMs);
-    else this.mail.send();
+    this.mail.send();
   }
 
   /**

@@ -134,18 +134,26 @@ export class SocketAgents {
     }
   }
 
-  /** The socket closed (the peer's close is answered) or failed: what it held ends. */
-  closed(ws: WebSocket, close?: { code: number; reason: string }): void {
-    const { socketId } = identityOf(ws) as SocketIdentity;
-    const now = Date.now();
-    this.gate.machine.resolveAll(
-      this.gate.store.pendingOnSocket(socketId),
-      { state: "denied", reason: "agent_disconnected" },
-      now,
-    );
-    this.gate.store.forgetToolCalls(socketId);
-    this.gate.presence.noteConnection(now);
+  /**
+   * The socket closed (the peer's close is answered at once) or failed: returns its id, whose
+   * requests `endClosed` ends (now or a moment later: closed-sockets.ts).
+   */
+  closed(ws: WebSocket, close?: { code: number; reason: string }): string {
     if (close) reciprocateClose(ws, close.code, close.reason);
+    return (identityOf(ws) as SocketIdentity).socketId;
+  }
+
+  /** What closed sockets held ends (`agent_disconnected`), and the session reports its connection. */
+  endClosed(socketIds: string[], now: number): void {
+    for (const socketId of socketIds) {
+      this.gate.machine.resolveAll(
+        this.gate.store.pendingOnSocket(socketId),
+        { state: "denied", reason: "agent_disconnected" },
+        now,
+      );
+      this.gate.store.forgetToolCalls(socketId);
+    }
+    this.gate.presence.noteConnection(now);
   }
 
   /** Holds a socket's permission request until it is decided; returns an error reply if it is refused. */

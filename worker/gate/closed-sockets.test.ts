@@ -1,0 +1,45 @@
+/** Which dropped sockets wait for their ends, and when those ends run; under plain Node. */
+import { describe, expect, it } from "vitest";
+import { CLOSE_SPREAD_MS, ClosedSockets } from "./closed-sockets";
+
+function harness(random = () => 0.25) {
+  const ended: string[][] = [];
+  const timers: Array<{ ms: number; run: () => void }> = [];
+  const closed = new ClosedSockets(
+    { end: (socketIds) => ended.push(socketIds), later: (ms, run) => timers.push({ ms, run }) },
+    random,
+  );
+  return { closed, ended, timers };
+}
+
+describe("ClosedSockets", () => {
+  it("ends a storm's closes on one timer of a random delay within the spread", () => {
+    const { closed, ended, timers } = harness();
+    closed.add("s1");
+    closed.add("s2");
+    expect(ended).toEqual([]);
+    expect(timers.map((t) => t.ms)).toEqual([CLOSE_SPREAD_MS * 0.25]);
+    timers[0]?.run();
+    expect(ended).toEqual([["s1", "s2"]]);
+  });
+
+  it("ends the waiting closes at the next event, before the timer, and only once", () => {
+    const { closed, ended, timers } = harness();
+    closed.add("s1");
+    closed.endWaiting();
+    expect(ended).toEqual([["s1"]]);
+    timers[0]?.run();
+    closed.endWaiting();
+    expect(ended).toEqual([["s1"]]);
+  });
+
+  it("sets a new timer for a close after the last one ran", () => {
+    const { closed, ended, timers } = harness();
+    closed.add("s1");
+    timers[0]?.run();
+    closed.add("s2");
+    expect(timers).toHaveLength(2);
+    timers[1]?.run();
+    expect(ended).toEqual([["s1"], ["s2"]]);
+  });
+});
