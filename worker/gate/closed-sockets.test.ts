@@ -1,6 +1,6 @@
 /** Which dropped sockets wait for their ends, and when those ends run; under plain Node. */
 import { describe, expect, it } from "vitest";
-import { CLOSE_SPREAD_MS, ClosedSockets } from "./closed-sockets";
+import { CLOSE_FLOOR_MS, CLOSE_SPREAD_MS, ClosedSockets } from "./closed-sockets";
 
 function harness(random = () => 0.25) {
   const ended: string[][] = [];
@@ -18,9 +18,20 @@ describe("ClosedSockets", () => {
     closed.add("s1");
     closed.add("s2");
     expect(ended).toEqual([]);
-    expect(timers.map((t) => t.ms)).toEqual([CLOSE_SPREAD_MS * 0.25]);
+    expect(timers.map((t) => t.ms)).toEqual([CLOSE_FLOOR_MS + (CLOSE_SPREAD_MS - CLOSE_FLOOR_MS) * 0.25]);
     timers[0]?.run();
     expect(ended).toEqual([["s1", "s2"]]);
+  });
+
+  it("waits at least the floor and at most the spread", () => {
+    for (const [random, ms] of [
+      [0, CLOSE_FLOOR_MS],
+      [1, CLOSE_SPREAD_MS],
+    ] as const) {
+      const { closed, timers } = harness(() => random);
+      closed.add("s1");
+      expect(timers.map((t) => t.ms)).toEqual([ms]);
+    }
   });
 
   it("ends the waiting closes at the next event, before the timer, and only once", () => {

@@ -1,14 +1,14 @@
 /**
  * Dropped sockets whose requests are not ended yet. A dropped socket's agent already answered
  * itself fail-closed (the SDK denies on a lost connection), so nobody waits for the gate to record
- * the end: the close is answered at once, and the ends are recorded at a random moment within
- * CLOSE_SPREAD_MS or at the gate's next event, whichever comes first. A thousand sockets dropped
- * at once so do not put a thousand storage commits in front of everything else the runtime
- * serves. No one can tell: every handler ends the waiting closes before its own work, so a
- * decision, a read, a reconnect or the alarm finds the requests ended (`agent_disconnected`) as if
- * it had been recorded at the close; a gate that goes away first (it holds a timer, so it is not
- * hibernated) ends them at its next start, as orphans (`service_restart`), and its alarm is set
- * while a socket holds a request.
+ * the end: the close is answered at once, and the ends are recorded at a random moment between
+ * CLOSE_FLOOR_MS and CLOSE_SPREAD_MS later, or at the gate's next event, whichever comes first. A
+ * thousand sockets dropped at once so do not put a thousand storage commits in front of
+ * everything else the runtime serves (docs/capacity.md, "Where a close's time goes"). No one can
+ * tell: every handler ends the waiting closes before its own work, so a decision, a read, a
+ * reconnect or the alarm finds the requests ended (`agent_disconnected`) as if it had been
+ * recorded at the close. A gate that goes away first ends them at its next start, as orphans
+ * (`service_restart`); its alarm is set while a socket holds a request.
  *
  * Owns: which closed sockets wait, and the one timer. Does not own: what a close ends
  * (socket-agents.ts) or the change around it (the shell).
