@@ -3,29 +3,15 @@
  * standard snapshot (`newApproval`), so cards read the same either way.
  */
 import { describe, expect, it } from "vitest";
+import {
+  CANARY,
+  canaryRequest as request,
+  canarySession as session,
+} from "../../sdk/src/private/__tests__/canary-request";
 import { newDeviceKeyPair, openSealed } from "../../sdk/src/private/envelope";
 import { sealPermissionRequest } from "../../sdk/src/private/seal-params";
-import type { RequestPermissionRequest } from "../../sdk/src/protocol";
 import { DEFAULT_POLICY } from "../policy";
 import { EMPTY_INFO, newApproval } from "./rules";
-
-const CANARY = "canary-7f3a";
-const session = {
-  title: `title ${CANARY}`,
-  agent: { name: "claude-code" },
-  host: "laptop",
-  cwd: `/home/ada/${CANARY}`,
-};
-
-const request: RequestPermissionRequest = {
-  sessionId: "sess",
-  toolCall: { toolCallId: "t1", kind: "execute", title: `rm -rf ${CANARY}`, rawInput: { command: `rm -rf ${CANARY}` } },
-  options: [
-    { optionId: "yes", name: `Yes ${CANARY}`, kind: "allow_once" },
-    { optionId: "no", name: `No ${CANARY}`, kind: "reject_once" },
-  ],
-  _meta: { agentNote: CANARY, tapgate: { timeoutMs: 30_000 } },
-};
 
 describe("a sealed request's snapshot", () => {
   it("opens on the device to the snapshot the gate would have built, hashed the same, with the real option names", async () => {

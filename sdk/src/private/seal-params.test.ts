@@ -1,28 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_HIGH_RISK } from "../human/policy.js";
 import type { RequestPermissionRequest } from "../protocol.js";
+import { CANARY, canaryRequest as request, canarySession as session } from "./__tests__/canary-request.js";
 import { SEALED_ELICITATION_MESSAGE, SEALED_TOOL_CALL_ID } from "./contract.js";
 import { newDeviceKeyPair, openSealed } from "./envelope.js";
 import { newRuleKey, ruleFingerprint } from "./fingerprint.js";
 import { sealElicitation, sealPermissionRequest } from "./seal-params.js";
-
-const CANARY = "canary-7f3a";
-const session = {
-  title: `title ${CANARY}`,
-  agent: { name: "claude-code" },
-  host: "laptop",
-  cwd: `/home/ada/${CANARY}`,
-};
-
-const request: RequestPermissionRequest = {
-  sessionId: "sess",
-  toolCall: { toolCallId: "t1", kind: "execute", title: `rm -rf ${CANARY}`, rawInput: { command: `rm -rf ${CANARY}` } },
-  options: [
-    { optionId: "yes", name: `Yes ${CANARY}`, kind: "allow_once" },
-    { optionId: "no", name: `No ${CANARY}`, kind: "reject_once" },
-  ],
-  _meta: { agentNote: CANARY, tapgate: { timeoutMs: 30_000 } },
-};
 
 describe("sealing a permission request", () => {
   it("sends only routing: a generic tool call and option names, the sealed request and the lifetime", async () => {
