@@ -5,7 +5,7 @@
  * that succeeds clears it.
  *
  * Owns: the failure count, the earliest time the next alarm may run. Does not own: what the
- * alarm does or when it is otherwise due (the shell's `scheduleAlarm`).
+ * alarm does or when it is otherwise due (alarm-clock.ts).
  */
 import { retryDelayMs } from "./rules";
 

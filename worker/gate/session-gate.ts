@@ -10,7 +10,7 @@
  * wrapper that always ends in the post-change step (`afterChange`: schedule the alarm, flush
  * the outbox), so no path can forget it. It owns no rule, no SQL and no protocol: see
  * state-machine.ts, admission.ts, store.ts, session-stop.ts, socket-agents.ts, http-agents.ts, presence.ts, outbox.ts,
- * escalation.ts, resolved-cap.ts, retention.ts, alarm-backoff.ts. A failure in one handler never stops the
+ * escalation.ts, resolved-cap.ts, retention.ts, alarm-clock.ts, closed-sockets.ts. A failure in one handler never stops the
  * others: a failing alarm backs off, a failing start-up sweep leaves the gate serving.
  */
 import { DurableObject } from "cloudflare:workers";
@@ -22,6 +22,7 @@ import type { VersionedPolicy } from "../policy";
 import type { Env } from "../types";
 import { Admission } from "./admission";
 import { AlarmBackoff } from "./alarm-backoff";
+import { AlarmClock } from "./alarm-clock";
 import type {
   AgentCaller,
   DecisionInput,
@@ -71,10 +72,8 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   /** Agents that poll over HTTP instead of holding a socket (a field, not exposed over RPC). */
   readonly http: HttpAgents;
   private readonly retention: Retention;
-  /** The failing alarm's backoff (persisted). */
-  private readonly alarmBackoff: AlarmBackoff;
-  /** The alarm this instance set; unknown (null) after a restart, so the first schedule sets one. */
-  private alarmAt: number | null = null;
+  /** When the one alarm fires next (alarm-clock.ts). */
+  private readonly alarmClock: AlarmClock;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -87,7 +86,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       background: (work) => ctx.waitUntil(work),
       flushOutbox: () => {
         // A failed flush is retried by the alarm, on the backoff's schedule.
-        if (this.outbox.flushDue()) void this.outbox.flush().catch(() => this.scheduleAlarm());
+        if (this.outbox.flushDue()) void this.outbox.flush().catch(() => this.alarmClock.schedule());
       },
       newerPolicy: (teamId, policy) => this.presence.applyPolicy(teamId, policy),
     });
@@ -96,7 +95,19 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     // The cap on resolved rows (count and bytes): noted at each resolution, enforced by the alarm.
     const cap = new ResolvedCap(ctx.storage.sql);
     this.retention = new Retention({ store, cap, prunedResolved: () => this.escalation.pruneResolved() });
-    this.alarmBackoff = new AlarmBackoff(ctx.storage.sql);
+    this.alarmClock = new AlarmClock(ctx.storage, new AlarmBackoff(ctx.storage.sql), (now) => {
+      const due = store.pendingDue();
+      const heartbeat = due.socketHeld > 0 ? now + HEARTBEAT_INTERVAL_MS : null;
+      return [
+        due.expiry,
+        due.lease,
+        heartbeat,
+        this.outbox.dueAt(now),
+        this.presence.reportDueAt(),
+        this.retention.dueAt(now),
+        this.escalation.dueAt(),
+      ];
+    });
     this.sockets = new Sockets(ctx);
     this.outbox = new Outbox(new OutboxStore(ctx.storage.sql), {
       hub: hubOf,
@@ -203,7 +214,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   /** One alarm serves expiry, leases, heartbeat checks, presence reports, outbox retries, escalation and retention. */
   override async alarm(): Promise<void> {
-    this.alarmAt = null;
+    this.alarmClock.fired();
     try {
       // D1 down is no reason to skip the next alarm: the outbox keeps the rows for the retry.
       // Every wait here is bounded (deadline.ts), and the ladder's climb is started, not awaited:
@@ -214,13 +225,9 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
         this.ctx.waitUntil(this.escalateDue(now));
         await this.outbox.onAlarm(now).catch(() => undefined);
       });
-      this.alarmBackoff.succeeded();
+      this.alarmClock.backoff.succeeded();
     } catch (error) {
-      // Not rethrown (the runtime would retry at once): the next alarm waits out the backoff.
-      const retryAt = this.alarmBackoff.failed(Date.now());
-      console.error(`gate: alarm failed ${this.alarmBackoff.failures} time(s) in a row (${(error as Error)?.name})`);
-      this.alarmAt = retryAt;
-      await this.ctx.storage.setAlarm(retryAt);
+      await this.alarmClock.failed(error);
     }
   }
 
@@ -377,32 +384,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
    */
   private afterChange(): void {
     this.outbox.settle();
-    this.scheduleAlarm();
+    this.alarmClock.schedule();
     this.mail.send();
-  }
-
-  /**
-   * One alarm serves expiry, leases, heartbeat checks while sockets hold requests, presence
-   * reports while one is open, outbox retries and pruning past retention.
-   */
-  private scheduleAlarm(): void {
-    const now = Date.now();
-    const due = this.store.pendingDue();
-    const candidates = [
-      due.expiry,
-      due.lease,
-      this.outbox.dueAt(now),
-      this.presence.reportDueAt(),
-      this.retention.dueAt(now),
-      this.escalation.dueAt(),
-    ].filter((at) => at !== null);
-    if (due.socketHeld > 0) candidates.push(now + HEARTBEAT_INTERVAL_MS);
-    if (candidates.length === 0) return;
-    const at = this.alarmBackoff.floor(Math.min(...candidates));
-    // An alarm that fires early just reschedules, so only ever move it earlier: one storage
-    // write per burst of requests, and none on the decision path.
-    if (this.alarmAt !== null && this.alarmAt > now && this.alarmAt <= at) return;
-    this.alarmAt = at;
-    void this.ctx.storage.setAlarm(at);
   }
 }
