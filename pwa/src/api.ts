@@ -27,11 +27,9 @@ import {
   approvalPageSchema,
   auditPageSchema,
   auditVerdictSchema,
-  type ConfirmRequired,
   type CreateRuleBody,
   challengeAnswerSchema,
   claimSchema,
-  confirmRequiredSchema,
   createdInviteSchema,
   createdKeySchema,
   currentTeamSchema,
@@ -42,9 +40,7 @@ import {
   decisionBatchAnswerSchema,
   deviceCodeInfoSchema,
   deviceListSchema,
-  type ErrorCode,
   endedSessionsSchema,
-  errorBodySchema,
   type HistoryFilter,
   historyPageSchema,
   inviteListSchema,
@@ -69,12 +65,10 @@ import {
   ruleAnswerSchema,
   ruleChoicesSchema,
   ruleListSchema,
-  type SignedInAsOther,
   type SignupBody,
   savedDeviceSchema,
   sessionDetailSchema,
   sessionListSchema,
-  signedInAsOtherSchema,
   statsSchema,
   stepUpOptionsAnswerSchema,
   stepUpProofSchema,
@@ -90,6 +84,7 @@ import {
 import { slackTargetBodySchema } from "../../sdk/src/human/slack";
 import type { deviceKeyRegisterBodySchema } from "../../sdk/src/private/contract";
 import { deviceKeyListSchema, deviceKeyOptionsAnswerSchema } from "../../sdk/src/private/routes";
+import { ApiError, del, enc, get, post, request } from "./api-request";
 
 export type {
   AgentSession,
@@ -144,6 +139,15 @@ export {
 // The site's CSP has no 'unsafe-eval': zod must not try to compile its parsers (nor log that it cannot).
 config({ jitless: true });
 
+export {
+  ApiError,
+  type ApiErrorCode,
+  confirmRequired,
+  setDecisionDeviceName,
+  setUnauthenticatedHandler,
+  signedInAsOther,
+} from "./api-request";
+
 /** Any approval a screen shows: owner and delivery are there when the answer carried them. */
 export type ApprovalView = Approval & Partial<Pick<ApprovalDetail, "owner" | "delivery" | "escalations">>;
 /** A row of the pending list: from the list (owner) or the live feed (owner and delivery). */
@@ -154,105 +158,6 @@ export const APPROVAL_STATES_RESOLVED = ["allowed", "denied", "cancelled", "expi
 
 export { isAdminRole as isAdmin } from "../../sdk/src/human/index";
 export const canDecide = (role: Role | undefined) => role !== "viewer";
-
-/** The server's error codes, and the client's own: not sent, or an answer that is not the contract's. */
-export type ApiErrorCode = ErrorCode | "offline" | "bad_answer" | `http_${number}`;
-
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: ApiErrorCode,
-    message: string,
-    readonly body: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-
-  /** The request never reached the server. */
-  get offline(): boolean {
-    return this.status === 0;
-  }
-}
-
-/** The account a `409 confirm_required` names (a pairing link waiting for the tap), or null for any other failure. */
-export function confirmRequired(e: unknown): ConfirmRequired | null {
-  if (!(e instanceof ApiError) || e.code !== "confirm_required") return null;
-  const read = confirmRequiredSchema.safeParse(e.body);
-  return read.success ? read.data : null;
-}
-
-/** The accounts a `409 signed_in_as_other` names, or null for any other failure. */
-export function signedInAsOther(e: unknown): SignedInAsOther | null {
-  if (!(e instanceof ApiError) || e.code !== "signed_in_as_other") return null;
-  const read = signedInAsOtherSchema.safeParse(e.body);
-  return read.success ? read.data : null;
-}
-
-let onUnauthenticated: () => void = () => {};
-/** The app decides where a lapsed session goes (the sign-in screen, then back). */
-export function setUnauthenticatedHandler(handler: () => void): void {
-  onUnauthenticated = handler;
-}
-
-/** The name decisions are attributed to ("Allowed by Sam on Pixel 8"), once this device has one. */
-let deviceName = "web";
-export function setDecisionDeviceName(name: string | null): void {
-  deviceName = name ?? "web";
-}
-
-type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-
-async function request<S extends z.ZodType>(
-  answer: S,
-  method: Method,
-  path: string,
-  body?: unknown,
-  quiet401 = false,
-): Promise<z.output<S>> {
-  const headers: Record<string, string> = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method === "POST" && /\/(decisions?|stop)$/.test(path))
-    headers["X-Tapgate-Device"] = encodeURIComponent(deviceName);
-  let res: Response;
-  try {
-    res = await fetch(path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: "same-origin",
-    });
-  } catch {
-    throw new ApiError(0, "offline", "You're offline. Nothing was sent.");
-  }
-  const parsed = parseJson(await res.text());
-  if (res.ok) {
-    const read = answer.safeParse(parsed);
-    if (read.success) return read.data;
-    console.error(`${method} ${path}: the answer does not match the contract`, read.error.issues);
-    throw new ApiError(res.status, "bad_answer", "The server's answer could not be read; reload the app.");
-  }
-  const fields = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : {};
-  const error = errorBodySchema.safeParse(parsed);
-  const code = error.success ? error.data.error : (`http_${res.status}` as const);
-  const message = error.success ? error.data.message : `The server answered ${res.status}.`;
-  // `reauth_required` keeps the session: the caller asks for a fresh sign-in and retries (reauth.ts).
-  if (res.status === 401 && !quiet401 && code !== "reauth_required") onUnauthenticated();
-  throw new ApiError(res.status, code, message, fields);
-}
-
-function parseJson(text: string): unknown {
-  if (!text) return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
-const enc = encodeURIComponent;
-const get = <S extends z.ZodType>(answer: S, path: string) => request(answer, "GET", path);
-const post = <S extends z.ZodType>(answer: S, path: string, body: unknown = {}) => request(answer, "POST", path, body);
-const del = <S extends z.ZodType>(answer: S, path: string) => request(answer, "DELETE", path);
 
 /** Filters as query parameters, empty ones left out (the export links use the same). */
 export function historyQuery(f: HistoryFilters, extra: Record<string, string | null | undefined> = {}): string {
