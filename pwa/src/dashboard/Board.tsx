@@ -3,7 +3,7 @@
  * the shared pending store (API + live feed + resync on reconnect); a row opens the same approval
  * card as on the phone, in a side panel.
  */
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, canDecide, type Delivery, type Member, type PendingApproval } from "../api";
 import { lookingWords, useLookers } from "../claims";
 import { useNow } from "../clock";
@@ -15,13 +15,14 @@ import { RiskTag } from "../components/RiskNote";
 import { SafeText } from "../components/SafeText";
 import { StopSessionButton } from "../components/SessionStop";
 import { ago, describeApproval } from "../format";
-import { useLiveEvents, useLiveStatus, useShowingCards } from "../live";
+import { useLiveStatus, useShowingCards } from "../live";
 import { pending, usePending } from "../pending";
 import { type PrivateState, useSeen } from "../private/use-private";
 import { Link, navigate } from "../router";
 import { ApprovalCard } from "../screens/ApprovalCard";
 import { useMe } from "../viewer";
 import { BatchBar, SelectBox, useSelection } from "./BatchDecide";
+import { DeliveryChips, useDelivery } from "./delivery";
 import { RefusalNotices } from "./RefusalNotices";
 import { Empty, FilterSelect, LoadError, PageHead, SidePanel } from "./ui";
 
@@ -324,42 +325,6 @@ function BoardRow({
   );
 }
 
-/** Per device: the furthest step the push reached. */
-export function DeliveryChips({ delivery }: { delivery: Delivery[] | undefined }) {
-  if (!delivery) return <span class="muted">…</span>;
-  if (delivery.length === 0)
-    return (
-      <span class="muted" data-testid="unreached">
-        no device reached
-      </span>
-    );
-  const shown = delivery.slice(0, 2);
-  return (
-    <span class="chips">
-      {shown.map((x) => {
-        const step = x.failedAt
-          ? "failed"
-          : x.seenAt
-            ? "seen"
-            : x.deliveredAt
-              ? "delivered"
-              : x.sentAt
-                ? "sent"
-                : "queued";
-        return (
-          <span key={x.deviceId} class={`chip dlv-${step}`} title={`${x.deviceName}: ${step}`} data-step={step}>
-            <span class="clip chip-name">
-              <SafeText text={x.deviceName} />
-            </span>{" "}
-            {step}
-          </span>
-        );
-      })}
-      {delivery.length > shown.length && <span class="muted small">+{delivery.length - shown.length}</span>}
-    </span>
-  );
-}
-
 function groupBySession(rows: PendingApproval[]): Array<{ sessionId: string; rows: PendingApproval[] }> {
   const groups = new Map<string, PendingApproval[]>();
   for (const a of rows) {
@@ -380,29 +345,4 @@ export function useMembers(): Map<string, Member> {
     );
   }, []);
   return members;
-}
-
-/**
- * Delivery per request. The list endpoint leaves it out, so each new row's card is read once;
- * live events that carry delivery keep it current.
- */
-function useDelivery(rows: PendingApproval[]): Map<string, Delivery[]> {
-  const [byId, setById] = useState<Map<string, Delivery[]>>(new Map());
-  const asked = useRef(new Set<string>());
-  useEffect(() => {
-    for (const a of rows) {
-      if (a.delivery || asked.current.has(a.id)) continue;
-      asked.current.add(a.id);
-      api.approval(a.id).then(
-        (full) => setById((m) => new Map(m).set(a.id, full.delivery ?? [])),
-        () => {},
-      );
-    }
-  });
-  useLiveEvents((e) => {
-    if (e.type !== "approval" || !e.approval.delivery) return;
-    const d = e.approval.delivery;
-    setById((m) => new Map(m).set(e.approval.id, d));
-  });
-  return byId;
 }
