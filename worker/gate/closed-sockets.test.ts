@@ -2,11 +2,17 @@
 import { describe, expect, it } from "vitest";
 import { CLOSE_FLOOR_MS, CLOSE_SPREAD_MS, ClosedSockets } from "./closed-sockets";
 
-function harness(random = () => 0.25) {
+function harness(random = () => 0.25, fail = false) {
   const ended: string[][] = [];
   const timers: Array<{ ms: number; run: () => void }> = [];
   const closed = new ClosedSockets(
-    { end: (socketIds) => ended.push(socketIds), later: (ms, run) => timers.push({ ms, run }) },
+    {
+      end: (socketIds) => {
+        if (fail) throw new Error("storage failed");
+        ended.push(socketIds);
+      },
+      later: (ms, run) => timers.push({ ms, run }),
+    },
     random,
   );
   return { closed, ended, timers };
@@ -52,5 +58,12 @@ describe("ClosedSockets", () => {
     expect(timers).toHaveLength(2);
     timers[1]?.run();
     expect(ended).toEqual([["s1"], ["s2"]]);
+  });
+
+  it("a failure to end them does not fail the handler that came next; they are not retried here", () => {
+    const { closed, ended } = harness(() => 0.25, true);
+    closed.add("s1");
+    expect(() => closed.endWaiting()).not.toThrow();
+    expect(ended).toEqual([]);
   });
 });

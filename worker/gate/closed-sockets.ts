@@ -8,7 +8,7 @@
  * tell: every handler ends the waiting closes before its own work, so a decision, a read, a
  * reconnect or the alarm finds the requests ended (`agent_disconnected`) as if it had been
  * recorded at the close. A gate that goes away first ends them at its next start, as orphans
- * (`service_restart`); its alarm is set while a socket holds a request.
+ * (`service_restart`), as does a failure to end them; its alarm is set while a socket holds a request.
  *
  * Owns: which closed sockets wait, and the one timer. Does not own: what a close ends
  * (socket-agents.ts) or the change around it (the shell).
@@ -51,6 +51,11 @@ export class ClosedSockets {
     if (this.waiting.size === 0) return;
     const socketIds = [...this.waiting];
     this.waiting.clear();
-    this.host.end(socketIds);
+    try {
+      this.host.end(socketIds);
+    } catch (error) {
+      // Not the next handler's failure: the alarm's orphan sweep ends what these sockets held.
+      console.error(`gate: closed sockets not ended (${(error as Error)?.name ?? "error"})`);
+    }
   }
 }
