@@ -1,13 +1,24 @@
 /**
  * What the gate's replies to a session's requests mean, read apart from the requests in flight
- * (`gate-session.ts`): whether an elicitation's answer fits its question, a refusal because the
- * team is private, and the sentence a stopped session's reply says. Pure.
+ * (`gate-session.ts`): whether a permission answer picks an offered option, whether an
+ * elicitation's answer fits its question, a refusal because the team is private, and the sentence
+ * a stopped session's reply says. Pure.
  */
 import { sessionStopSchema, stoppedSentence } from "./approval.js";
 import { checkContent } from "./elicitation-form.js";
 import type { CreateElicitationParams, CreateElicitationResponse } from "./elicitation-protocol.js";
 import { isRecord } from "./jsonrpc.js";
-import { tapgateAnswerMeta } from "./protocol.js";
+import type { OptionRef } from "./params.js";
+import { type RequestPermissionResponse, requestPermissionResponseSchema, tapgateAnswerMeta } from "./protocol.js";
+
+/** The service's permission answer if it is well formed and picks one of the options offered; else undefined. */
+export function offeredPermissionAnswer(result: unknown, options: OptionRef[]): RequestPermissionResponse | undefined {
+  const parsed = requestPermissionResponseSchema.safeParse(result);
+  if (!parsed.success) return undefined;
+  const { outcome } = parsed.data;
+  if (outcome.outcome === "cancelled") return parsed.data;
+  return options.some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
+}
 
 /** Content only with `accept` of a form, and then fitting its fields; none otherwise. */
 export function answerFits(params: CreateElicitationParams, answer: CreateElicitationResponse): boolean {

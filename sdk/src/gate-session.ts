@@ -21,9 +21,9 @@ import {
   createElicitationResponseSchema,
   ELICITATION_CANCELLED,
 } from "./elicitation-protocol.js";
-import { answerFits, privateRequired, stopNotice } from "./gate-replies.js";
+import { answerFits, offeredPermissionAnswer, privateRequired, stopNotice } from "./gate-replies.js";
 import { describeRpcError, encodeFrame, isRecord, rpcNotification, rpcRequest } from "./jsonrpc.js";
-import { agentOptionsOf, describeIssues, type OptionRef, withTimeoutMeta } from "./params.js";
+import { agentOptionsOf, describeIssues, withTimeoutMeta } from "./params.js";
 import type { SealingSession } from "./private/seal-params.js";
 import { SessionSealer } from "./private/session-sealer.js";
 import type { TeamPrivacy } from "./private/team-privacy.js";
@@ -37,7 +37,6 @@ import {
   type RequestPermissionRequest,
   type RequestPermissionResponse,
   requestPermissionParamsSchema,
-  requestPermissionResponseSchema,
   type SessionUpdateParams,
   sessionUpdateParamsSchema,
 } from "./protocol.js";
@@ -157,7 +156,7 @@ export class GateSession {
       this.#cfg.log("warn", `request_permission answered without asking: ${frame.error}`);
       return Promise.resolve(denied);
     }
-    const valid = (result: unknown) => this.#permissionAnswer(result, options);
+    const valid = (result: unknown) => offeredPermissionAnswer(result, options);
     const build = (refresh: boolean) => this.#frameIn(id, params, frame, refresh, opts.timeoutMs);
     return new Promise((resolve) => {
       const p: Pending = {
@@ -392,13 +391,5 @@ export class GateSession {
     const why = isRecord(msg.error) ? describeRpcError(msg.error) : "malformed or unoffered answer";
     if (!stopped) this.#cfg.log("warn", `request failed closed: ${why}`);
     return p.denied;
-  }
-
-  #permissionAnswer(result: unknown, options: OptionRef[]): RequestPermissionResponse | undefined {
-    const parsed = requestPermissionResponseSchema.safeParse(result);
-    if (!parsed.success) return undefined;
-    const { outcome } = parsed.data;
-    if (outcome.outcome === "cancelled") return parsed.data;
-    return options.some((o) => o.optionId === outcome.optionId) ? parsed.data : undefined;
   }
 }

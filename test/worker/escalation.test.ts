@@ -73,7 +73,7 @@ function untilVisible(member: Member, visible: boolean) {
   const hub = hubStub(member.teamId);
   return vi.waitFor(async () => {
     const now = await runInDurableObject(hub, (h) =>
-      (h as unknown as { feed: LiveFeed }).feed.isVisible(member.userId),
+      (h as unknown as { parts: { feed: LiveFeed } }).parts.feed.isVisible(member.userId),
     );
     if (now !== visible) throw new Error("not yet");
   });
@@ -396,7 +396,11 @@ describe("a climb in the team's hub", () => {
     const asked = await waiting();
     const { owner, approval } = asked;
     await runInDurableObject(hubStub(owner.teamId), (hub) => {
-      (hub as unknown as { escalations: Escalations }).escalations.seenLive(owner.userId, [approval.id], Date.now());
+      (hub as unknown as { parts: { escalations: Escalations } }).parts.escalations.seenLive(
+        owner.userId,
+        [approval.id],
+        Date.now(),
+      );
     });
     await expectNothingClimbed(asked);
   });
@@ -426,7 +430,7 @@ describe("a climb in the team's hub", () => {
     expect(steps(shown)).toEqual(expect.arrayContaining([1, 2]));
     // The hub sends frames in order: a marker sent after the climb's card arrives after it.
     await runInDurableObject(hubStub(owner.teamId), (hub) => {
-      (hub as unknown as { feed: LiveFeed }).feed.send({ type: "hello" } as never);
+      (hub as unknown as { parts: { feed: LiveFeed } }).parts.feed.send({ type: "hello" } as never);
     });
     await feed.next((f) => f.type === "hello");
     expect(cards().length - before).toBe(1);

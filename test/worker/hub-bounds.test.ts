@@ -20,7 +20,10 @@ beforeEach(() => {
 });
 afterEach(() => vi.restoreAllMocks());
 
-const internals = (hub: TeamHub) => hub as unknown as { directory: Directory; env: Env };
+const internals = (hub: TeamHub) => {
+  const inside = hub as unknown as { parts: { directory: Directory }; env: Env };
+  return { directory: inside.parts.directory, env: inside.env };
+};
 
 describe("the hub's bounds", () => {
   it("one drain sends at most DRAIN_PER_TURN pushes; the next alarm turn sends the rest", async () => {
