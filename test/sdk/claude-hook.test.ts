@@ -65,6 +65,16 @@ describe("tapgate claude-hook against wrangler dev", () => {
     });
   });
 
+  it("a force push hidden in a $((…)) is high-risk at the Worker as wrangler bundles it (babylon left out)", async () => {
+    const sessionId = unique("claude");
+    const command = "x=$(( `git push -f` ))";
+    const run = runHook(preToolUse(sessionId, "Bash", { command, description: "Count" }), { env: signedIn() });
+    const approval = await person.waitForOne(sessionId);
+    expect(approval.risk).toBe("high");
+    expect((await person.decide(approval, "deny")).status).toBe(200);
+    expect(answerOf(await run)).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
+  });
+
   it("PreToolUse Edit: a diff block and kind edit on the card; a human's reject is a deny with a reason", async () => {
     const sessionId = unique("claude");
     const toolInput = {

@@ -62,6 +62,10 @@ const RESHAPED = [
   "env -S 'git push -f'",
   "bash -c \"sh -c 'git push --force'\"",
   'psql -c "DROP\n  TABLE users"',
+  // Bash runs a substitution inside `$((…))`: the line is opaque, a pattern anywhere in it is enough.
+  "x=$(( `git push -f` ))",
+  "n=$(( $(kubectl delete ns prod | wc -l) + 1 ))",
+  "bash -c 'echo $(( `rm -rf /` ))'",
   // Not parsed (process substitution): a pattern anywhere in it is enough.
   "diff <(git push -f) x",
   'diff <(ls) <(git push "--force")',
@@ -124,6 +128,21 @@ describe("readShell", () => {
     expect(highRisk(nested)).toBe(true);
     const shallow = `${"(".repeat(30)}git push -f${")".repeat(30)}`;
     expect(readShell(shallow).commands).toContain("git push -f");
+  });
+
+  it("reads a script holding a $((…)) as opaque: bash runs the commands inside one", () => {
+    expect(readShell("x=$(( `git push -f` ))")).toEqual({
+      commands: [],
+      opaque: ["x=$(( `git push -f` ))"],
+      writes: [],
+    });
+    expect(readShell("echo $((1 + 2))")).toEqual({ commands: [], opaque: ["echo $((1 + 2))"], writes: [] });
+    // Only the script that holds it: the outer command is still read.
+    expect(readShell("bash -c 'echo $((2 * 3))' > out.txt")).toEqual({
+      commands: ["bash -c echo $((2 * 3))"],
+      opaque: ["echo $((2 * 3))"],
+      writes: ["out.txt"],
+    });
   });
 
   it("does not parse a line longer than 4 KiB: a pattern anywhere in it matches", () => {

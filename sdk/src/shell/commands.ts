@@ -10,7 +10,7 @@
  * same in workerd, Node and the browser).
  *
  * Owns: the reading. Does not own: patterns or what a match means (`request-match.ts`). What
- * is not read stays as text in `opaque` (a line the parser refuses, a line longer than
+ * is not read stays as text in `opaque` (a line the parser refuses or with a `$((…))`, a line longer than
  * `MAX_PARSED_CHARS` or with brackets nested deeper than `MAX_BRACKETS`, scripts nested deeper
  * than `MAX_DEPTH`, more than `MAX_COMMANDS` commands): callers match that text anywhere.
  */
@@ -79,11 +79,26 @@ function readScript(script: string, depth: number, reader: Reader): void {
     return;
   }
   try {
-    walk(parseBash(script, { mode: "bash" }), depth, reader);
+    const tree = parseBash(script, { mode: "bash" });
+    if (holdsArithmetic(tree)) throw new SyntaxError("arithmetic expansion");
+    walk(tree, depth, reader);
   } catch {
-    // A parse error, or a stack overflow on absurd nesting: either way, not readable.
+    // A parse error, a stack overflow on absurd nesting, or arithmetic: either way, not readable.
     reader.opaque.push(script);
   }
+}
+
+/**
+ * Whether the tree holds a `$((…))`. Bash runs the command substitutions inside one
+ * (`x=$(( \`git push -f\` ))`), and the parser reads its inside as a JavaScript expression
+ * (with `babylon`, or not at all in the Worker's bundle: `worker/no-babylon.ts`),
+ * never as commands: so the script is opaque, and a pattern anywhere in it matches.
+ */
+function holdsArithmetic(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(holdsArithmetic);
+  if (!isNode(value)) return false;
+  if (value.type === "ArithmeticExpansion") return true;
+  return Object.entries(value).some(([key, child]) => key !== "loc" && holdsArithmetic(child));
 }
 
 /** How deep `(` and `{` nest, counted over the raw text (quotes too: overcounting only means not parsing). */
@@ -109,10 +124,7 @@ function walk(value: unknown, depth: number, reader: Reader): void {
   }
   if (!isNode(value)) return;
   if (value.type === "Command") readCommandNode(value, depth, reader);
-  for (const [key, child] of Object.entries(value)) {
-    // Arithmetic is a JavaScript tree (babylon's): it runs no command.
-    if (key !== "arithmeticAST" && key !== "loc") walk(child, depth, reader);
-  }
+  for (const [key, child] of Object.entries(value)) if (key !== "loc") walk(child, depth, reader);
 }
 
 function readCommandNode(node: Node, depth: number, reader: Reader): void {
