@@ -66,6 +66,12 @@ const RESHAPED = [
   "x=$(( `git push -f` ))",
   "n=$(( $(kubectl delete ns prod | wc -l) + 1 ))",
   "bash -c 'echo $(( `rm -rf /` ))'",
+  // A substitution inside `${…}` (the parser drops the word): the line is opaque too.
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a template
+  'echo "${x:-$(git push -f)}"',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a template
+  "echo ${x:-`rm -rf /`}",
+  "coproc git push -f",
   // Not parsed (process substitution): a pattern anywhere in it is enough.
   "diff <(git push -f) x",
   'diff <(ls) <(git push "--force")',
@@ -85,6 +91,8 @@ const NORMAL = [
   "terraform plan",
   "sudo apt-get update",
   "ls -la | grep rm",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a template
+  'echo "${HOME}" && git status',
 ];
 
 describe("high-risk matching sees through the shape of a command", () => {

@@ -2,7 +2,7 @@
  * What a shell command line runs, read once for matching: every simple command it contains,
  * wherever it sits (a chain, `&`, a pipeline, a subshell, a group, a function, a loop, a `$(…)`
  * or backtick substitution, a `bash -c`/`sh -c`/`eval`/`su -c`/`ssh host …`/`watch` string, or
- * behind a wrapper like `env`, `sudo`, `xargs`, `nohup`, `time`, `command`, `exec`, `nice`,
+ * behind a wrapper like `env`, `sudo`, `xargs`, `nohup`, `coproc`, `time`, `command`, `exec`, `nice`,
  * `timeout`, `find -exec`), with quotes removed and the program's path reduced to its name
  * (`/usr/bin/git` is `git`); a few canonical spellings (`git push origin +main` also reads as
  * `git push --force origin +main`, `rm -r -v -f x` as `rm -rf x`); and the files it redirects
@@ -10,9 +10,10 @@
  * same in workerd, Node and the browser).
  *
  * Owns: the reading. Does not own: patterns or what a match means (`request-match.ts`). What
- * is not read stays as text in `opaque` (a line the parser refuses or with a `$((…))`, a line longer than
- * `MAX_PARSED_CHARS` or with brackets nested deeper than `MAX_BRACKETS`, scripts nested deeper
- * than `MAX_DEPTH`, more than `MAX_COMMANDS` commands): callers match that text anywhere.
+ * is not read stays as text in `opaque` (a line the parser refuses, or with a `$((…))` or a
+ * substitution inside a `${…}`, a line longer than `MAX_PARSED_CHARS` or with brackets nested
+ * deeper than `MAX_BRACKETS`, scripts nested deeper than `MAX_DEPTH`, more than `MAX_COMMANDS`
+ * commands): callers match that text anywhere.
  */
 /// <reference path="./bash-parser.d.ts" />
 import parseBash from "@ericcornelissen/bash-parser";
@@ -80,25 +81,38 @@ function readScript(script: string, depth: number, reader: Reader): void {
   }
   try {
     const tree = parseBash(script, { mode: "bash" });
-    if (holdsArithmetic(tree)) throw new SyntaxError("arithmetic expansion");
+    if (holdsUnreadPart(tree)) throw new SyntaxError("a part bash runs commands in, not read as commands");
     walk(tree, depth, reader);
   } catch {
-    // A parse error, a stack overflow on absurd nesting, or arithmetic: either way, not readable.
+    // A parse error, a stack overflow on absurd nesting, or a part not read: either way, not readable.
     reader.opaque.push(script);
   }
 }
 
 /**
- * Whether the tree holds a `$((…))`. Bash runs the command substitutions inside one
- * (`x=$(( \`git push -f\` ))`), and the parser reads its inside as a JavaScript expression
- * (with `babylon`, or not at all in the Worker's bundle: `worker/no-babylon.ts`),
- * never as commands: so the script is opaque, and a pattern anywhere in it matches.
+ * Whether the tree holds a part the parser does not read as commands though bash runs commands
+ * in it: a `$((…))` (`x=$(( \`git push -f\` ))`; the parser reads its inside as a JavaScript
+ * expression, with `babylon`, or not at all in the Worker's bundle: `worker/no-babylon.ts`), or a
+ * `${…}` with a substitution inside (`${x:-$(git push -f)}`; the parser drops the word). Such a
+ * script is opaque: a pattern anywhere in it matches.
  */
-function holdsArithmetic(value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(holdsArithmetic);
+function holdsUnreadPart(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(holdsUnreadPart);
   if (!isNode(value)) return false;
   if (value.type === "ArithmeticExpansion") return true;
-  return Object.entries(value).some(([key, child]) => key !== "loc" && holdsArithmetic(child));
+  if (typeof value.text === "string" && Array.isArray(value.expansion)) {
+    const text = value.text;
+    if (value.expansion.some((part) => isNode(part) && substitutesInside(text, part))) return true;
+  }
+  return Object.entries(value).some(([key, child]) => key !== "loc" && holdsUnreadPart(child));
+}
+
+function substitutesInside(text: string, part: Node): boolean {
+  if (part.type !== "ParameterExpansion" || !isNode(part.loc)) return false;
+  const { start, end } = part.loc;
+  if (typeof start !== "number" || typeof end !== "number") return true;
+  const written = text.slice(start, end + 1);
+  return written.includes("$(") || written.includes("`");
 }
 
 /** How deep `(` and `{` nest, counted over the raw text (quotes too: overcounting only means not parsing). */
@@ -214,6 +228,7 @@ const WRAPPERS: Record<string, Wrapper> = {
     ],
   },
   nohup: {},
+  coproc: {},
   setsid: {},
   builtin: {},
   command: {},
