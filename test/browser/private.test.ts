@@ -15,7 +15,7 @@ import type { SealedPlaintext } from "../../sdk/src/private/contract";
 import { newDeviceKeyPair, requestHashOf, sealRequest } from "../../sdk/src/private/envelope";
 import type { SealedRequest } from "../../sdk/src/private/sealed";
 import { browserAvailable, DESKTOP, PHONE, phoneWithAgent, unique } from "./harness";
-import { shownNotifications, watchServiceWorkers } from "./push-harness";
+import { expectNotificationTitle, watchServiceWorkers } from "./push-harness";
 
 const OPTIONS = [
   { optionId: "yes", name: "Yes, deploy it", kind: "allow_once" },
@@ -215,14 +215,10 @@ describe.skipIf(!browserAvailable)("private mode on the phone", () => {
       sessionTitle: "codex session s1",
     });
     await sw.deliver(t.app.origin, registration, push(approval.id));
-    // A bound, not a measure: the worker fetches and opens the request first (seen > 15 s beside a CI run).
-    await expect
-      .poll(async () => (await shownNotifications(t.page, approval.id))[0]?.title, { timeout: 30_000 })
-      .toBe("helm upgrade web");
+    // The worker fetches and opens the request first.
+    await expectNotificationTitle(t.page, approval.id, "helm upgrade web");
     await sw.deliver(t.app.origin, registration, push(unopened.notRecipient));
-    await expect
-      .poll(async () => (await shownNotifications(t.page, unopened.notRecipient))[0]?.title, { timeout: 30_000 })
-      .toBe("A private request waits in codex session s1");
+    await expectNotificationTitle(t.page, unopened.notRecipient, "A private request waits in codex session s1");
   });
 
   async function expectAlteredDenyOnly(card: ReturnType<typeof t.page.getByTestId>) {

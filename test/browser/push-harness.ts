@@ -130,3 +130,32 @@ export function shownNotifications(page: Page, tag?: string) {
     }));
   }, tag);
 }
+
+/**
+ * Waits (up to 30 s: a bound, not a measure) until the notification tagged `tag` shows `title`.
+ * A failure says what the browser held then: the permission, the service worker's states and
+ * every notification shown, so a push that never showed can be told from one that showed late.
+ */
+export async function expectNotificationTitle(page: Page, tag: string, title: string): Promise<void> {
+  try {
+    await vi.waitFor(
+      async () => {
+        const shown = (await shownNotifications(page, tag))[0]?.title;
+        if (shown !== title) throw new Error(`notification ${tag}: ${JSON.stringify(shown)}`);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+  } catch (error) {
+    const state = await page.evaluate(async () => {
+      const registration = await navigator.serviceWorker.getRegistration();
+      return {
+        permission: Notification.permission,
+        active: registration?.active?.state ?? null,
+        waiting: registration?.waiting?.state ?? null,
+        installing: registration?.installing?.state ?? null,
+        shown: (await registration?.getNotifications())?.map((n) => `${n.tag}: ${n.title}`) ?? [],
+      };
+    });
+    throw new Error(`${error instanceof Error ? error.message : String(error)}; the browser: ${JSON.stringify(state)}`);
+  }
+}
