@@ -29,11 +29,13 @@ export function isHighRisk(patterns: readonly HighRiskPattern[], facts: RequestF
 /**
  * Whether no card rule may allow this program with any arguments: a high-risk `command` pattern
  * names it (the pattern's first word, a glob, matches the program or its file name, ignoring
- * case: `git` for `git push --force*`), or it runs other commands (`sudo`, `bash`, `env`, …).
+ * case: `git` for `git push --force*`), it runs other commands (`sudo`, `bash`, `env`, …), or
+ * it is chosen at run time (`$TOOL`).
  */
 export function isRiskyProgram(patterns: readonly HighRiskPattern[], program: string): boolean {
   const name = program.slice(program.lastIndexOf("/") + 1);
-  if (runsOtherCommands(name)) return true;
+  // A program chosen at run time (`$TOOL`) may be any program.
+  if (runsOtherCommands(name) || /[$`]/.test(name)) return true;
   return patterns.some((pattern) => {
     const first = pattern.command === undefined ? undefined : normalizeSpace(pattern.command).split(" ")[0];
     return first !== undefined && (matchesIgnoringCase(first, name) || matchesIgnoringCase(first, program));
@@ -57,13 +59,19 @@ function riskPatternMatches(pattern: HighRiskPattern, facts: RequestFacts, shell
 
 /**
  * A command pattern matches the whole command line or any simple command in it (`readShell`);
- * a script that could not be parsed matches when the pattern appears anywhere in it.
+ * a script that could not be parsed matches when the pattern appears anywhere in it, and a
+ * command whose program is chosen at run time when its arguments match the pattern's.
  */
 function commandMatches(pattern: string, command: string | null, reading: ShellReading | null): boolean {
   if (command === null || reading === null) return false;
   if (matchesIgnoringCase(pattern, command)) return true;
   if (reading.commands.some((text) => matchesIgnoringCase(pattern, text))) return true;
-  return reading.opaque.some((text) => appearsIn(pattern, text));
+  if (reading.opaque.some((text) => appearsIn(pattern, text))) return true;
+  if (reading.chosenAtRunTime.length === 0) return false;
+  // A program chosen at run time may be the pattern's: its arguments decide.
+  const [, ...args] = normalizeSpace(pattern).split(" ");
+  const argsPattern = args.join(" ");
+  return reading.chosenAtRunTime.some((text) => matchesIgnoringCase(argsPattern, text));
 }
 
 /** A writes pattern matches any path written, by the tool call or by its command's redirections. */

@@ -72,6 +72,13 @@ const RESHAPED = [
   // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a template
   "echo ${x:-`rm -rf /`}",
   "coproc git push -f",
+  // A program chosen at run time may be any: its arguments are matched.
+  "$GIT push -f",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a template
+  "${X:-git} push --force origin main",
+  "$(which git) push -f",
+  "`which rm` -rf /",
+  "sudo $TOOL -rf /srv",
   // Not parsed (process substitution): a pattern anywhere in it is enough.
   "diff <(git push -f) x",
   'diff <(ls) <(git push "--force")',
@@ -93,6 +100,8 @@ const NORMAL = [
   "ls -la | grep rm",
   // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a template
   'echo "${HOME}" && git status',
+  '"$PYTHON" -m pytest',
+  "$EDITOR notes.md",
 ];
 
 describe("high-risk matching sees through the shape of a command", () => {
@@ -115,6 +124,7 @@ describe("readShell", () => {
       commands: ["cd /repo", "git push origin main", "echo $(date)", "date"],
       opaque: [],
       writes: [],
+      chosenAtRunTime: [],
     });
   });
 
@@ -126,13 +136,18 @@ describe("readShell", () => {
   });
 
   it("keeps what it cannot parse, or what nests too deep, as opaque text", () => {
-    expect(readShell("diff <(ls) x")).toEqual({ commands: [], opaque: ["diff <(ls) x"], writes: [] });
+    expect(readShell("diff <(ls) x")).toEqual({
+      commands: [],
+      opaque: ["diff <(ls) x"],
+      writes: [],
+      chosenAtRunTime: [],
+    });
     expect(readShell("bash -c 'echo (' ").opaque).toEqual(["echo ("]);
     const deep = `${"sudo ".repeat(20)}git push -f`;
-    expect(readShell(deep)).toEqual({ commands: [], opaque: [deep], writes: [] });
+    expect(readShell(deep)).toEqual({ commands: [], opaque: [deep], writes: [], chosenAtRunTime: [] });
     expect(highRisk(deep)).toBe(true);
     const nested = `${"(".repeat(1_000)}git push -f${")".repeat(1_000)}`;
-    expect(readShell(nested)).toEqual({ commands: [], opaque: [nested], writes: [] });
+    expect(readShell(nested)).toEqual({ commands: [], opaque: [nested], writes: [], chosenAtRunTime: [] });
     expect(highRisk(nested)).toBe(true);
     const shallow = `${"(".repeat(30)}git push -f${")".repeat(30)}`;
     expect(readShell(shallow).commands).toContain("git push -f");
@@ -143,14 +158,26 @@ describe("readShell", () => {
       commands: [],
       opaque: ["x=$(( `git push -f` ))"],
       writes: [],
+      chosenAtRunTime: [],
     });
-    expect(readShell("echo $((1 + 2))")).toEqual({ commands: [], opaque: ["echo $((1 + 2))"], writes: [] });
+    expect(readShell("echo $((1 + 2))")).toEqual({
+      commands: [],
+      opaque: ["echo $((1 + 2))"],
+      writes: [],
+      chosenAtRunTime: [],
+    });
     // Only the script that holds it: the outer command is still read.
     expect(readShell("bash -c 'echo $((2 * 3))' > out.txt")).toEqual({
       commands: ["bash -c echo $((2 * 3))"],
       opaque: ["echo $((2 * 3))"],
       writes: ["out.txt"],
+      chosenAtRunTime: [],
     });
+  });
+
+  it("keeps the arguments of a command whose program is chosen at run time", () => {
+    expect(readShell("$GIT push -f && /opt/$TOOL x").chosenAtRunTime).toEqual(["push -f", "x"]);
+    expect(readShell("$HOME/bin/deploy --dry-run").chosenAtRunTime).toEqual([]);
   });
 
   it("does not parse a line longer than 4 KiB: a pattern anywhere in it matches", () => {
@@ -159,6 +186,7 @@ describe("readShell", () => {
       commands: [],
       opaque: [`${long} && git push -f`],
       writes: [],
+      chosenAtRunTime: [],
     });
     expect(highRisk(`${long} && git push -f`)).toBe(true);
     expect(highRisk(`${long} && git push`)).toBe(false);

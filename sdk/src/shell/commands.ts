@@ -26,6 +26,12 @@ export interface ShellReading {
   readonly opaque: readonly string[];
   /** Targets of output redirections and `tee`, as written (quotes removed). */
   readonly writes: readonly string[];
+  /**
+   * The arguments of each simple command whose program is chosen at run time (`$TOOL push -f`,
+   * `${X:-git} push -f`, `$(which git) push -f`): it may be any program, so a pattern matches
+   * when its own arguments do.
+   */
+  readonly chosenAtRunTime: readonly string[];
 }
 
 /**
@@ -45,6 +51,7 @@ interface Reader {
   commands: string[];
   opaque: string[];
   writes: string[];
+  chosenAtRunTime: string[];
   overflow: boolean;
 }
 
@@ -57,7 +64,7 @@ const recent = new Map<string, ShellReading>();
 const RECENT_READINGS = 64;
 
 export function readShell(command: string): ShellReading {
-  if (command.length > MAX_PARSED_CHARS) return { commands: [], opaque: [command], writes: [] };
+  if (command.length > MAX_PARSED_CHARS) return opaqueReading(command);
   const known = recent.get(command);
   if (known) return known;
   const reading = read(command);
@@ -67,11 +74,19 @@ export function readShell(command: string): ShellReading {
 }
 
 function read(command: string): ShellReading {
-  const reader: Reader = { commands: [], opaque: [], writes: [], overflow: false };
+  const reader: Reader = { commands: [], opaque: [], writes: [], chosenAtRunTime: [], overflow: false };
   readScript(command, 0, reader);
-  if (reader.overflow) return { commands: [], opaque: [command], writes: [] };
-  return { commands: reader.commands, opaque: reader.opaque, writes: reader.writes };
+  if (reader.overflow) return opaqueReading(command);
+  const { commands, opaque, writes, chosenAtRunTime } = reader;
+  return { commands, opaque, writes, chosenAtRunTime };
 }
+
+const opaqueReading = (command: string): ShellReading => ({
+  commands: [],
+  opaque: [command],
+  writes: [],
+  chosenAtRunTime: [],
+});
 
 function readScript(script: string, depth: number, reader: Reader): void {
   if (script.trim() === "") return;
@@ -184,6 +199,7 @@ function readArgv(argv: string[], depth: number, reader: Reader): void {
     if (formText !== text) reader.commands.push(formText);
   }
   const name = argv[0] as string;
+  if (/[$`]/.test(name)) reader.chosenAtRunTime.push(argv.slice(1).join(" "));
   if (name === "tee") reader.writes.push(...argv.slice(1).filter((a) => !a.startsWith("-")));
   const inner = innerOf(argv);
   for (const script of inner.scripts) readScript(script, depth + 1, reader);
