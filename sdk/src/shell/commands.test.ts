@@ -79,6 +79,15 @@ const RESHAPED = [
   "$(which git) push -f",
   "`which rm` -rf /",
   "sudo $TOOL -rf /srv",
+  // A shell running its input, or an interpreter's inline code: a pattern anywhere in it is enough.
+  'echo "git push -f" | sh',
+  "printf 'rm -rf /srv' | bash -s",
+  "echo 'kubectl delete ns prod' | ssh -p 22 bastion",
+  "python3 -c 'import os; os.system(\"git push -f\")'",
+  "perl -e 'system(q(rm -rf /srv))'",
+  'node -e \'require("child_process").execSync("git push --force")\'',
+  "terraform apply -destroy",
+  "terraform -chdir=infra apply -auto-approve -destroy",
   // Not parsed (process substitution): a pattern anywhere in it is enough.
   "diff <(git push -f) x",
   'diff <(ls) <(git push "--force")',
@@ -102,6 +111,10 @@ const NORMAL = [
   'echo "${HOME}" && git status',
   '"$PYTHON" -m pytest',
   "$EDITOR notes.md",
+  "python3 -m pytest -k 'push -f'",
+  "bash scripts/push-force.sh",
+  "echo ls | sh -c cat",
+  "terraform plan -destroy",
 ];
 
 describe("high-risk matching sees through the shape of a command", () => {
@@ -178,6 +191,14 @@ describe("readShell", () => {
   it("keeps the arguments of a command whose program is chosen at run time", () => {
     expect(readShell("$GIT push -f && /opt/$TOOL x").chosenAtRunTime).toEqual(["push -f", "x"]);
     expect(readShell("$HOME/bin/deploy --dry-run").chosenAtRunTime).toEqual([]);
+  });
+
+  it("reads a shell that runs its input as making its script opaque, and an interpreter's inline code as opaque", () => {
+    expect(readShell("cat steps.txt | sh").opaque).toEqual(["cat steps.txt | sh"]);
+    expect(readShell("bash -c 'echo x | bash -s -- a' && ls").opaque).toEqual(["echo x | bash -s -- a"]);
+    expect(readShell("python3.12 -X dev -c 'print(1)' && perl -Mstrict -e1").opaque).toEqual(["print(1)", "1"]);
+    expect(readShell("node --eval='go()' file.js").opaque).toEqual(["go()"]);
+    expect(readShell("python3 script.py -c x").opaque).toEqual([]);
   });
 
   it("does not parse a line longer than 4 KiB: a pattern anywhere in it matches", () => {

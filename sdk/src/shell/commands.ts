@@ -2,18 +2,20 @@
  * What a shell command line runs, read once for matching: every simple command it contains,
  * wherever it sits (a chain, `&`, a pipeline, a subshell, a group, a function, a loop, a `$(…)`
  * or backtick substitution, a `bash -c`/`sh -c`/`eval`/`su -c`/`ssh host …`/`watch` string, or
- * behind a wrapper like `env`, `sudo`, `xargs`, `nohup`, `coproc`, `time`, `command`, `exec`, `nice`,
- * `timeout`, `find -exec`), with quotes removed and the program's path reduced to its name
+ * behind a wrapper like `env`, `sudo`, `xargs`, `nohup`, `coproc`, `time`, `command`, `exec`,
+ * `nice`, `timeout`, `find -exec`), with quotes removed and the program's path reduced to its name
  * (`/usr/bin/git` is `git`); a few canonical spellings (`git push origin +main` also reads as
- * `git push --force origin +main`, `rm -r -v -f x` as `rm -rf x`); and the files it redirects
- * output to (`>`, `>>`, `tee`). Parsed by `@ericcornelissen/bash-parser` (pure JavaScript: the
- * same in workerd, Node and the browser).
+ * `git push --force origin +main`, `rm -r -v -f x` as `rm -rf x`, `terraform apply -destroy` as
+ * `terraform destroy`); the files it redirects output to (`>`, `>>`, `tee`); and the arguments
+ * of a program chosen at run time (`$GIT push -f`). Parsed by `@ericcornelissen/bash-parser`
+ * (pure JavaScript: the same in workerd, Node and the browser).
  *
  * Owns: the reading. Does not own: patterns or what a match means (`request-match.ts`). What
- * is not read stays as text in `opaque` (a line the parser refuses, or with a `$((…))` or a
- * substitution inside a `${…}`, a line longer than `MAX_PARSED_CHARS` or with brackets nested
- * deeper than `MAX_BRACKETS`, scripts nested deeper than `MAX_DEPTH`, more than `MAX_COMMANDS`
- * commands): callers match that text anywhere.
+ * is not read stays as text in `opaque`, and callers match that text anywhere: a line the parser
+ * refuses, or with a `$((…))` or a substitution inside a `${…}`; a script a shell runs from its
+ * input (`… | sh`); an interpreter's inline code (`python3 -c …`); a line longer than
+ * `MAX_PARSED_CHARS` or with brackets nested deeper than `MAX_BRACKETS`, scripts nested deeper
+ * than `MAX_DEPTH`, more than `MAX_COMMANDS` commands.
  */
 /// <reference path="./bash-parser.d.ts" />
 import parseBash from "@ericcornelissen/bash-parser";
@@ -53,6 +55,8 @@ interface Reader {
   writes: string[];
   chosenAtRunTime: string[];
   overflow: boolean;
+  /** The script being read (a shell reading its input makes it opaque). */
+  script: string;
 }
 
 /**
@@ -74,7 +78,14 @@ export function readShell(command: string): ShellReading {
 }
 
 function read(command: string): ShellReading {
-  const reader: Reader = { commands: [], opaque: [], writes: [], chosenAtRunTime: [], overflow: false };
+  const reader: Reader = {
+    commands: [],
+    opaque: [],
+    writes: [],
+    chosenAtRunTime: [],
+    overflow: false,
+    script: command,
+  };
   readScript(command, 0, reader);
   if (reader.overflow) return opaqueReading(command);
   const { commands, opaque, writes, chosenAtRunTime } = reader;
@@ -94,6 +105,8 @@ function readScript(script: string, depth: number, reader: Reader): void {
     reader.opaque.push(script);
     return;
   }
+  const outer = reader.script;
+  reader.script = script;
   try {
     const tree = parseBash(script, { mode: "bash" });
     if (holdsUnreadPart(tree)) throw new SyntaxError("a part bash runs commands in, not read as commands");
@@ -101,6 +114,8 @@ function readScript(script: string, depth: number, reader: Reader): void {
   } catch {
     // A parse error, a stack overflow on absurd nesting, or a part not read: either way, not readable.
     reader.opaque.push(script);
+  } finally {
+    reader.script = outer;
   }
 }
 
@@ -202,16 +217,24 @@ function readArgv(argv: string[], depth: number, reader: Reader): void {
   if (/[$`]/.test(name)) reader.chosenAtRunTime.push(argv.slice(1).join(" "));
   if (name === "tee") reader.writes.push(...argv.slice(1).filter((a) => !a.startsWith("-")));
   const inner = innerOf(argv);
+  if (inner.runsInput) reader.opaque.push(reader.script);
+  reader.opaque.push(...(inner.code ?? []));
   for (const script of inner.scripts) readScript(script, depth + 1, reader);
   for (const command of inner.commands) {
     if (command.length > 0) readArgv([commandName(command[0] as string), ...command.slice(1)], depth + 1, reader);
   }
 }
 
-/** What a command runs in its turn: other commands (argv), or scripts (shell text). */
+/**
+ * What a command runs in its turn: other commands (argv), scripts (shell text), code in another
+ * language that may run anything (`python3 -c …`: not read, matched anywhere), and whether it runs
+ * its input as a script (`… | sh`: the script around it is then opaque).
+ */
 interface Inner {
   commands: string[][];
   scripts: string[];
+  code?: string[];
+  runsInput?: boolean;
 }
 
 const NONE: Inner = { commands: [], scripts: [] };
@@ -283,6 +306,8 @@ export function runsOtherCommands(program: string): boolean {
 function innerOf(argv: string[]): Inner {
   const [name = "", ...args] = argv;
   if (SHELLS.has(name)) return shellScript(args);
+  const inline = INLINE_CODE[name.replace(/[\d.]+$/, "")];
+  if (inline) return { ...NONE, code: inlineCode(args, inline) };
   if (name === "eval") return { commands: [], scripts: [args.join(" ")] };
   if (name === "ssh") return sshCommand(args);
   if (name === "watch") return watchCommand(args);
@@ -294,26 +319,66 @@ function innerOf(argv: string[]): Inner {
   return name === "xargs" ? { ...inner, commands: inner.commands.map((c) => [...c, "…"]) } : inner;
 }
 
-/** `bash -c 'script'`, `sh -ec 'script'`, `zsh -o x -c 'script'`; a script file is not read. */
+/**
+ * `bash -c 'script'`, `sh -ec 'script'`, `zsh -o x -c 'script'`; a script file is not read; with
+ * neither, or with `-s` (`sh`, `bash -s -- args`, `sh -`, `sh /dev/stdin`), the shell runs its
+ * input as a script.
+ */
 function shellScript(args: string[]): Inner {
   let inline = false;
+  let fromInput = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--") continue;
     if (SHELL_ARGUMENT_OPTIONS.has(arg)) i++;
     else if (/^-[A-Za-z]*c[A-Za-z]*$/.test(arg) || arg === "--command") inline = true;
-    else if (!arg.startsWith("-") && !arg.startsWith("+")) return inline ? { commands: [], scripts: [arg] } : NONE;
+    else if (/^-[A-Za-z]*s[A-Za-z]*$/.test(arg)) fromInput = true;
+    else if (arg === "-" || arg === "/dev/stdin") return { ...NONE, runsInput: true };
+    else if (!arg.startsWith("-") && !arg.startsWith("+")) {
+      if (inline) return { commands: [], scripts: [arg] };
+      return fromInput ? { ...NONE, runsInput: true } : NONE;
+    }
   }
-  return NONE;
+  return inline ? NONE : { ...NONE, runsInput: true };
 }
 
-/** `ssh [options] host command…`: the remote shell runs the rest as one line. */
+/**
+ * Interpreters whose options take code to run (`python3 -c`, `perl -e`, `node -e`), by name
+ * without a version (`python3.12` is `python`); other options that take a separate argument.
+ */
+const INLINE_CODE: Record<string, { code: readonly string[]; withArgument: readonly string[] }> = {
+  python: { code: ["-c"], withArgument: ["-W", "-X", "-m"] },
+  perl: { code: ["-e", "-E"], withArgument: ["-I", "-M", "-m"] },
+  ruby: { code: ["-e"], withArgument: ["-I", "-r", "-C"] },
+  node: { code: ["-e", "--eval", "-p", "--print"], withArgument: ["-r", "--require", "--import"] },
+  php: { code: ["-r"], withArgument: ["-d", "-c"] },
+};
+
+/** The code an interpreter's options carry (`-c code`, `-ccode`, `--eval=code`). */
+function inlineCode(args: string[], interpreter: { code: readonly string[]; withArgument: readonly string[] }) {
+  const code: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (!arg.startsWith("-") || arg === "--") break;
+    const [option = arg, attached] = arg.startsWith("--")
+      ? arg.split(/=(.*)/s)
+      : [arg.slice(0, 2), arg.slice(2) || undefined];
+    if (interpreter.code.includes(option)) {
+      const text = attached ?? args[++i];
+      if (text !== undefined) code.push(text);
+    } else if (attached === undefined && interpreter.withArgument.includes(option)) i++;
+  }
+  return code;
+}
+
+/** `ssh [options] host command…`: the remote shell runs the rest as one line, or else its input. */
 function sshCommand(args: string[]): Inner {
   let i = 0;
   while (i < args.length && (args[i] as string).startsWith("-"))
     i += SSH_ARGUMENT_OPTIONS.has(args[i] as string) ? 2 : 1;
   const rest = args.slice(i + 1);
-  return rest.length > 0 ? { commands: [], scripts: [rest.join(" ")] } : NONE;
+  // With no command the remote shell runs its input (`… | ssh host`).
+  return rest.length > 0 ? { commands: [], scripts: [rest.join(" ")] } : { ...NONE, runsInput: true };
 }
 
 /** `watch [options] command…` runs the rest through `sh -c` (or as argv with `-x`: read both ways alike). */
@@ -386,6 +451,10 @@ function canonicalForms(argv: string[]): string[][] {
   if (name === "git" && rest[0] === "push" && isForcePush(rest.slice(1))) {
     forms.push([name, "push", "--force", ...rest.slice(1)]);
   }
+  // `terraform apply -destroy` is `terraform destroy`.
+  const applyArgs = name === "terraform" && rest[0] === "apply" ? rest.slice(1) : [];
+  const destroyArgs = applyArgs.filter((arg) => arg !== "-destroy" && arg !== "--destroy");
+  if (destroyArgs.length < applyArgs.length) forms.push([name, "destroy", ...destroyArgs]);
   return forms;
 }
 
