@@ -62,6 +62,7 @@ export function hubParts(
   const channels = new ChannelPosts(host, directory, new PushBudget(host), delivered);
   const claimOf = (approvalId: string) => claims.of(approvalId, Date.now());
   const escalations: Escalations = new Escalations(host, directory, feed, push, { background, claimOf }, channels);
+  const sessions = new Sessions(host, directory, feed);
   const vouching = new Vouching(host, directory);
   const revocations = new Revocations(host, vouching);
   const webhooks = new WebhookDeliveries(host);
@@ -72,10 +73,17 @@ export function hubParts(
   const quotas = new Quotas(host);
   const rules = new StandingRules(host);
   const news = new ApprovalNewsDesk({
-    ...{ directory, feed, push, quotas, claims, escalations, channels, revocations, rules },
+    directory,
+    feed,
+    push,
+    quotas,
+    claims,
+    escalations,
+    channels,
+    revocations,
+    rules,
     background,
   });
-  const sessions = new Sessions(host, directory, feed);
   return {
     directory,
     feed,
