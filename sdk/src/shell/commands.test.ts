@@ -86,6 +86,9 @@ const RESHAPED = [
   "python3 -c 'import os; os.system(\"git push -f\")'",
   "perl -e 'system(q(rm -rf /srv))'",
   'node -e \'require("child_process").execSync("git push --force")\'',
+  "python3 -Bc 'import os; os.system(\"rm -rf /srv\")'",
+  "perl -ne 'system(q(git push -f))' list.txt",
+  "echo 'import os; os.system(\"git push -f\")' | python3",
   "terraform apply -destroy",
   "terraform -chdir=infra apply -auto-approve -destroy",
   // Not parsed (process substitution): a pattern anywhere in it is enough.
@@ -199,6 +202,9 @@ describe("readShell", () => {
     expect(readShell("python3.12 -X dev -c 'print(1)' && perl -Mstrict -e1").opaque).toEqual(["print(1)", "1"]);
     expect(readShell("node --eval='go()' file.js").opaque).toEqual(["go()"]);
     expect(readShell("python3 script.py -c x").opaque).toEqual([]);
+    expect(readShell("python3 -m pytest -c setup.cfg").opaque).toEqual([]);
+    expect(readShell("perl -I lib -wle 'print 1' x").opaque).toEqual(["print 1"]);
+    expect(readShell("cat job.py | python3 -").opaque).toEqual(["cat job.py | python3 -"]);
   });
 
   it("does not parse a line longer than 4 KiB: a pattern anywhere in it matches", () => {

@@ -13,7 +13,7 @@
  * Owns: the reading. Does not own: patterns or what a match means (`request-match.ts`). What
  * is not read stays as text in `opaque`, and callers match that text anywhere: a line the parser
  * refuses, or with a `$((…))` or a substitution inside a `${…}`; a script a shell runs from its
- * input (`… | sh`); an interpreter's inline code (`python3 -c …`); a line longer than
+ * input (`… | sh`, `… | python3`); an interpreter's inline code (`python3 -c …`); a line longer than
  * `MAX_PARSED_CHARS` or with brackets nested deeper than `MAX_BRACKETS`, scripts nested deeper
  * than `MAX_DEPTH`, more than `MAX_COMMANDS` commands.
  */
@@ -307,7 +307,7 @@ function innerOf(argv: string[]): Inner {
   const [name = "", ...args] = argv;
   if (SHELLS.has(name)) return shellScript(args);
   const inline = INLINE_CODE[name.replace(/[\d.]+$/, "")];
-  if (inline) return { ...NONE, code: inlineCode(args, inline) };
+  if (inline) return interpreted(args, inline);
   if (name === "eval") return { commands: [], scripts: [args.join(" ")] };
   if (name === "ssh") return sshCommand(args);
   if (name === "watch") return watchCommand(args);
@@ -344,32 +344,59 @@ function shellScript(args: string[]): Inner {
 
 /**
  * Interpreters whose options take code to run (`python3 -c`, `perl -e`, `node -e`), by name
- * without a version (`python3.12` is `python`); other options that take a separate argument.
+ * without a version (`python3.12` is `python`); options that take a separate argument; and the
+ * option after which the rest is a module's (`python -m`).
  */
-const INLINE_CODE: Record<string, { code: readonly string[]; withArgument: readonly string[] }> = {
-  python: { code: ["-c"], withArgument: ["-W", "-X", "-m"] },
-  perl: { code: ["-e", "-E"], withArgument: ["-I", "-M", "-m"] },
-  ruby: { code: ["-e"], withArgument: ["-I", "-r", "-C"] },
-  node: { code: ["-e", "--eval", "-p", "--print"], withArgument: ["-r", "--require", "--import"] },
-  php: { code: ["-r"], withArgument: ["-d", "-c"] },
+interface Interpreter {
+  code: readonly string[];
+  withArgument: readonly string[];
+  module?: string;
+}
+
+const INLINE_CODE: Record<string, Interpreter> = {
+  python: { code: ["-c"], withArgument: ["-W", "-X"], module: "-m" },
+  perl: { code: ["-e", "-E"], withArgument: ["-I", "-M", "-m", "-x", "-i"] },
+  ruby: { code: ["-e"], withArgument: ["-I", "-r", "-C", "-E", "-x"] },
+  node: { code: ["-e", "--eval", "-p", "--print"], withArgument: ["-r", "--require", "--import", "-C"] },
+  php: { code: ["-r"], withArgument: ["-d", "-c", "-z"] },
 };
 
-/** The code an interpreter's options carry (`-c code`, `-ccode`, `--eval=code`). */
-function inlineCode(args: string[], interpreter: { code: readonly string[]; withArgument: readonly string[] }) {
+/**
+ * What an interpreter runs that the reading can see: the code its options carry (`-c code`,
+ * `-ccode`, a cluster like `perl -ne code`, `--eval=code`), or its input when it names no script
+ * (`… | python3`, `python3 -`). A script file or a module is not read.
+ */
+function interpreted(args: string[], interpreter: Interpreter): Inner {
   const code: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
-    if (!arg.startsWith("-") || arg === "--") break;
-    const [option = arg, attached] = arg.startsWith("--")
-      ? arg.split(/=(.*)/s)
-      : [arg.slice(0, 2), arg.slice(2) || undefined];
-    if (interpreter.code.includes(option)) {
-      const text = attached ?? args[++i];
-      if (text !== undefined) code.push(text);
-    } else if (attached === undefined && interpreter.withArgument.includes(option)) i++;
+    if (arg === "--" || arg === "-" || !arg.startsWith("-")) {
+      // The code read, or a script file (not read); with neither, the interpreter runs its input.
+      const script = arg === "--" ? args[i + 1] : arg;
+      return code.length > 0 || (script !== undefined && script !== "-") ? { ...NONE, code } : stdin;
+    }
+    if (arg === interpreter.module) return { ...NONE, code };
+    if (arg.startsWith("--")) {
+      const [option = arg, attached] = arg.split(/=(.*)/s);
+      if (interpreter.code.includes(option)) code.push(attached ?? args[++i] ?? "");
+      else if (attached === undefined && interpreter.withArgument.includes(option)) i++;
+      continue;
+    }
+    // A cluster of short options: the first that takes a value takes the rest of it, or the next word.
+    for (let j = 1; j < arg.length; j++) {
+      const option = `-${arg[j]}`;
+      const rest = arg.slice(j + 1);
+      if (option === interpreter.module) return { ...NONE, code };
+      if (interpreter.code.includes(option)) code.push(rest || (args[++i] ?? ""));
+      else if (!interpreter.withArgument.includes(option)) continue;
+      else if (rest === "") i++;
+      break;
+    }
   }
-  return code;
+  return code.length > 0 ? { ...NONE, code } : stdin;
 }
+
+const stdin: Inner = { ...NONE, runsInput: true };
 
 /** `ssh [options] host command…`: the remote shell runs the rest as one line, or else its input. */
 function sshCommand(args: string[]): Inner {
