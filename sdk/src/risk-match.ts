@@ -11,7 +11,8 @@
  */
 import type { HighRiskPattern } from "./human/policy.js";
 import { globMatch, normalizeSpace, type RequestFacts } from "./request-match.js";
-import { readShell, runsOtherCommands, type ShellReading } from "./shell/commands.js";
+import { readShell, type ShellReading } from "./shell/commands.js";
+import { runsOtherCommands } from "./shell/inner.js";
 
 /**
  * Whether a request is high-risk under these patterns (ignoring case; a fact the request lacks
