@@ -5,6 +5,8 @@ import { isHighRisk } from "../risk-match.js";
 import { readShell } from "./commands.js";
 
 const session = { title: null, agent: null, host: null, cwd: null };
+/** The reading of a line that is read as opaque text, whole. */
+const opaqueWhole = (line: string) => ({ commands: [], opaque: [line], writes: [], chosenAtRunTime: [] });
 const highRisk = (command: string) =>
   isHighRisk(
     DEFAULT_HIGH_RISK,
@@ -152,41 +154,35 @@ describe("readShell", () => {
   });
 
   it("keeps what it cannot parse, or what nests too deep, as opaque text", () => {
-    expect(readShell("diff <(ls) x")).toEqual({
-      commands: [],
-      opaque: ["diff <(ls) x"],
-      writes: [],
-      chosenAtRunTime: [],
-    });
+    expect(readShell("diff <(ls) x")).toEqual(opaqueWhole("diff <(ls) x"));
     expect(readShell("bash -c 'echo (' ").opaque).toEqual(["echo ("]);
     const deep = `${"sudo ".repeat(20)}git push -f`;
-    expect(readShell(deep)).toEqual({ commands: [], opaque: [deep], writes: [], chosenAtRunTime: [] });
+    expect(readShell(deep)).toEqual(opaqueWhole(deep));
     expect(highRisk(deep)).toBe(true);
     const nested = `${"(".repeat(1_000)}git push -f${")".repeat(1_000)}`;
-    expect(readShell(nested)).toEqual({ commands: [], opaque: [nested], writes: [], chosenAtRunTime: [] });
+    expect(readShell(nested)).toEqual(opaqueWhole(nested));
     expect(highRisk(nested)).toBe(true);
     const shallow = `${"(".repeat(30)}git push -f${")".repeat(30)}`;
     expect(readShell(shallow).commands).toContain("git push -f");
   });
 
   it("reads a script holding a $((…)) as opaque: bash runs the commands inside one", () => {
-    expect(readShell("x=$(( `git push -f` ))")).toEqual({
-      commands: [],
-      opaque: ["x=$(( `git push -f` ))"],
-      writes: [],
-      chosenAtRunTime: [],
-    });
-    expect(readShell("echo $((1 + 2))")).toEqual({
-      commands: [],
-      opaque: ["echo $((1 + 2))"],
-      writes: [],
-      chosenAtRunTime: [],
-    });
+    expect(readShell("x=$(( `git push -f` ))")).toEqual(opaqueWhole("x=$(( `git push -f` ))"));
+    expect(readShell("echo $((1 + 2))")).toEqual(opaqueWhole("echo $((1 + 2))"));
     // Only the script that holds it: the outer command is still read.
     expect(readShell("bash -c 'echo $((2 * 3))' > out.txt")).toEqual({
       commands: ["bash -c echo $((2 * 3))"],
       opaque: ["echo $((2 * 3))"],
       writes: ["out.txt"],
+      chosenAtRunTime: [],
+    });
+  });
+
+  it("reads a program named like an object's own property as any other program", () => {
+    expect(readShell("constructor -c x && toString -e y")).toEqual({
+      commands: ["constructor -c x", "toString -e y"],
+      opaque: [],
+      writes: [],
       chosenAtRunTime: [],
     });
   });

@@ -235,7 +235,7 @@ function readArgv(argv: string[], depth: number, reader: Reader): void {
 function canonicalForms(argv: string[]): string[][] {
   const [name = "", ...args] = argv;
   if (name === "rm") return rmForms(args);
-  const globals = GLOBAL_OPTIONS[name];
+  const globals = Object.hasOwn(GLOBAL_OPTIONS, name) ? GLOBAL_OPTIONS[name] : undefined;
   if (!globals) return [];
   const rest = withoutLeadingOptions(args, globals);
   const forms = [[name, ...rest]];

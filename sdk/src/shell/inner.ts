@@ -88,13 +88,13 @@ export function runsOtherCommands(program: string): boolean {
 export function innerOf(argv: string[]): Inner {
   const [name = "", ...args] = argv;
   if (SHELLS.has(name)) return shellScript(args);
-  const inline = INLINE_CODE[name.replace(/[\d.]+$/, "")];
-  if (inline) return interpreted(args, inline);
+  const interpreter = name.replace(/[\d.]+$/, "");
+  if (Object.hasOwn(INLINE_CODE, interpreter)) return interpreted(args, INLINE_CODE[interpreter] as Interpreter);
   if (name === "eval") return { commands: [], scripts: [args.join(" ")] };
   if (name === "ssh") return sshCommand(args);
   if (name === "watch") return watchCommand(args);
   if (name === "find") return { commands: findExecs(args), scripts: [] };
-  const wrapper = WRAPPERS[name];
+  const wrapper = Object.hasOwn(WRAPPERS, name) ? WRAPPERS[name] : undefined;
   if (!wrapper) return NONE;
   const inner = wrapped(args, wrapper);
   // xargs adds its input as arguments: `xargs rm -rf` removes something.
