@@ -406,6 +406,8 @@ try {
   report.floorMs = floor;
   report.ratioSequential = report.sequential.p50 / floor;
   report.ratioSequentialP99 = report.sequential.p99 / floor;
+  // The machine's own tail: a request that does nothing, read against the same floor.
+  report.ratioTrivialP99 = (report.httpFloor.p99 + report.wsPing.p99) / floor;
   report.ratioConcurrent = report.concurrent.p50 / floor;
   report.ratioLiveFeed = report.liveFeed.p50 / floor;
 
@@ -620,6 +622,9 @@ if (argv.json) {
   const cpu = report.throughput.runtimeCpuMsPerDecision;
   console.log(
     `runtime CPU per decision (throughput phase): ${cpu.user.toFixed(2)} ms user + ${cpu.system.toFixed(2)} ms system; ${(report.throughput.runtimeBusy * 100).toFixed(0)} % of one core over the phase`,
+  );
+  console.log(
+    `the machine's own tail: health check p99 + ping p99 = ${(report.httpFloor.p99 + report.wsPing.p99).toFixed(1)} ms, ${x(report.ratioTrivialP99)} (a sequential decision's p99: ${x(report.ratioSequentialP99)})`,
   );
   console.log(`failed decisions: ${report.failures}`);
   for (const e of st.probeErrors) console.log(`storm probe failed: ${e}`);
