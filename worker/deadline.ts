@@ -1,8 +1,11 @@
 /**
- * Bounded waits across objects: every call from one Durable Object or route to another (a
- * gate to its team's hub, a route to a hub or a gate) waits at most a named budget, then gives
- * up with `DeadlineExceeded` and takes its stated fallback. A stuck hub then costs a caller one
- * budget, never its heartbeat, expiry or lease sweeps (the gate's alarm) or a request's answer.
+ * Bounded waits across objects: every call to a team's hub (from a gate or a route), every
+ * fan-out from the hub to its gates, and every route's read of a gate's detail waits at most a
+ * named budget, then gives up with `DeadlineExceeded` and takes its stated fallback. A stuck hub
+ * then costs a caller one budget, never its heartbeat, expiry or lease sweeps (the gate's alarm)
+ * or a request's answer. A route's call that *is* the change, to the session's own gate (a
+ * decision, a stop, an HTTP hold and its poll), is not given up on: the gate is the record, an
+ * answer before it committed could say neither yes nor no, and the platform bounds the request.
  *
  * The call given up on is not cancelled (an RPC cannot be): it may still finish later, so each
  * call site's work is idempotent or its late answer is ignored.

@@ -6,6 +6,7 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { SessionGate as Gate } from "../../worker/gate/session-gate";
 import type { Directory } from "../../worker/hub/directory";
 import { LiveFeed } from "../../worker/hub/live-feed";
 import { DRAIN_PER_TURN } from "../../worker/hub/push-queue";
@@ -73,16 +74,26 @@ describe("the hub's bounds", () => {
     const { approval } = await askOnce(owner);
     await fake.untilPushes(1);
     const broadcasts = vi.spyOn(LiveFeed.prototype, "broadcast");
+    const told = vi.spyOn(Gate.prototype, "deliveryChanged");
+    const toldOf = () => told.mock.calls.filter(([, id]) => id === approval.id).map(([, , receipts]) => receipts);
     const receipt = () =>
       api(`/v1/approvals/${approval.id}/receipt`, {
         method: "POST",
         cookie: owner.cookie,
-        body: JSON.stringify({ deviceId: phone.deviceId, event: "received" }),
+        body: JSON.stringify({ deviceId: phone.deviceId, event: "displayed" }),
       });
     expect((await receipt()).status).toBe(204);
     const once = broadcasts.mock.calls.filter(([, id]) => id === approval.id).length;
     expect(once).toBe(1);
     expect((await receipt()).status).toBe(204);
     expect(broadcasts.mock.calls.filter(([, id]) => id === approval.id)).toHaveLength(once);
+    // The gate hears a request's receipts one report at a time, in order: once a claim's report
+    // reached it, every receipt's turn before it is over. It never heard the same receipts twice.
+    const claim = await api(`/v1/approvals/${approval.id}/claim`, { method: "POST", cookie: owner.cookie, body: "{}" });
+    expect(claim.status).toBe(200);
+    await vi.waitFor(() => expect(toldOf().at(-1)?.claimedBy).toBeDefined());
+    const reports = toldOf().map((r) => JSON.stringify(r));
+    expect(reports.some((r) => r.includes('"shownAt"'))).toBe(true);
+    expect(new Set(reports).size).toBe(reports.length);
   });
 });

@@ -243,6 +243,7 @@ describe("admission: what changed while the hub was asked", () => {
       isRevoked: (keyId) => t.store.isRevoked(keyId),
       hub: () => hub as never,
       tellHub: (_teamId, n) => void (n.kind === "released" && released.push(n.approvalId)),
+      newerPolicy: () => undefined,
     });
     const open = (params: typeof PARAMS = PARAMS) => a.open(t.meta, HOLDER, params, 1_000);
     return { a, open, admit: () => verdict({ ok: true }), released, asks };

@@ -5,7 +5,9 @@
  * never held unchecked, and never held without an answer.
  *
  * The hub's admission also hands over the standing rules that can apply to the session, so the
- * hold can match them with no D1 (state-machine.ts `open`). The ask carries the request as it
+ * hold can match them with no D1 (state-machine.ts `open`), and the team's policy when the hub
+ * knows a newer one than the session's (a policy fan-out that missed this gate): it is taken up
+ * before the hold, so no request is held under a policy the team already replaced. The ask carries the request as it
  * would be held (its card), so the hub can show it on the dashboards while the gate holds it;
  * a request that is then not held after all is released, which takes the card down again, and a
  * decision or read that names a request still being admitted waits for it (`settled`).
@@ -17,7 +19,7 @@ import type { Approval } from "../../sdk/src/approval";
 import type { AgentAsk } from "../../sdk/src/elicitation-protocol";
 import type { StandingRule } from "../../sdk/src/rules";
 import { orFallback, REQUEST_BUDGET_MS } from "../deadline";
-import { limitsOf } from "../policy";
+import { limitsOf, type VersionedPolicy } from "../policy";
 import type { GateHub, GateNews, QuotaVerdict } from "./hub";
 import type { Refusal } from "./intake";
 import type { StateMachine } from "./state-machine";
@@ -39,6 +41,8 @@ export interface AdmissionHost {
   hub(teamId: string): GateHub;
   /** News for the hub in the background (the gate's `HubMail`). */
   tellHub(teamId: string, news: GateNews): void;
+  /** The hub knows a newer team policy than the session's (its fan-out missed this gate): taken up now. */
+  newerPolicy(teamId: string, policy: VersionedPolicy): void;
 }
 
 type Verdict = QuotaVerdict | { ok: false; unavailable: true };
@@ -101,9 +105,12 @@ export class Admission {
       ownerUserId: meta.ownerUserId,
       expiresAt: card.expiresAt,
       limits: limitsOf(meta.policy),
+      policyVersion: meta.policyVersion ?? 0,
       storedBytes: jsonBytes(card),
       ...(decidable(card) && { card }),
     });
+    // Taken up before the hold, which drafts the request again from the session as it is then.
+    if ("policy" in verdict && verdict.policy) this.host.newerPolicy(teamId, verdict.policy);
     if (!verdict.ok) {
       // The hub may have counted it after all (an answer that came too late): free the slot.
       if ("unavailable" in verdict) this.release(teamId, card.id);

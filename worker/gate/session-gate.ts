@@ -81,6 +81,8 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     migrate(ctx.storage);
     const store = new GateStore(ctx.storage.sql);
     const hubOf = (teamId: string) => gateHub(env, teamId);
+    // The hub knows a newer team policy than the session's: from a report's or an admission's answer.
+    const newerPolicy = (teamId: string, policy: VersionedPolicy) => this.presence.applyPolicy(teamId, policy);
     this.mail = new HubMail({
       hub: hubOf,
       background: (work) => ctx.waitUntil(work),
@@ -88,7 +90,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
         // A failed flush is retried by the alarm, on the backoff's schedule.
         if (this.outbox.flushDue()) void this.outbox.flush().catch(() => this.alarmClock.schedule());
       },
-      newerPolicy: (teamId, policy) => this.presence.applyPolicy(teamId, policy),
+      newerPolicy,
     });
     const hub = (teamId: string, news: GateNews) => this.mail.post(teamId, news);
     this.store = store;
@@ -153,6 +155,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
       isRevoked: (keyId) => store.isRevoked(keyId),
       hub: hubOf,
       tellHub: hub,
+      newerPolicy,
     });
     this.presence = new Presence({ store, outbox: this.outbox, tellHub: hub, connected: () => this.sockets.anyOpen() });
     this.agents = new SocketAgents({

@@ -152,6 +152,8 @@ export interface QuotaAsk {
   expiresAt: number;
   /** The team's limits as the gate's copy of the policy has them. */
   limits: TeamLimits;
+  /** The version of the gate's copy of the team policy; absent from an older gate. */
+  policyVersion?: number;
   /** The bytes the request stores (its card as held), against the operator's daily ceiling; absent from an older gate. */
   storedBytes?: number;
   /**
@@ -166,11 +168,18 @@ export interface QuotaAsk {
  * from the hub's copy; absent from an older hub), or which limit the request is over and when
  * one more could pass.
  */
-export type QuotaVerdict =
+export type QuotaVerdict = (
   | { ok: true; rules?: StandingRule[] }
   | QuotaRefusal
   /** The request's key was revoked lately, or its revocation is still reaching the team's gates. */
-  | { ok: false; keyRevoked: true };
+  | { ok: false; keyRevoked: true }
+) & {
+  /**
+   * The team's policy, when the hub knows a newer one than the gate's copy (a fan-out that missed
+   * the gate): the gate takes it up before it holds the request, which is drafted again under it.
+   */
+  policy?: VersionedPolicy;
+};
 
 /** Over a quota: which limit, and when to try again. */
 export type QuotaRefusal = { ok: false; limit: QuotaLimit; retryAfterMs: number };
@@ -286,7 +295,8 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * The policy changed in D1: the hub takes it up and hands it to every live session (a report
    * within SESSION_LIVE_MS), at most 40 calls per invocation, 20 at a time; the rest continue
    * from the hub's alarm. Resolves once the first 40 have answered or failed; a gate that
-   * missed it gets it from the hub's answer when it next reports, or at its next join.
+   * missed it gets it from the hub's answer to its next admission (before the request is held),
+   * when it next reports, or at its next join.
    */
   policyChanged(): Promise<void>;
 

@@ -19,6 +19,7 @@ import type { PushQueue } from "./push-queue";
 import type { Quotas } from "./quotas";
 import type { Revocations } from "./revocations";
 import type { StandingRules } from "./rules";
+import type { Sessions } from "./sessions";
 
 /** How often a resolution also forgets requests resolved more than KEEP_RESOLVED_MS ago. */
 const PRUNE_EVERY_MS = 60_000;
@@ -34,6 +35,7 @@ export interface NewsParts {
   channels: ChannelPosts;
   revocations: Revocations;
   rules: StandingRules;
+  sessions: Pick<Sessions, "newerThan">;
   background: (work: Promise<unknown>) => void;
 }
 
@@ -85,7 +87,18 @@ export class ApprovalNewsDesk {
     feed.broadcast("approval", approval.id);
   }
 
+  /**
+   * A request's admission: a revoked key refused, the quotas counted, the standing rules handed
+   * out, and the team's newer policy when the gate's copy is older (its fan-out missed the gate).
+   */
   admit(teamId: string, ask: QuotaAsk): QuotaVerdict {
+    const policy = this.parts.sessions.newerThan(ask.policyVersion);
+    const verdict = this.admitUnder(teamId, ask, policy === null);
+    return policy ? { ...verdict, policy } : verdict;
+  }
+
+  /** `showable`: the card was drafted under the team's current policy, so it may be shown as it is. */
+  private admitUnder(teamId: string, ask: QuotaAsk, showable: boolean): QuotaVerdict {
     const { directory, feed, quotas, revocations, rules, background } = this.parts;
     const now = Date.now();
     // A gate a revocation has not reached yet holds nothing new for the key.
@@ -99,7 +112,10 @@ export class ApprovalNewsDesk {
     if (rules.refreshDue(now)) background(rules.loadSoon(teamId));
     const handed = rules.forSession(ask.ownerUserId, now);
     // With no rule that could allow it, a human decides: on the dashboards now, while the gate holds it.
-    if (ask.card && handed.length === 0 && directory.current()) feed.showAdmitted(ask.card, ask.ownerUserId, now);
+    // A card drafted under an older policy (other options, risk, privacy) waits for the gate's own.
+    if (showable && ask.card && handed.length === 0 && directory.current()) {
+      feed.showAdmitted(ask.card, ask.ownerUserId, now);
+    }
     return { ok: true, rules: handed };
   }
 

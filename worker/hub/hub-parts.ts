@@ -82,6 +82,7 @@ export function hubParts(
     channels,
     revocations,
     rules,
+    sessions,
     background,
   });
   return {

@@ -100,8 +100,13 @@ export class Sessions {
     }
     const now = Date.now();
     if (now - this.tidiedAt >= TIDY_EVERY_MS) await this.tidy(now);
+    return news.connected ? this.newerThan(news.policyVersion) : null;
+  }
+
+  /** The team's policy when the hub knows a newer one than `version` (a gate's copy), else null. */
+  newerThan(version: number | undefined): VersionedPolicy | null {
     const policy = this.knownPolicy();
-    return news.connected && policy && policy.version > news.policyVersion ? policy : null;
+    return policy && version !== undefined && policy.version > version ? policy : null;
   }
 
   /** The team's sessions whose outbox dead-lettered rows, most recent first. */
@@ -138,8 +143,9 @@ export class Sessions {
   /**
    * The policy changed in D1: take it up, and hand it to every live session (connected, with a
    * report within SESSION_LIVE_MS), POLICY_FANOUT_PER_RUN per invocation; the rest continue
-   * from the alarm. A gate that misses it still gets it: from `changed`'s answer when it next
-   * reports, or at its next join. A hub that never learnt its team has no sessions to tell.
+   * from the alarm. A gate that misses it still gets it: with its next request's admission
+   * (`newerThan`, before the request is held), from `changed`'s answer when it next reports, or
+   * at its next join. A hub that never learnt its team has no sessions to tell.
    */
   async policyChanged(now = Date.now()): Promise<void> {
     const teamId = this.host.teamId();

@@ -75,7 +75,8 @@ export async function changePolicy(
   });
   await chainQueued(env, teamId);
   // The hub hands it to every live session (the first 40 now, the rest from its alarm); a gate
-  // that misses it still gets it, from the hub when it next reports, or at its next join.
+  // that misses it still gets it, from the hub with its next request's admission (before the
+  // request is held), when it next reports, or at its next join.
   // Bounded: past it the change stands in D1 and the owners are still mailed of a weakening, but
   // the route answers 503 so the caller sends it again (which tells the hub again).
   const late = await withDeadline(hubFor(env, teamId).policyChanged(), REQUEST_BUDGET_MS, "hub.policyChanged").then(
