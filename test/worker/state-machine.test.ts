@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import type { RequestPermissionResponse } from "../../sdk/src/protocol";
 import type { OutboxOp } from "../../worker/db";
-import { Admission } from "../../worker/gate/admission";
+import { Admission, type AdmissionHost } from "../../worker/gate/admission";
 import type { DecisionInput } from "../../worker/gate/api";
 import type { QuotaAsk, QuotaVerdict } from "../../worker/gate/hub";
 import type { Refusal } from "../../worker/gate/intake";
@@ -227,7 +227,7 @@ describe("admission: what changed while the hub was asked", () => {
   const PARAMS = { sessionId: "sess", toolCall: { toolCallId: "t1", title: "ls" }, options: OPTIONS };
 
   /** The real admission over the machine, with a hub whose verdict the test gives when it likes. */
-  function admission(t: Machine, session = () => t.meta) {
+  function admission(t: Machine, session = () => t.meta, newerPolicy: AdmissionHost["newerPolicy"] = () => undefined) {
     let verdict: (v: QuotaVerdict) => void = () => undefined;
     const released: string[] = [];
     const asks: QuotaAsk[] = [];
@@ -243,10 +243,10 @@ describe("admission: what changed while the hub was asked", () => {
       isRevoked: (keyId) => t.store.isRevoked(keyId),
       hub: () => hub as never,
       tellHub: (_teamId, n) => void (n.kind === "released" && released.push(n.approvalId)),
-      newerPolicy: () => undefined,
+      newerPolicy,
     });
     const open = (params: typeof PARAMS = PARAMS) => a.open(t.meta, HOLDER, params, 1_000);
-    return { a, open, admit: () => verdict({ ok: true }), released, asks };
+    return { a, open, admit: (v: QuotaVerdict = { ok: true }) => verdict(v), released, asks };
   }
 
   it("the ask carries the request as it will be held, and a read of it waits until it is", () =>
@@ -303,6 +303,19 @@ describe("admission: what changed while the hub was asked", () => {
       const { open, admit, released } = admission(t);
       const opening = open();
       admit();
+      expect(await opening).toMatchObject({ refused: "not_held" });
+      expect(t.rowCount()).toBe(0);
+      expect(released).toHaveLength(1);
+    }));
+
+  it("a newer policy the gate cannot take up is a refusal that frees its slot, never a hold under the older one", () =>
+    onGate(async (t) => {
+      const storageFails = () => {
+        throw new Error("storage failed");
+      };
+      const { open, admit, released } = admission(t, () => t.meta, storageFails);
+      const opening = open();
+      admit({ ok: true, policy: { policy: DEFAULT_POLICY, version: 2 } });
       expect(await opening).toMatchObject({ refused: "not_held" });
       expect(t.rowCount()).toBe(0);
       expect(released).toHaveLength(1);

@@ -7,8 +7,9 @@
  * The hub's admission also hands over the standing rules that can apply to the session, so the
  * hold can match them with no D1 (state-machine.ts `open`), and the team's policy when the hub
  * knows a newer one than the session's (a policy fan-out that missed this gate): it is taken up
- * before the hold, so no request is held under a policy the team already replaced. The ask carries the request as it
- * would be held (its card), so the hub can show it on the dashboards while the gate holds it;
+ * before the hold, so no request is held under a policy the team already replaced (a take-up that
+ * fails refuses the request). The ask carries the request as it would be held (its card), so the
+ * hub can show it on the dashboards while the gate holds it;
  * a request that is then not held after all is released, which takes the card down again, and a
  * decision or read that names a request still being admitted waits for it (`settled`).
  *
@@ -46,6 +47,8 @@ export interface AdmissionHost {
 }
 
 type Verdict = QuotaVerdict | { ok: false; unavailable: true };
+
+const NOT_HELD: Refusal = { refused: "not_held", message: "the request could not be held; nothing was held" };
 
 export class Admission {
   /** Requests being admitted, by approval id, each until it is held or refused. */
@@ -110,13 +113,13 @@ export class Admission {
       ...(decidable(card) && { card }),
     });
     // Taken up before the hold, which drafts the request again from the session as it is then.
-    if ("policy" in verdict && verdict.policy) this.host.newerPolicy(teamId, verdict.policy);
+    const tookUp = this.takeUpPolicy(teamId, verdict);
     if (!verdict.ok) {
       // The hub may have counted it after all (an answer that came too late): free the slot.
       if ("unavailable" in verdict) this.release(teamId, card.id);
       return refusalOf(verdict);
     }
-    const opened = this.hold(holder, params, now, card.id, holderAlive, verdict.rules ?? []);
+    const opened = tookUp ? this.hold(holder, params, now, card.id, holderAlive, verdict.rules ?? []) : NOT_HELD;
     if ("refused" in opened) this.release(teamId, card.id);
     return opened;
   }
@@ -143,7 +146,18 @@ export class Admission {
       // The rules' expiry at the time after the wait: one may have ended while the hub was asked.
       return this.host.machine.open(session, holder, params, now, approvalId, rules, Date.now());
     } catch {
-      return { refused: "not_held", message: "the request could not be held; nothing was held" };
+      return NOT_HELD;
+    }
+  }
+
+  /** Whether the verdict's newer policy, if any, was taken up: a request is never held under the older one. */
+  private takeUpPolicy(teamId: string, verdict: Verdict): boolean {
+    if (!("policy" in verdict && verdict.policy)) return true;
+    try {
+      this.host.newerPolicy(teamId, verdict.policy);
+      return true;
+    } catch {
+      return false;
     }
   }
 
