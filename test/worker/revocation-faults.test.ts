@@ -2,12 +2,16 @@
  * A revoked key is obeyed even where its notice is lost: the revocation fans out from the team's
  * hub durably, inside workerd with real D1, the real hub and real gates. One session's gate
  * fails when told (its RPC throws); the hub's alarm, run as production runs it, tells it again.
+ * And where the hub itself misses it (the revoking route's call to it throws), the hub reads it
+ * back from D1 once its last read is 30 s old.
  */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SessionGate } from "../../worker/gate/session-gate";
 import { SessionGate as Gate } from "../../worker/gate/session-gate";
 import type { GateStore } from "../../worker/gate/store";
+import { REVOCATIONS_MAX_AGE_MS } from "../../worker/hub/revocations";
+import { TeamHub } from "../../worker/hub/team-hub";
 import { REVOKED_MEMORY_MS } from "../../worker/hub/vouching";
 import {
   type AgentSocket,
@@ -138,5 +142,65 @@ describe("a revocation one gate misses", () => {
     expect(await runDurableObjectAlarm(hubStub(owner.teamId))).toBe(true);
     expect((await agent.closed).code).toBe(4001);
     expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 0, remembered: false });
+  });
+});
+
+/** The team's hub throws when the revoking route tells it (a hub that cannot be reached). */
+function unreachableHub(): void {
+  vi.spyOn(TeamHub.prototype, "keyRevoked").mockRejectedValue(new Error("hub down"));
+}
+
+/** When the hub last read D1's revocations back (null: never). */
+const readBackAt = (teamId: string) =>
+  runInDurableObject(hubStub(teamId), (_hub, state) => {
+    const v = state.storage.sql.exec("SELECT v FROM meta WHERE k = 'revocations_read'").toArray()[0]?.v;
+    return typeof v === "string" ? (JSON.parse(v) as { at: number }).at : null;
+  });
+
+/** The hub's last read back happened `ms` earlier than it did. */
+const ageReadBack = (teamId: string, ms: number) =>
+  runInDurableObject(hubStub(teamId), (_hub, state) => {
+    state.storage.sql.exec(
+      "UPDATE meta SET v = json_set(v, '$.at', json_extract(v, '$.at') - ?) WHERE k = 'revocations_read'",
+      ms,
+    );
+  });
+
+/** The reason an answer gives: a denial's `_meta`, or a refusal's `data`. */
+const reasonOf = (answer: Record<string, unknown>) =>
+  (answer as { result?: { _meta?: { tapgate?: { reason?: string } } } }).result?._meta?.tapgate?.reason ??
+  (answer as { error?: { data?: { reason?: string } } }).error?.data?.reason;
+
+describe("a revocation the hub never hears", () => {
+  it("is read back from D1 once the hub's last read is 30 s old: the key refused, its gate told", async () => {
+    const owner = await signUp();
+    const { id: keyId, key } = await createKey(owner);
+    const sessionId = unique("unheard");
+    const agent = await connectAgent(key, sessionId);
+    // An admission: the hub reads D1's revocations back (none yet).
+    await agent.ask(1, permissionParams(sessionId));
+    await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).not.toBeNull());
+
+    // The route cannot tell the hub, and the session's gate fails the one call the route makes itself.
+    unreachableHub();
+    const gate = failingGate(sessionId, () => gate.failures === 0);
+    const response = await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie });
+    expect(response.status).toBe(500);
+    expect(gate.failures).toBe(1);
+    expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 0, remembered: false });
+
+    // Within 30 s of the hub's last read its gate still holds the key's requests: the gap this bounds.
+    await agent.ask(2, permissionParams(sessionId));
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(2);
+
+    // 30 s on, the next admission has the hub read D1 back: it takes the key up and tells the gate.
+    await ageReadBack(owner.teamId, REVOCATIONS_MAX_AGE_MS);
+    await agent.ask(3, permissionParams(sessionId));
+    const answers = [await agent.next(), await agent.next(), await agent.next()];
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3]);
+    expect(answers.map(reasonOf)).toEqual(["key_revoked", "key_revoked", "key_revoked"]);
+    expect((await agent.closed).code).toBe(4001);
+    expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 0, remembered: true });
+    expect(await pendingApprovals(owner, sessionId)).toEqual([]);
   });
 });

@@ -108,6 +108,43 @@ export async function revokeApiKey(
   return { revokedAt, sessions: (sessions?.results ?? []).map((s) => s.session_id as string) };
 }
 
+/** A revoked key as the team's hub reads it back from D1, with the sessions it opened. */
+export interface RevokedKeyRecord {
+  keyId: string;
+  revokedAt: number;
+  sessions: string[];
+}
+
+/** Where a read of revoked keys goes on from: after this revocation time and, at that time, this key id. */
+export interface RevokedKeysCursor {
+  revokedAt: number;
+  keyId: string;
+}
+
+/**
+ * The team's keys revoked after `after`, in (time, id) order, at most `limit`: the hub reads them
+ * back, so a revocation whose call to it failed still reaches it (`hub/revocations.ts`).
+ */
+export async function keysRevokedAfter(
+  db: D1Database,
+  teamId: string,
+  after: RevokedKeysCursor,
+  limit: number,
+): Promise<RevokedKeyRecord[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT k.id, k.revoked_at,
+              (SELECT json_group_array(s.session_id) FROM agent_session_keys s
+                WHERE s.key_id = k.id AND s.team_id = k.team_id) AS sessions
+         FROM api_keys k
+        WHERE k.team_id = ? AND k.revoked_at IS NOT NULL AND (k.revoked_at, k.id) > (?, ?)
+        ORDER BY k.revoked_at, k.id LIMIT ?`,
+    )
+    .bind(teamId, after.revokedAt, after.keyId, limit)
+    .all<{ id: string; revoked_at: number; sessions: string }>();
+  return results.map((r) => ({ keyId: r.id, revokedAt: r.revoked_at, sessions: JSON.parse(r.sessions) as string[] }));
+}
+
 /**
  * How long a Worker isolate may take a key from its cached copy (`auth.ts`), each use vouched for
  * by the team's hub (`hub/vouching.ts`).

@@ -8,10 +8,19 @@
  * and vouches for no cached copy of it (`vouching.ts`, whose `revoked_keys` keeps the key while
  * its fan-out is on its way), so a gate that missed the revocation holds nothing new for it.
  *
- * Owns: the `revocation_fanout` table, the fan-out's order, bounds and retries. Does not own:
+ * The revoking route's call to the hub can fail (the hub slow or unreachable: the route answers
+ * 503 or 500, D1 already refuses the key, and the gates the route told itself are all that
+ * heard). So the hub also reads its team's revocations back from D1 once its last read is
+ * REVOCATIONS_MAX_AGE_MS old, started by an admission (as the rules' refresh), and takes up
+ * each key it was not told of: refused at admission and fanned out from then on. A key whose
+ * revocation the hub missed is refused within 30 s of its next admission, plus D1's read.
+ *
+ * Owns: the `revocation_fanout` table, `meta('revocations_read')` (the read-back's cursor), the
+ * fan-out's order, bounds and retries. Does not own:
  * the revocation itself (D1, `team/keys.ts`), the revoked-key memory (`vouching.ts`), or what a
  * gate does with it (its state machine).
  */
+import { keysRevokedAfter, type RevokedKeyRecord, type RevokedKeysCursor } from "../db";
 import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { sessionGate } from "../gate/api";
 import type { KeyRevocation } from "./api";
@@ -28,6 +37,17 @@ export const REVOCATION_FANOUT_BATCH = 20;
 export const REVOCATION_FANOUT_PER_RUN = 40;
 /** A gate being told counts as not told after this long (the hub was evicted mid-call): told again. */
 const TELLING_MS = 60_000;
+/** The hub reads its team's revocations back from D1 once its last read (or try) is this old. */
+export const REVOCATIONS_MAX_AGE_MS = 30_000;
+/** Each read looks this far behind the one before: a revocation stamped before a read may commit after it. */
+const READ_OVERLAP_MS = 30_000;
+/** A hub's first read looks back this far. */
+const FIRST_READ_MS = 60 * 60 * 1000;
+/** At most this many revoked keys per read; a full read goes on from its last key at the next admission. */
+const READ_KEYS = 200;
+
+/** When the last read back began (0: due now), and where the next goes on from. */
+type ReadBack = { at: number; after: RevokedKeysCursor };
 
 type Waiting = {
   key_id: string;
@@ -36,6 +56,9 @@ type Waiting = {
 };
 
 export class Revocations {
+  /** A read back from D1 on its way: busy admissions start one, not one each. */
+  private readingBack: Promise<void> | null = null;
+
   constructor(
     private readonly host: HubHost,
     private readonly vouching: Vouching,
@@ -47,9 +70,15 @@ export class Revocations {
    * (they are told from the alarm).
    */
   async revoked(keyId: string, sessionIds: readonly string[], now: number): Promise<KeyRevocation> {
-    const { sql } = this.host;
+    this.takeUp(keyId, sessionIds, now);
+    const deniedRequests = await this.fanOut(now, keyId);
+    return { deniedRequests, unreachedSessions: this.waiting(keyId) };
+  }
+
+  /** Remembers `keyId` revoked and writes down the sessions to tell, before any is told. */
+  private takeUp(keyId: string, sessionIds: readonly string[], now: number): void {
     for (const sessionId of sessionIds) {
-      sql.exec(
+      this.host.sql.exec(
         "INSERT OR REPLACE INTO revocation_fanout (key_id, session_id, attempts, next_at) VALUES (?, ?, 0, ?)",
         keyId,
         sessionId,
@@ -57,8 +86,54 @@ export class Revocations {
       );
     }
     this.vouching.keyRevoked(keyId, now);
-    const deniedRequests = await this.fanOut(now, keyId);
-    return { deniedRequests, unreachedSessions: this.waiting(keyId) };
+  }
+
+  /** Whether the team's revocations are due to be read back from D1 (never read, or REVOCATIONS_MAX_AGE_MS ago). */
+  readBackDue(now: number): boolean {
+    const last = this.lastReadBack();
+    return last === null || now - last.at >= REVOCATIONS_MAX_AGE_MS;
+  }
+
+  /**
+   * Reads the team's revocations back from D1 and takes up each key the hub was not told of,
+   * then tells its gates. One read at a time; one that fails is tried again REVOCATIONS_MAX_AGE_MS later.
+   */
+  readBackSoon(teamId: string): Promise<void> {
+    this.readingBack ??= this.readBack(teamId).finally(() => {
+      this.readingBack = null;
+    });
+    return this.readingBack;
+  }
+
+  private async readBack(teamId: string): Promise<void> {
+    const now = Date.now();
+    const after = this.lastReadBack()?.after ?? { revokedAt: now - FIRST_READ_MS, keyId: "" };
+    let read: RevokedKeyRecord[];
+    try {
+      read = await keysRevokedAfter(this.host.env.DB, teamId, after, READ_KEYS);
+    } catch (error) {
+      this.saveReadBack({ at: now, after });
+      console.error(`revocations: D1's could not be read back, tried again later: ${String(error).slice(0, 200)}`);
+      return;
+    }
+    const missed = read.filter((k) => !this.refuses(k.keyId, Date.now()));
+    for (const key of missed) this.takeUp(key.keyId, key.sessions, Date.now());
+    const last = read.at(-1);
+    this.saveReadBack(
+      read.length === READ_KEYS && last
+        ? { at: 0, after: { revokedAt: last.revokedAt, keyId: last.keyId } }
+        : { at: now, after: { revokedAt: now - READ_OVERLAP_MS, keyId: "" } },
+    );
+    if (missed.length > 0) await this.fanOut(Date.now());
+  }
+
+  private lastReadBack(): ReadBack | null {
+    const v = this.host.sql.exec("SELECT v FROM meta WHERE k = 'revocations_read'").toArray()[0]?.v;
+    return typeof v === "string" ? (JSON.parse(v) as ReadBack) : null;
+  }
+
+  private saveReadBack(read: ReadBack): void {
+    this.host.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('revocations_read', ?)", JSON.stringify(read));
   }
 
   /** Whether the hub refuses the key's requests: revoked lately, or its fan-out still on its way. */
