@@ -10,7 +10,7 @@
  * The call given up on is not cancelled (an RPC cannot be): it may still finish later, so each
  * call site's work is idempotent or its late answer is ignored.
  *
- * Owns: the two budgets and the one way to apply them. Does not own: the fallbacks (each call
+ * Owns: the budgets and the one way to apply them. Does not own: the fallbacks (each call
  * site states its own: `docs/faults.md`, "Slow or stuck dependencies").
  */
 
@@ -18,6 +18,12 @@
 export const ALARM_BUDGET_MS = 5_000;
 /** A request path: an answer someone is waiting for (admission, roles, an approval's detail, a connect's policy). */
 export const REQUEST_BUDGET_MS = 2_000;
+/**
+ * How long a hub waits on its gates before it answers the route that started a fan-out (a
+ * revocation, a policy change): well within the route's own REQUEST_BUDGET_MS, so one slow gate
+ * never turns a change that stands into a `503`. The gates not told by then are told after.
+ */
+export const FANOUT_ANSWER_MS = REQUEST_BUDGET_MS / 2;
 
 /** A bounded wait ran out: `what` did not answer within `ms`. */
 export class DeadlineExceeded extends Error {

@@ -11,7 +11,18 @@ import { DEFAULT_HIGH_RISK } from "../../sdk/src/human/policy";
 import type { SessionGate } from "../../worker/gate/session-gate";
 import { SessionGate as Gate } from "../../worker/gate/session-gate";
 import type { GateStore } from "../../worker/gate/store";
-import { api, connectAgent, createKey, hubStub, pendingApprovals, permissionParams, signUp, unique } from "./helpers";
+import {
+  api,
+  connectAgent,
+  createKey,
+  gateStub,
+  hubStub,
+  pendingApprovals,
+  permissionParams,
+  signUp,
+  unique,
+} from "./helpers";
+import { stallGate } from "./stall";
 import { openLive } from "./team-helpers";
 
 afterEach(() => {
@@ -31,6 +42,13 @@ function failingGate(sessionId: string): { failures: number } {
   });
   return seen;
 }
+
+/** The policy version session `sessionId`'s gate holds. */
+const gatePolicyVersion = (teamId: string, sessionId: string) =>
+  runInDurableObject(
+    gateStub(teamId, sessionId),
+    (gate) => (gate as unknown as { store: GateStore }).store.meta()?.policyVersion,
+  );
 
 const hubSeesConnected = (teamId: string, sessionId: string) =>
   vi.waitFor(async () => {
@@ -67,4 +85,30 @@ describe("a policy change one gate misses", () => {
     expect(live.frames.filter(ours).map((f) => (f.approval as Approval).risk)).toEqual(["high"]);
     live.ws.close();
   });
+});
+
+describe("a policy change one gate never answers", () => {
+  it("is answered within the route's budget, and reaches that gate once it answers", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const stuckId = unique("stuck");
+    const liveId = unique("live");
+    await connectAgent(key, stuckId);
+    await connectAgent(key, liveId);
+    await hubSeesConnected(owner.teamId, stuckId);
+    await hubSeesConnected(owner.teamId, liveId);
+    const before = await gatePolicyVersion(owner.teamId, liveId);
+    const stalled = await stallGate(owner.teamId, stuckId);
+    try {
+      const highRisk = [...DEFAULT_HIGH_RISK, { command: "rm -r *" }];
+      const put = await api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify({ highRisk }) });
+      expect(put.status).toBe(200);
+      expect(await gatePolicyVersion(owner.teamId, liveId)).toBeGreaterThan(before ?? 0);
+    } finally {
+      stalled.release();
+    }
+    await vi.waitFor(async () =>
+      expect(await gatePolicyVersion(owner.teamId, stuckId)).toBe(await gatePolicyVersion(owner.teamId, liveId)),
+    );
+  }, 30_000);
 });

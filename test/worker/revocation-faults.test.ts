@@ -27,6 +27,7 @@ import {
   unique,
 } from "./helpers";
 import { makeRule, npmTest, teamRule } from "./rule-helpers";
+import { stallGate } from "./stall";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -170,6 +171,31 @@ const ageReadBack = (teamId: string, ms: number) =>
 const reasonOf = (answer: Record<string, unknown>) =>
   (answer as { result?: { _meta?: { tapgate?: { reason?: string } } } }).result?._meta?.tapgate?.reason ??
   (answer as { error?: { data?: { reason?: string } } }).error?.data?.reason;
+
+describe("a revocation one gate never answers", () => {
+  it("is answered within the route's budget, that gate counted unreached, and reaches it once it answers", async () => {
+    const owner = await signUp();
+    const { id: keyId, key } = await createKey(owner);
+    const stuckId = unique("stuck");
+    const liveId = unique("live");
+    const stuck = await connectAgent(key, stuckId);
+    const live = await connectAgent(key, liveId);
+    await live.ask(1, permissionParams(liveId));
+    const stalled = await stallGate(owner.teamId, stuckId);
+    try {
+      // The hub answers once the other gate is told, not after the stuck one's whole budget.
+      const revoked = await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie });
+      expect(revoked.status).toBe(200);
+      expect(await json(revoked)).toMatchObject({ id: keyId, deniedRequests: 1, unreachedSessions: 1 });
+      expect((await live.closed).code).toBe(4001);
+      expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 1, remembered: true });
+    } finally {
+      stalled.release();
+    }
+    // The stuck gate takes calls again: the revocation still waiting on it closes its socket.
+    expect((await stuck.closed).code).toBe(4001);
+  }, 30_000);
+});
 
 describe("a revocation the hub never hears", () => {
   it("is read back from D1 once the hub's last read is 30 s old: the key refused, its gate told", async () => {

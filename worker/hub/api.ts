@@ -273,7 +273,8 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * An agent key of the team was revoked in D1: the hub vouches for no cached copy of it
    * (`keyInUse`), refuses it at admission, and tells every session of `sessionIds` (the ones it
    * opened), durably: the first now, the rest and any that failed from its alarm, until each
-   * acknowledged (`revocations.ts`).
+   * acknowledged (`revocations.ts`). Answers within FANOUT_ANSWER_MS of the first calls: a gate
+   * slower than that is counted in `unreachedSessions` and told after.
    */
   keyRevoked(teamId: string, keyId: string, sessionIds: string[]): Promise<KeyRevocation>;
   /**
@@ -294,7 +295,8 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
   /**
    * The policy changed in D1: the hub takes it up and hands it to every live session (a report
    * within SESSION_LIVE_MS), at most 40 calls per invocation, 20 at a time; the rest continue
-   * from the hub's alarm. Resolves once the first 40 have answered or failed; a gate that
+   * from the hub's alarm. Resolves once the first 40 have answered or failed, or after
+   * FANOUT_ANSWER_MS (the slower ones are told after); a gate that
    * missed it gets it from the hub's answer to its next admission (before the request is held),
    * when it next reports, or at its next join.
    */

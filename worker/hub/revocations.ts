@@ -21,7 +21,7 @@
  * gate does with it (its state machine).
  */
 import { keysRevokedAfter, type RevokedKeyRecord, type RevokedKeysCursor } from "../db";
-import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
+import { FANOUT_ANSWER_MS, orFallback, REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { sessionGate } from "../gate/api";
 import type { KeyRevocation } from "./api";
 import type { HubHost } from "./host";
@@ -71,8 +71,10 @@ export class Revocations {
    */
   async revoked(keyId: string, sessionIds: readonly string[], now: number): Promise<KeyRevocation> {
     this.takeUp(keyId, sessionIds, now);
-    const deniedRequests = await this.fanOut(now, keyId);
-    return { deniedRequests, unreachedSessions: this.waiting(keyId) };
+    const tally = { denied: 0 };
+    // The revoking route waits for this answer: gates slower than FANOUT_ANSWER_MS are told after it.
+    await orFallback(this.fanOut(now, keyId, tally), FANOUT_ANSWER_MS, "hub.revocationFanOut", undefined);
+    return { deniedRequests: tally.denied, unreachedSessions: this.waiting(keyId) };
   }
 
   /** Remembers `keyId` revoked and writes down the sessions to tell, before any is told. */
@@ -152,14 +154,14 @@ export class Revocations {
   }
 
   /**
-   * Tells the next REVOCATION_FANOUT_PER_RUN gates due (key `first`'s before others); how many
-   * requests of `first` they denied. Rows are claimed before the first call (due again only
+   * Tells the next REVOCATION_FANOUT_PER_RUN gates due (key `first`'s before others), counting in
+   * `tally` the requests of `first` they denied as they answer. Rows are claimed before the first call (due again only
    * after TELLING_MS), so an alarm running alongside takes others; each leaves once its gate
    * acknowledged, or waits its backoff.
    */
-  private async fanOut(now: number, first = ""): Promise<number> {
+  private async fanOut(now: number, first = "", tally = { denied: 0 }): Promise<void> {
     const teamId = this.host.teamId();
-    if (!teamId) return 0;
+    if (!teamId) return;
     const { sql } = this.host;
     const claimed = sql
       .exec<Waiting>(
@@ -175,37 +177,34 @@ export class Revocations {
       .toArray();
     // Should this instance die mid-call, its alarm tells the claimed gates again.
     if (claimed.length > 0) await this.host.setAlarm(now + TELLING_MS);
-    let denied = 0;
     for (let i = 0; i < claimed.length; i += REVOCATION_FANOUT_BATCH) {
-      const batch = claimed.slice(i, i + REVOCATION_FANOUT_BATCH);
-      const told = await Promise.allSettled(
-        batch.map((r) =>
+      // Each gate's answer is taken as it comes: a route waiting on the fan-out sees the fast ones.
+      await Promise.all(
+        claimed.slice(i, i + REVOCATION_FANOUT_BATCH).map((row) =>
           withDeadline(
-            sessionGate(this.host.env, teamId, r.session_id).revokeKey(teamId, r.key_id),
+            sessionGate(this.host.env, teamId, row.session_id).revokeKey(teamId, row.key_id),
             REQUEST_BUDGET_MS,
             "gate.revokeKey",
+          ).then(
+            (denied) => {
+              if (row.key_id === first) tally.denied += denied;
+              sql.exec("DELETE FROM revocation_fanout WHERE key_id = ? AND session_id = ?", row.key_id, row.session_id);
+            },
+            () => {
+              sql.exec(
+                "UPDATE revocation_fanout SET attempts = ?, next_at = ? WHERE key_id = ? AND session_id = ?",
+                row.attempts + 1,
+                Date.now() + retryDelayMs(row.attempts),
+                row.key_id,
+                row.session_id,
+              );
+            },
           ),
         ),
       );
-      told.forEach((t, j) => {
-        const row = batch[j] as Waiting;
-        if (t.status === "fulfilled") {
-          if (row.key_id === first) denied += t.value;
-          sql.exec("DELETE FROM revocation_fanout WHERE key_id = ? AND session_id = ?", row.key_id, row.session_id);
-          return;
-        }
-        sql.exec(
-          "UPDATE revocation_fanout SET attempts = ?, next_at = ? WHERE key_id = ? AND session_id = ?",
-          row.attempts + 1,
-          Date.now() + retryDelayMs(row.attempts),
-          row.key_id,
-          row.session_id,
-        );
-      });
     }
     this.vouching.pruneRevokedKeys(now);
     const next = sql.exec<{ at: number | null }>("SELECT MIN(next_at) AS at FROM revocation_fanout").one().at;
     if (next !== null) await this.host.setAlarm(next);
-    return denied;
   }
 }

@@ -14,7 +14,7 @@
 
 import type { AgentSession, SessionInfo } from "../../sdk/src/approval";
 import { getTeamPolicy } from "../db";
-import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
+import { ALARM_BUDGET_MS, FANOUT_ANSWER_MS, orFallback, withDeadline } from "../deadline";
 import { sessionGate } from "../gate/api";
 import type { VersionedPolicy } from "../policy";
 import { type DeadLetteredSession, SESSION_LIVE_MS, type SessionNews } from "./api";
@@ -159,7 +159,8 @@ export class Sessions {
       "INSERT INTO policy_fanout (session_id) SELECT session_id FROM sessions WHERE connected = 1 AND last_seen_at >= ?",
       now - SESSION_LIVE_MS,
     );
-    await this.fanOut();
+    // The route that changed it waits for this answer: gates slower than FANOUT_ANSWER_MS are told after it.
+    await orFallback(this.fanOut(), FANOUT_ANSWER_MS, "hub.policyFanOut", undefined);
   }
 
   /** The alarm's share: stale rows corrected, old ones pruned, and the next part of a fan-out. */
