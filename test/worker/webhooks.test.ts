@@ -30,9 +30,12 @@ interface Received {
   headers: Record<string, string>;
 }
 
+/** An answer a receiver never gives: the request waits until the sender gives up (its signal aborts). */
+const NEVER = 0;
+
 /**
- * The receiver: what reached each path, and what a path answers next (200 unless told). Each
- * test's endpoint has a path of its own: hubs of earlier tests may still deliver.
+ * The receiver: what reached each path, and what a path answers next (200 unless told; NEVER:
+ * no answer). Each test's endpoint has a path of its own: hubs of earlier tests may still deliver.
  */
 function fakeReceiver() {
   const received: Received[] = [];
@@ -53,13 +56,32 @@ function fakeReceiver() {
       body: await request.text(),
       headers: Object.fromEntries(request.headers),
     });
-    return new Response(null, { status: answers.get(path)?.shift() ?? 200 });
+    const status = answers.get(path)?.shift() ?? 200;
+    if (status !== NEVER) return new Response(null, { status });
+    return new Promise<Response>((_, reject) => {
+      const signal = init?.signal;
+      signal?.addEventListener("abort", () => reject(signal.reason));
+    });
   });
   return {
     at: (path: string) => received.filter((r) => r.path === path),
     answer: (path: string, ...statuses: number[]) => answers.set(path, statuses),
     others,
   };
+}
+
+/**
+ * The sender's timeouts (`AbortSignal.timeout`): how long each asked for; each runs out at once
+ * instead (a 10 s wait would only slow the test down).
+ */
+function shortTimeouts(): number[] {
+  const asked: number[] = [];
+  const timeout = AbortSignal.timeout.bind(AbortSignal);
+  vi.spyOn(AbortSignal, "timeout").mockImplementation((ms) => {
+    asked.push(ms);
+    return timeout(1);
+  });
+  return asked;
 }
 
 let receiver: ReturnType<typeof fakeReceiver>;
@@ -261,6 +283,21 @@ describe("delivery", () => {
       ["delivered", 1, null],
       ["failed", 2, "status 503"],
     ]);
+  });
+
+  it("a receiver that never answers: the try gives up after 10 s, and the message waits for its retry", async () => {
+    const owner = await signUp();
+    const hook = await addWebhook(owner, ["audit.appended"]);
+    await deliveredTo(owner.teamId, hook.path, 1);
+    receiver.answer(hook.path, NEVER);
+    const timeouts = shortTimeouts();
+    await hubStub(owner.teamId).appendAudit([testEvent(owner.teamId, 1)]);
+    await alarmAt(owner.teamId);
+    expect(receiver.at(hook.path)).toHaveLength(2);
+    expect(timeouts).toEqual([10_000]);
+    const [waiting] = (await endpoints(owner))[0]?.deliveries ?? [];
+    expect(waiting).toMatchObject({ state: "pending", attempts: 1, lastStatus: null, lastError: "timeout after 10 s" });
+    expect(waiting?.nextAt).toBeGreaterThan(Date.now());
   });
 
   it("a 3xx is a failure, never followed", async () => {
