@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { DeadlineExceeded, orFallback, withDeadline } from "./deadline";
+import { DeadlineExceeded, orFallback, waitAtMost, withDeadline } from "./deadline";
 
 describe("withDeadline", () => {
   beforeEach(() => vi.useFakeTimers());
@@ -31,5 +31,21 @@ describe("withDeadline", () => {
     await vi.advanceTimersByTimeAsync(2_000);
     await expect(late).resolves.toBe("fallback");
     await expect(orFallback(Promise.reject(new Error("x")), 2_000, "hub.timeline", "fb")).resolves.toBe("fb");
+  });
+
+  it("waitAtMost goes on after the budget without a word, and logs a call that failed", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    let finished = false;
+    const waited = waitAtMost(new Promise<never>(() => undefined), 1_000, "hub.policyFanOut").then(() => {
+      finished = true;
+    });
+    await vi.advanceTimersByTimeAsync(999);
+    expect(finished).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await waited;
+    expect(logged).not.toHaveBeenCalled();
+    await waitAtMost(Promise.reject(new Error("storage failed")), 1_000, "hub.revocationFanOut");
+    expect(logged).toHaveBeenCalledWith(expect.stringContaining("hub.revocationFanOut failed: Error: storage failed"));
+    logged.mockRestore();
   });
 });

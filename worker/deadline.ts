@@ -23,7 +23,7 @@ export const REQUEST_BUDGET_MS = 2_000;
  * revocation, a policy change): well within the route's own REQUEST_BUDGET_MS, so one slow gate
  * never turns a change that stands into a `503`. The gates not told by then are told after.
  */
-export const FANOUT_ANSWER_MS = REQUEST_BUDGET_MS / 2;
+export const FANOUT_ANSWER_MS = (REQUEST_BUDGET_MS * 3) / 4;
 
 /** A bounded wait ran out: `what` did not answer within `ms`. */
 export class DeadlineExceeded extends Error {
@@ -47,6 +47,18 @@ export async function withDeadline<T>(promise: Promise<T>, ms: number, what: str
     return await Promise.race([promise, late]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Waits for `promise` at most `ms`, then goes on without it (it keeps running): for work a
+ * caller need not see finish. A failure other than running out of time is logged, never thrown.
+ */
+export async function waitAtMost(promise: Promise<unknown>, ms: number, what: string): Promise<void> {
+  try {
+    await withDeadline(promise, ms, what);
+  } catch (error) {
+    if (!(error instanceof DeadlineExceeded)) console.error(`${what} failed: ${String(error).slice(0, 200)}`);
   }
 }
 

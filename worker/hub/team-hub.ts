@@ -297,6 +297,8 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async gateReport(teamId: string, report: GateReport): Promise<GateReportAnswer> {
     await this.reportTurns.take();
+    // A connected session reports at least every 10 min: a revocation the hub missed is read back.
+    this.parts.revocations.readBackWhenDue(teamId, Date.now());
     return readGateReport(this, teamId, report, (work) => this.ctx.waitUntil(work));
   }
 
