@@ -16,10 +16,10 @@
  * and fanned out from then on. A key it heard of is not taken up again (`revocations_heard`,
  * kept while a read back could still return it).
  *
- * Owns: the `revocation_fanout` and `revocations_heard` tables, `meta('revocations_read')` (the read back's cursor), the
- * fan-out's order, bounds and retries. Does not own:
- * the revocation itself (D1, `team/keys.ts`), the revoked-key memory (`vouching.ts`), or what a
- * gate does with it (its state machine).
+ * Owns: the `revocation_fanout` and `revocations_heard` tables, `meta('revocations_read')` (the
+ * read back's cursor), the fan-out's order, bounds and retries. Does not own: the revocation
+ * itself (D1, `team/keys.ts`), the revoked-key memory (`vouching.ts`), or what a gate does with
+ * it (its state machine).
  */
 import { keysRevokedAfter, type RevokedKeyRecord, type RevokedKeysCursor } from "../db";
 import { FANOUT_ANSWER_MS, REQUEST_BUDGET_MS, waitAtMost, withDeadline } from "../deadline";
@@ -145,7 +145,9 @@ export class Revocations {
         ? { at: 0, after: { revokedAt: lastKey.revokedAt, keyId: lastKey.keyId }, runFrom }
         : { at: now, after: { revokedAt: runFrom - READ_OVERLAP_MS, keyId: "" } };
     this.saveReadBack(next);
-    this.host.sql.exec("DELETE FROM revocations_heard WHERE heard_at < ?", next.after.revokedAt - HEARD_MARGIN_MS);
+    // The earliest the run's last read will look from: a key heard well before it cannot come back.
+    const earliest = Math.min(next.after.revokedAt, runFrom - READ_OVERLAP_MS);
+    this.host.sql.exec("DELETE FROM revocations_heard WHERE heard_at < ?", earliest - HEARD_MARGIN_MS);
     if (missed.length > 0) await this.fanOut(Date.now());
   }
 
