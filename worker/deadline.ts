@@ -23,7 +23,7 @@ export const REQUEST_BUDGET_MS = 2_000;
  * revocation, a policy change): well within the route's own REQUEST_BUDGET_MS, so one slow gate
  * never turns a change that stands into a `503`. The gates not told by then are told after.
  */
-export const FANOUT_ANSWER_MS = (REQUEST_BUDGET_MS * 3) / 4;
+export const FANOUT_ANSWER_MS = REQUEST_BUDGET_MS / 2;
 
 /** A bounded wait ran out: `what` did not answer within `ms`. */
 export class DeadlineExceeded extends Error {

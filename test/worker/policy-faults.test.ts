@@ -72,7 +72,7 @@ describe("a policy change one gate misses", () => {
     const highRisk = [...DEFAULT_HIGH_RISK, { command: "rm -r *" }];
     const put = await api("/v1/policy", { method: "PUT", cookie: owner.cookie, body: JSON.stringify({ highRisk }) });
     expect(put.status).toBe(200);
-    // The route may answer before the hub reached that gate (it waits on the gates 1.5 s at most).
+    // The route may answer before the hub reached that gate (it waits on the gates 1 s at most).
     await vi.waitFor(() => expect(seen.failures).toBe(1));
 
     const live = await openLive(owner);

@@ -240,6 +240,20 @@ describe("a revocation the hub never hears", () => {
     expect(await pendingApprovals(owner, sessionId)).toEqual([]);
   });
 
+  it("never stands in an admission's way: a cursor that cannot be read is replaced, the request held", async () => {
+    const owner = await signUp();
+    const { key } = await createKey(owner);
+    const sessionId = unique("cursor");
+    const agent = await connectAgent(key, sessionId);
+    await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).not.toBeNull());
+    await runInDurableObject(hubStub(owner.teamId), (_hub, state) => {
+      state.storage.sql.exec("UPDATE meta SET v = 'not a cursor' WHERE k = 'revocations_read'");
+    });
+    await agent.ask(1, permissionParams(sessionId));
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
+    await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).toBeGreaterThan(0));
+  });
+
   it("never takes up again a key the hub was told of, once its memory of it is over", async () => {
     const owner = await signUp();
     const { id: keyId, key } = await createKey(owner);

@@ -112,12 +112,20 @@ export class Revocations {
    * old (or there was none), in the background: from each admission and each gate's report.
    */
   readBackWhenDue(teamId: string, now: number): void {
-    const last = this.lastReadBack();
-    if (last !== null && now - last.at < REVOCATIONS_MAX_AGE_MS) return;
-    this.readingBack ??= this.readBack(teamId).finally(() => {
-      this.readingBack = null;
-    });
-    this.background(this.readingBack);
+    // Never in the way of the admission or report that starts it: a failure is only logged.
+    const failed = (error: unknown) => console.error(`revocations: read back failed: ${String(error).slice(0, 200)}`);
+    try {
+      const last = this.lastReadBack();
+      if (this.readingBack || (last !== null && now - last.at < REVOCATIONS_MAX_AGE_MS)) return;
+      this.readingBack = this.readBack(teamId)
+        .catch(failed)
+        .finally(() => {
+          this.readingBack = null;
+        });
+      this.background(this.readingBack);
+    } catch (error) {
+      failed(error);
+    }
   }
 
   /**
@@ -156,9 +164,14 @@ export class Revocations {
     return this.host.sql.exec("SELECT 1 FROM revocations_heard WHERE key_id = ?", keyId).toArray().length > 0;
   }
 
+  /** The stored cursor; one that cannot be read counts as none (the next read starts afresh, and replaces it). */
   private lastReadBack(): ReadBack | null {
     const v = this.host.sql.exec("SELECT v FROM meta WHERE k = 'revocations_read'").toArray()[0]?.v;
-    return typeof v === "string" ? (JSON.parse(v) as ReadBack) : null;
+    try {
+      return typeof v === "string" ? (JSON.parse(v) as ReadBack) : null;
+    } catch {
+      return null;
+    }
   }
 
   private saveReadBack(read: ReadBack): void {
