@@ -210,6 +210,14 @@ export function hubStub(teamId: string) {
   return env.TEAM_HUB.get(env.TEAM_HUB.idFromName(teamId)) as unknown as DurableObjectStub<TeamHub>;
 }
 
+/** Whether the team's hub shows session `sessionId` connected (null: it has no row for it). */
+export function hubShowsConnected(teamId: string, sessionId: string): Promise<boolean | null> {
+  return runInDurableObject(hubStub(teamId), (_hub, state) => {
+    const row = state.storage.sql.exec("SELECT connected FROM sessions WHERE session_id = ?", sessionId).toArray()[0];
+    return row ? row.connected === 1 : null;
+  });
+}
+
 /** Hands the gate's outbox to D1 now, so the index can be read without waiting. */
 export async function flush(teamId: string, sessionId: string): Promise<void> {
   await runInDurableObject(gateStub(teamId, sessionId), (gate) => gate.flushOutbox());

@@ -13,6 +13,7 @@ import {
   connectAgent,
   createKey,
   gateStub,
+  hubShowsConnected,
   hubStub,
   pendingApprovals,
   permissionParams,
@@ -34,13 +35,6 @@ function reportsLost() {
   });
   return { lost, restore: () => spy.mockRestore() };
 }
-
-/** Whether the hub shows session `sessionId` connected (null: it has no row for it). */
-const hubShowsConnected = (teamId: string, sessionId: string) =>
-  runInDurableObject(hubStub(teamId), (_hub, state) => {
-    const row = state.storage.sql.exec("SELECT connected FROM sessions WHERE session_id = ?", sessionId).toArray()[0];
-    return row ? row.connected === 1 : null;
-  });
 
 /** The hub's own copy of request `approvalId`'s state (the card its dashboards show), if any. */
 const hubCardState = (teamId: string, approvalId: string) =>

@@ -16,7 +16,7 @@ import {
   connectAgent,
   createKey,
   gateStub,
-  hubStub,
+  hubShowsConnected,
   pendingApprovals,
   permissionParams,
   signUp,
@@ -51,12 +51,7 @@ const gatePolicyVersion = (teamId: string, sessionId: string) =>
   );
 
 const hubSeesConnected = (teamId: string, sessionId: string) =>
-  vi.waitFor(async () => {
-    const connected = await runInDurableObject(hubStub(teamId), (_, state) =>
-      state.storage.sql.exec("SELECT 1 FROM sessions WHERE session_id = ? AND connected = 1", sessionId).toArray(),
-    );
-    expect(connected).toHaveLength(1);
-  });
+  vi.waitFor(async () => expect(await hubShowsConnected(teamId, sessionId)).toBe(true));
 
 describe("a policy change one gate misses", () => {
   it("holds that gate's next request under the new policy, and no dashboard sees it drafted under the old", async () => {
