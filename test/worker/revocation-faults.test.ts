@@ -165,6 +165,28 @@ const revokedAtHub = (teamId: string, keyId: string) =>
     return row?.revoked_at as number | undefined;
   });
 
+/** Where the hub's next read back of D1's revocations starts. */
+const readBackCursor = (teamId: string) =>
+  runInDurableObject(hubStub(teamId), (_hub, state) => {
+    const v = state.storage.sql.exec("SELECT v FROM meta WHERE k = 'revocations_read'").one().v as string;
+    return (JSON.parse(v) as { after: unknown }).after;
+  });
+
+/** While `down()` holds, D1 fails the hub's read back of the team's revocations (a D1 that cannot be read). */
+function failingRevocationReads(down: () => boolean): { failures: number } {
+  const seen = { failures: 0 };
+  const d1 = Object.getPrototypeOf(env.DB) as D1Database;
+  const prepare = d1.prepare;
+  vi.spyOn(d1, "prepare").mockImplementation(function (this: D1Database, query: string) {
+    if (query.includes("json_group_array(s.session_id)") && down()) {
+      seen.failures++;
+      throw new Error("D1_ERROR: D1 is overloaded");
+    }
+    return prepare.call(this, query);
+  });
+  return seen;
+}
+
 /** The hub's last read back happened `ms` earlier than it did. */
 const ageReadBack = (teamId: string, ms: number) =>
   runInDurableObject(hubStub(teamId), (_hub, state) => {
@@ -238,6 +260,49 @@ describe("a revocation the hub never hears", () => {
     expect((await agent.closed).code).toBe(4001);
     await vi.waitFor(async () => expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 0, remembered: true }));
     expect(await pendingApprovals(owner, sessionId)).toEqual([]);
+  });
+
+  it("is read again 30 s after D1 fails the read back, from where it was: the key then refused", async () => {
+    const owner = await signUp();
+    const { id: keyId, key } = await createKey(owner);
+    const sessionId = unique("d1-down");
+    const agent = await connectAgent(key, sessionId);
+    await agent.ask(1, permissionParams(sessionId));
+    await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).not.toBeNull());
+    const cursor = await readBackCursor(owner.teamId);
+
+    unreachableHub();
+    const gate = failingGate(sessionId, () => gate.failures === 0);
+    const response = await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie });
+    expect(response.status).toBe(500);
+    await env.DB.prepare("UPDATE api_keys SET revoked_at = revoked_at - ? WHERE id = ?")
+      .bind(REVOCATIONS_MAX_AGE_MS, keyId)
+      .run();
+
+    // D1 fails the read back: the admission that started it is held all the same, the failure logged.
+    let d1Down = true;
+    const d1 = failingRevocationReads(() => d1Down);
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    await ageReadBack(owner.teamId, REVOCATIONS_MAX_AGE_MS);
+    const failedAt = Date.now();
+    await agent.ask(2, permissionParams(sessionId));
+    await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).toBeGreaterThanOrEqual(failedAt));
+    expect(d1.failures).toBe(1);
+    expect(logged).toHaveBeenCalledWith(expect.stringContaining("could not be read back"));
+    expect(await readBackCursor(owner.teamId)).toEqual(cursor);
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(2);
+
+    // Within 30 s of the failed read none is tried; once D1 answers, the next read 30 s on finds the key.
+    d1Down = false;
+    await agent.ask(3, permissionParams(sessionId));
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(3);
+    expect(d1.failures).toBe(1);
+    await ageReadBack(owner.teamId, REVOCATIONS_MAX_AGE_MS);
+    await agent.ask(4, permissionParams(sessionId));
+    const answers = await Promise.all([1, 2, 3, 4].map(() => agent.next()));
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4]);
+    expect(answers.map(reasonOf)).toEqual(Array(4).fill("key_revoked"));
+    expect((await agent.closed).code).toBe(4001);
   });
 
   it("never stands in an admission's way: a cursor that cannot be read is replaced, the request held", async () => {

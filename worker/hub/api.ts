@@ -297,9 +297,9 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * The policy changed in D1: the hub takes it up and hands it to every live session (a report
    * within SESSION_LIVE_MS), at most 40 calls per invocation, 20 at a time; the rest continue
    * from the hub's alarm. Resolves once the first 40 have answered or failed, or after
-   * FANOUT_ANSWER_MS (the slower ones are told after); a gate that
-   * missed it gets it from the hub's answer to its next admission (before the request is held),
-   * when it next reports, or at its next join.
+   * FANOUT_ANSWER_MS (the slower ones are told after); a gate that missed it gets it from the
+   * hub's answer to its next admission (before the request is held), when it next reports, or at
+   * its next join.
    */
   policyChanged(): Promise<void>;
 
