@@ -1,11 +1,16 @@
 /**
- * A hub evicted in the middle of an escalation step: the step was marked started before its
- * pushes and mails left, so the gate's retry of it (the same step, asked again) sends none of
- * them twice. The eviction is left as it leaves the hub's storage: the step's start marked, its
- * outcome never stored. A fake push service and the dev outbox stand for what is outside.
+ * A hub evicted in the middle of an escalation step: a push step was marked started before its
+ * pushes left, so the gate's retry of it (the same step, asked again) sends none twice; a mail
+ * step runs again, and its mail carries the same idempotency key, so the provider (here the dev
+ * outbox, which keeps one message per key as the provider sends one) does not send it twice. The
+ * eviction is left as it leaves the hub's storage: the step's start marked (and its mail sent),
+ * its outcome never stored. A fake push service and the dev outbox stand for what is outside.
  */
-import { runInDurableObject } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { escalationMailKey } from "../../worker/hub/escalation-mail";
+import { sendMail } from "../../worker/mail";
+import type { Env } from "../../worker/types";
 import { fakePushService } from "./fake-push";
 import {
   connectAgent,
@@ -70,7 +75,18 @@ describe("a hub evicted mid-step", () => {
     expect(fake.to(phone)).toHaveLength(1);
     await at(180_000);
     expect(fake.to(phone)).toHaveLength(2); // step 2 was never started: it goes
+    // The evicted instance's mail of step 3 went before it stored anything: the run again sends it under the same key.
+    const evictedMail = {
+      to: owner.email,
+      subject: "An agent is waiting for your answer on Tapgate",
+      text: "",
+      link: null,
+    };
+    await sendMail(env as unknown as Env, {
+      ...evictedMail,
+      idempotencyKey: escalationMailKey(approval.id, 3, "step", owner.userId),
+    });
     await at(300_000);
-    expect(await escalationMails(owner)).toHaveLength(0);
+    expect(await escalationMails(owner)).toHaveLength(1);
   });
 });

@@ -230,12 +230,16 @@ export interface DevMessage {
   text: string;
   link: string | null;
   sentAt: number;
+  /** As the provider does, the outbox keeps one message per key. */
+  idempotencyKey?: string;
 }
 
 export async function saveDevMessage(db: D1Database, m: DevMessage): Promise<void> {
   await db
-    .prepare("INSERT INTO dev_outbox (recipient, subject, body, link, sent_at) VALUES (?, ?, ?, ?, ?)")
-    .bind(m.to, m.subject, m.text, m.link, m.sentAt)
+    .prepare(
+      "INSERT OR IGNORE INTO dev_outbox (recipient, subject, body, link, sent_at, idempotency_key) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(m.to, m.subject, m.text, m.link, m.sentAt, m.idempotencyKey ?? null)
     .run();
 }
 

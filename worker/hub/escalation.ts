@@ -5,8 +5,8 @@
  * about (who the request reached, who saw it), and each request's timeline of steps.
  *
  * Owns: the `escalations` table (each step and phase run once, with its outcome: the timeline),
- * `escalation_starts` (a step marked started before its mails, pushes and posts leave, so a hub
- * evicted mid-step sends none of them twice), `live_cards` (cards shown on, and seen from,
+ * `escalation_starts` (a push or channel step marked started before its pushes and posts leave,
+ * so a hub evicted mid-step sends none of them twice), `live_cards` (cards shown on, and seen from,
  * visible pages) and the receipts report to the request's gate. Does not own: when a step runs
  * (the gate's `escalation.ts`, by its alarm), pushes and their budget (`push-queue.ts`,
  * `push-budget.ts`), the mail (`escalation-mail.ts`), channel posts (`channel-posts.ts`), who is
@@ -137,13 +137,16 @@ export class Escalations {
     if (!this.feed.remember(approval, order.ownerUserId, now)) return null;
     await this.directory.load();
     const people = this.directory.peopleFor(order.to, order.ownerUserId);
-    const outcome = !this.markStarted(order, now)
-      ? this.startedBefore(order, people)
-      : order.via === "email"
-        ? await mailStep(this.host, this.directory, order, people)
-        : order.via === "push"
-          ? await this.pushTo(order, people, now)
-          : await this.channels.step(order, people, now);
+    // A mail step may run again (it mails only those it has not: escalation-mail.ts); the others
+    // run once, marked started before anything leaves.
+    const outcome =
+      order.via === "email"
+        ? await mailStep(this.host, this.directory, order, people, now)
+        : !this.markStarted(order, now)
+          ? this.startedBefore(order, people)
+          : order.via === "push"
+            ? await this.pushTo(order, people, now)
+            : await this.channels.step(order, people, now);
     const stored = { ...outcome, shownLive: outcome.shownLive.map((id) => this.directory.nameOf(id)) };
     sql.exec(
       "INSERT OR IGNORE INTO escalations (approval_id, step, phase, at, via, outcome) VALUES (?, ?, ?, ?, ?, ?)",
@@ -176,19 +179,16 @@ export class Escalations {
   }
 
   /**
-   * A step an evicted instance started: its mails went (or are lost) and its pushes went or wait
-   * in the durable push queue, so none is sent again. The pushes count as they stand; a mail is
-   * not known to have reached anyone.
+   * A push or channel step an evicted instance started: its pushes went or wait in the durable
+   * push queue, its posts in the channel queue, so none is sent again; they count as they stand.
    */
   private startedBefore(order: EscalationOrder, people: string[]) {
     const devices = people.flatMap((userId) => this.directory.devicesOf(userId).map((d) => d.id));
     const { via } = order;
     const reached =
-      via === "email"
-        ? 0
-        : via === "push"
-          ? this.push.reachedOrTrying(order.approval.id, devices).length
-          : this.channels.reached(order.approval.id, via);
+      via === "push"
+        ? this.push.reachedOrTrying(order.approval.id, devices).length
+        : this.channels.reached(order.approval.id, via);
     return { reached, to: people.map((id) => this.directory.nameOf(id)), held: false, shownLive: [] as string[] };
   }
 
@@ -385,7 +385,7 @@ export class Escalations {
   /** Forgets the steps and cards of requests the feed forgets (resolved before `before`). */
   prune(before: number): void {
     this.channels.prune(before);
-    for (const table of ["escalations", "escalation_starts", "live_cards"]) {
+    for (const table of ["escalations", "escalation_starts", "escalation_mails", "live_cards"]) {
       this.host.sql.exec(
         `DELETE FROM ${table} WHERE approval_id IN (SELECT id FROM approvals WHERE state <> 'pending' AND updated_at < ?)`,
         before,

@@ -99,6 +99,10 @@ const MIGRATIONS: MigrationStep[] = [
   // them, so a key it was told of is not fanned out again.
   `CREATE TABLE IF NOT EXISTS revocations_heard (key_id TEXT PRIMARY KEY, heard_at INTEGER NOT NULL);
    CREATE INDEX IF NOT EXISTS revocations_heard_at ON revocations_heard (heard_at);`,
+  // Each person an escalation step's mail reached (escalation-mail.ts): a step whose mail failed
+  // for some is run again and mails only the rest.
+  `CREATE TABLE IF NOT EXISTS escalation_mails (approval_id TEXT NOT NULL, step INTEGER NOT NULL, phase TEXT NOT NULL,
+     user_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (approval_id, step, phase, user_id));`,
 ];
 
 /** The version every hub reaches on its next start. */
