@@ -100,9 +100,17 @@ describe("a revocation one gate misses", () => {
 
     // The missed session's gate throws once when told.
     const gate = failingGate(missedId, () => gate.failures === 0);
+    const revokedFrom = Date.now();
     expect(await revoke(owner, keyId)).toMatchObject({ id: keyId, deniedRequests: 0, unreachedSessions: 1 });
+    const revokedBy = Date.now();
     expect((await reached.closed).code).toBe(4001);
     expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 1, remembered: true });
+    // Told again after its backoff: 2 s after the failed call, doubling.
+    const retryAt = await runInDurableObject(hubStub(owner.teamId), (_hub, state) =>
+      Number(state.storage.sql.exec("SELECT next_at FROM revocation_fanout WHERE key_id = ?", keyId).one().next_at),
+    );
+    expect(retryAt).toBeGreaterThanOrEqual(revokedFrom + 2_000);
+    expect(retryAt).toBeLessThanOrEqual(revokedBy + 2_000);
 
     // Its socket is still served there, but the hub refuses the key: nothing is held, no rule allows.
     await missed.ask(3, byRule(missedId));

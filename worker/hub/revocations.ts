@@ -234,7 +234,7 @@ export class Revocations {
               sql.exec(
                 "UPDATE revocation_fanout SET attempts = ?, next_at = ? WHERE key_id = ? AND session_id = ?",
                 row.attempts + 1,
-                Date.now() + retryDelayMs(row.attempts),
+                Date.now() + retryDelayMs(row.attempts + 1),
                 row.key_id,
                 row.session_id,
               );
