@@ -6,7 +6,9 @@
 import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Ladder } from "../../worker/gate/escalation-rules";
+import { DIRECTORY_MAX_AGE_MS } from "../../worker/hub/directory";
 import type { TeamHub } from "../../worker/hub/team-hub";
+import { TeamHub as TeamHubClass } from "../../worker/hub/team-hub";
 import { DEFAULT_POLICY } from "../../worker/policy";
 import { fakePushService } from "./fake-push";
 import {
@@ -26,6 +28,7 @@ import {
 } from "./helpers";
 import { teamRule } from "./rule-helpers";
 import { type StalledHub, stallGate, stallHub } from "./stall";
+import { addMember } from "./team-helpers";
 
 let stalled: StalledHub | null = null;
 let fake: ReturnType<typeof fakePushService>;
@@ -238,6 +241,69 @@ describe("a request path whose hub never answers takes its fallback after 2 s", 
   }, 30_000);
 });
 
+describe("the screens around a hub that never answers", () => {
+  it("the sessions screen, a seen mark, a role change and the live feed answer 503 after 2 s; the device list and a device's removal answer from D1", async () => {
+    const { owner, sessionId, approval } = await askOnce();
+    const phone = await fake.addPhone(owner);
+    const bea = await addMember(owner, "approver", "Bea");
+    stalled = await stallHub(owner.teamId);
+    const get = (path: string) => api(path, { cookie: owner.cookie });
+    const send = (path: string, body: unknown, method: string) =>
+      api(path, { method, cookie: owner.cookie, body: JSON.stringify(body) });
+
+    const [list, one, seen, role, live, devices] = await Promise.all([
+      get("/v1/sessions"),
+      get(`/v1/sessions/${sessionId}`),
+      send(`/v1/approvals/${approval.id}/seen`, { deviceId: phone.deviceId }, "POST"),
+      send(`/v1/members/${bea.userId}`, { role: "viewer" }, "PATCH"),
+      SELF.fetch(`${ORIGIN}/v1/live`, { headers: { Upgrade: "websocket", Origin: ORIGIN, Cookie: owner.cookie } }),
+      get("/v1/devices"),
+    ]);
+    for (const answer of [list, one, seen, role, live]) {
+      expect(answer.status).toBe(503);
+      expect(await json(answer)).toMatchObject({ error: "service_unavailable" });
+    }
+    // The role change stands in D1 (the hub vouches from D1 when it is back, within 10 s).
+    const members = await json<{ members: Array<{ userId: string; role: string }> }>(await get("/v1/members"));
+    expect(members.members.find((m) => m.userId === bea.userId)?.role).toBe("viewer");
+    // The device list is D1's, its push health unknown; a removal stands in D1 and answers 200.
+    expect(devices.status).toBe(200);
+    expect(await json(devices)).toMatchObject({ devices: [{ id: phone.deviceId, health: "ok" }] });
+    expect((await send(`/v1/devices/${phone.deviceId}`, {}, "DELETE")).status).toBe(200);
+    expect(await json(await get("/v1/devices"))).toMatchObject({ devices: [] });
+  }, 30_000);
+});
+
+describe("a device removal the hub never hears", () => {
+  it("is pushed to no more once the hub's directory is 30 s old: the next request reaches only the devices D1 has", async () => {
+    const owner = await signUp();
+    const gone = await fake.addPhone(owner, "Lost phone");
+    const kept = await fake.addPhone(owner, "Pixel 8");
+    const { key } = await createKey(owner);
+    const sessionId = unique("lost-phone");
+    const agent = await connectAgent(key, sessionId);
+    await agent.ask(1, permissionParams(sessionId));
+    await fake.untilPushes(2);
+
+    // The hub throws when told: the removal stands in D1 and is answered 200.
+    vi.spyOn(TeamHubClass.prototype, "deviceRemoved").mockRejectedValue(new Error("hub down"));
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    expect((await api(`/v1/devices/${gone.deviceId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+
+    // Its copy of the directory 30 s old, the hub reads D1 again before it addresses the next request.
+    await runInDurableObject(hubStub(owner.teamId), (_hub, state) => {
+      state.storage.sql.exec(
+        "UPDATE meta SET v = CAST(v AS INTEGER) - ? WHERE k = 'directory'",
+        DIRECTORY_MAX_AGE_MS + 1,
+      );
+    });
+    await agent.ask(2, permissionParams(sessionId));
+    await fake.untilPushes(3);
+    expect(fake.to(gone)).toHaveLength(1);
+    expect(fake.to(kept)).toHaveLength(2);
+  });
+});
+
 describe("an approval read whose gate never answers", () => {
   it("is answered from D1 after 2 s, marked detailUnavailable", async () => {
     const { owner, sessionId, approval } = await askOnce();
@@ -245,5 +311,26 @@ describe("an approval read whose gate never answers", () => {
     const read = await api(`/v1/approvals/${approval.id}`, { cookie: owner.cookie });
     expect(read.status).toBe(200);
     expect(await json(read)).toMatchObject({ id: approval.id, state: "pending", detailUnavailable: true });
+  }, 30_000);
+
+  it("a claim, the rule choices and a step-up's options answer 503 after 2 s; the proof is read from D1", async () => {
+    const { owner, sessionId, approval } = await askOnce();
+    stalled = await stallGate(owner.teamId, sessionId);
+    const [claim, choices, stepUp, proof] = await Promise.all([
+      api(`/v1/approvals/${approval.id}/claim`, { method: "POST", cookie: owner.cookie, body: "{}" }),
+      api(`/v1/approvals/${approval.id}/rule-choices`, { cookie: owner.cookie }),
+      api(`/v1/approvals/${approval.id}/step-up`, {
+        method: "POST",
+        cookie: owner.cookie,
+        body: JSON.stringify({ optionId: "allow" }),
+      }),
+      api(`/v1/approvals/${approval.id}/proof`, { cookie: owner.cookie }),
+    ]);
+    for (const answer of [claim, choices, stepUp]) {
+      expect(answer.status).toBe(503);
+      expect(await json(answer)).toMatchObject({ error: "service_unavailable" });
+    }
+    expect(proof.status).toBe(200);
+    expect(await json(proof)).toMatchObject({ approvalId: approval.id, state: "pending" });
   }, 30_000);
 });

@@ -12,7 +12,7 @@ import type { Approval } from "../../sdk/src/approval";
 import type { ApprovalNews, QuotaAsk, QuotaRefusal, QuotaVerdict } from "./api";
 import type { ChannelPosts } from "./channel-posts";
 import type { Claims } from "./claims";
-import type { Directory } from "./directory";
+import { DIRECTORY_MAX_AGE_MS, type Directory } from "./directory";
 import type { Escalations } from "./escalation";
 import { KEEP_RESOLVED_MS, type LiveFeed } from "./live-feed";
 import type { PushQueue } from "./push-queue";
@@ -47,8 +47,9 @@ export class ApprovalNewsDesk {
   async created(news: ApprovalNews): Promise<void> {
     const { directory, feed, push } = this.parts;
     const now = Date.now();
-    // The directory first: the feed names the owner. Without it (D1 down) the request is still kept.
-    await directory.load().catch((error) => {
+    // The directory first (the feed names the owner; the pushes go to its devices). Without any
+    // copy (D1 down) the request is still kept.
+    await directory.refresh(DIRECTORY_MAX_AGE_MS).catch((error) => {
       feed.remember(news.approval, news.ownerUserId, now);
       throw error;
     });

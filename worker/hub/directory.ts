@@ -1,7 +1,8 @@
 /**
  * The hub's copy of its team's directory: devices, roles and names, loaded from D1 on first use
- * and dropped when members or roles change, so the path from an agent's request to a push
- * touches no D1.
+ * and dropped when members, roles or devices change, so the path from an agent's request to a
+ * push touches D1 at most once per DIRECTORY_MAX_AGE_MS: a change whose notice the hub missed
+ * (a removed device, a removed member) is pushed to no longer than that.
  *
  * Owns: the `devices`, `members` and `people` tables and `meta('directory')` (when the copy was
  * read). Does not own:
@@ -15,6 +16,9 @@ import { listTeamDirectory } from "../db";
 import { DECIDER_ROLES } from "../roles";
 import type { ApprovalNews, HubDevice } from "./api";
 import type { HubHost } from "./host";
+
+/** How old the copy may be when a request's pushes are addressed from it (`refresh`). */
+export const DIRECTORY_MAX_AGE_MS = 30_000;
 
 export class Directory {
   /** Bumped by every `forget`, so a read from D1 that a change overtook is not kept as current. */
@@ -40,6 +44,18 @@ export class Directory {
       this.loading = null;
     });
     return this.loading;
+  }
+
+  /**
+   * Reads the copy again when it is older than `maxAgeMs`, for a caller that must go on (a
+   * request's pushes): when D1 cannot be read, the older copy serves, and the failure is logged.
+   * Without any copy it fails as `load` does.
+   */
+  async refresh(maxAgeMs: number): Promise<void> {
+    if (!this.current()) return this.load();
+    await this.load(maxAgeMs).catch((error: unknown) => {
+      console.error(`directory: D1 could not be read again, the older copy serves: ${String(error).slice(0, 200)}`);
+    });
   }
 
   private async read(teamId: string): Promise<void> {

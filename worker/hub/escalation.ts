@@ -14,11 +14,12 @@
  */
 import type { EscalationEvent } from "../../sdk/src/approval";
 import { CLAIM_MS, type Claim } from "../../sdk/src/human/approvals";
+import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
 import { type DeliveryReceipts, gateFor } from "../gate/api";
 import { seenAtOf } from "../gate/escalation-rules";
 import type { ApprovalNews, EscalationOrder, EscalationOutcome, StepOutcome } from "./api";
 import type { ChannelPosts } from "./channel-posts";
-import type { Directory } from "./directory";
+import { DIRECTORY_MAX_AGE_MS, type Directory } from "./directory";
 import { mailStep } from "./escalation-mail";
 import type { HubHost } from "./host";
 import type { LiveFeed } from "./live-feed";
@@ -135,7 +136,7 @@ export class Escalations {
     }
     // News can overtake each other: a request already resolved here reaches nobody any more.
     if (!this.feed.remember(approval, order.ownerUserId, now)) return null;
-    await this.directory.load();
+    await this.directory.refresh(DIRECTORY_MAX_AGE_MS);
     const people = this.directory.peopleFor(order.to, order.ownerUserId);
     // A mail step may run again (it mails only those it has not: escalation-mail.ts); the others
     // run once, marked started before anything leaves.
@@ -343,7 +344,7 @@ export class Escalations {
     const text = JSON.stringify(receipts);
     if (this.told.get(approvalId) === text) return;
     try {
-      await gate.deliveryChanged(teamId, approvalId, receipts);
+      await withDeadline(gate.deliveryChanged(teamId, approvalId, receipts), ALARM_BUDGET_MS, "gate.deliveryChanged");
       if (this.isPending(approvalId)) this.told.set(approvalId, text);
     } catch {
       this.told.delete(approvalId);

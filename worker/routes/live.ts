@@ -4,6 +4,7 @@
  */
 import { Hono } from "hono";
 import { requireFreshWeb } from "../auth";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { appOrigin, requireUpgrade } from "../http";
 import { hubFor } from "../hub/api";
@@ -14,7 +15,11 @@ export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireFreshWeb, re
   // Browsers send Origin on WebSocket upgrades; another site's page must not ride our cookie.
   if (c.req.header("Origin") !== appOrigin(c)) throw new DomainError("bad_origin", "WebSocket from another origin");
   const w = c.get("web");
-  return hubFor(c.env, w.teamId).fetch(
-    hubJoinRequest(c.req.raw, { teamId: w.teamId, userId: w.userId, tokenHash: w.tokenHash, validUntil: w.validUntil }),
-  );
+  const join = hubJoinRequest(c.req.raw, {
+    teamId: w.teamId,
+    userId: w.userId,
+    tokenHash: w.tokenHash,
+    validUntil: w.validUntil,
+  });
+  return withDeadline(hubFor(c.env, w.teamId).fetch(join), REQUEST_BUDGET_MS, "hub.live");
 });

@@ -10,7 +10,7 @@ import {
 } from "../../sdk/src/human/push";
 import { requireSameOrigin, requireWeb } from "../auth";
 import { listDevices, touchDevice } from "../db";
-import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
+import { orFallback, REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { validate } from "../http";
 import { type DisplayReport, hubFor } from "../hub/api";
@@ -47,8 +47,11 @@ export const pushRoutes = new Hono<AppEnv>()
     // The hub's view of recent pushes; without it the list still answers (health and figures unknown).
     const [devices, health, shown] = await Promise.all([
       listDevices(c.env.DB, w.teamId, w.userId),
-      hub.deviceHealth(w.userId).catch((): Record<string, DeviceHealth> => ({})),
-      hub.displayReport(w.userId).catch((): DisplayReport => ({ devices: {}, platforms: [] })),
+      orFallback<Record<string, DeviceHealth>>(hub.deviceHealth(w.userId), REQUEST_BUDGET_MS, "hub.deviceHealth", {}),
+      orFallback<DisplayReport>(hub.displayReport(w.userId), REQUEST_BUDGET_MS, "hub.displayReport", {
+        devices: {},
+        platforms: [],
+      }),
     ]);
     const answer: DeviceList = {
       devices: devices.map(({ id, name, createdAt, lastSeenAt }) => ({
@@ -82,7 +85,11 @@ export const pushRoutes = new Hono<AppEnv>()
   .post("/v1/approvals/:id/seen", requireWeb, requireSameOrigin, validate("json", seenBodySchema), async (c) => {
     const w = c.get("web");
     const { deviceId } = c.req.valid("json");
-    const seen = await hubFor(c.env, w.teamId).markSeen(c.req.param("id"), deviceId, w.userId);
+    const seen = await withDeadline(
+      hubFor(c.env, w.teamId).markSeen(c.req.param("id"), deviceId, w.userId),
+      REQUEST_BUDGET_MS,
+      "hub.markSeen",
+    );
     if (!seen) throw new DomainError("not_found", "no push of that approval to that device");
     c.executionCtx.waitUntil(touchDevice(c.env.DB, w.teamId, w.userId, deviceId, Date.now()));
     return c.body(null, 204);

@@ -181,7 +181,11 @@ async function verifiedOrRepeat(
  * feed; not a lock (anyone may still decide). An ended request is refused as a decision would be.
  */
 export async function claimApproval(env: Env, teamId: string, approvalId: string, by: Owner): Promise<Claim> {
-  const approval = (await approvalGate(env, approvalId).getApproval(teamId, approvalId)) as Approval | null;
+  const approval = (await withDeadline(
+    approvalGate(env, approvalId).getApproval(teamId, approvalId),
+    REQUEST_BUDGET_MS,
+    "gate.getApproval",
+  )) as Approval | null;
   if (!approval) throw noSuchApproval();
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
   const result =

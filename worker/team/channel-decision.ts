@@ -15,6 +15,7 @@ import type { ErrorCode } from "../../sdk/src/errors";
 import { CHANNEL_NAMES, type Channel } from "../../sdk/src/human/channels";
 import { channelAllowRefusal, HIGH_RISK_LINE } from "../channels/card-allow";
 import { channelLinkRemoved, getTeamPolicy } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import type { Env } from "../types";
 import { approvalGate, decideApproval } from "./approvals";
@@ -55,9 +56,10 @@ export async function decideFromChannel(env: Env, tap: ChannelTap): Promise<Chan
   const member = await linkedMember(env, tap.channel, tap.teamId, tap.externalUserId);
   if (!member) return refusal(await notLinkedSentence(env, tap));
   try {
-    const pending = (await approvalGate(env, tap.approvalId).getApproval(
-      tap.teamId,
-      tap.approvalId,
+    const pending = (await withDeadline(
+      approvalGate(env, tap.approvalId).getApproval(tap.teamId, tap.approvalId),
+      REQUEST_BUDGET_MS,
+      "gate.getApproval",
     )) as Approval | null;
     if (!pending) return refusal(REFUSALS.not_found ?? "");
     // A high-risk allow needs the passkey, and an allow only of what the card showed: the card's

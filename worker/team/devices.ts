@@ -6,6 +6,7 @@
  * (`db/devices.ts`), sending pushes (the hub).
  */
 import { deleteDevice, saveDevice } from "../db";
+import { REQUEST_BUDGET_MS, waitAtMost } from "../deadline";
 import { DomainError } from "../errors";
 import { hubFor } from "../hub/api";
 import type { Env } from "../types";
@@ -36,7 +37,8 @@ export async function addDevice(env: Env, d: DeviceInput) {
   if (!device) {
     throw new DomainError("too_many_devices", `at most ${MAX_DEVICES_PER_USER} devices per person; remove one first`);
   }
-  await hubFor(env, d.teamId).deviceSaved(d.teamId, device);
+  // The device stands in D1; a hub that misses it reads its directory again within DIRECTORY_MAX_AGE_MS.
+  await waitAtMost(hubFor(env, d.teamId).deviceSaved(d.teamId, device), REQUEST_BUDGET_MS, "hub.deviceSaved");
   return device;
 }
 
@@ -44,5 +46,5 @@ export async function addDevice(env: Env, d: DeviceInput) {
 export async function removeDevice(env: Env, r: { teamId: string; userId: string; deviceId: string }): Promise<void> {
   if (!(await deleteDevice(env.DB, r.teamId, r.deviceId, r.userId)))
     throw new DomainError("not_found", "no such device");
-  await hubFor(env, r.teamId).deviceRemoved(r.deviceId);
+  await waitAtMost(hubFor(env, r.teamId).deviceRemoved(r.deviceId), REQUEST_BUDGET_MS, "hub.deviceRemoved");
 }

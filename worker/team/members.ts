@@ -26,6 +26,7 @@ import {
   setMemberRole,
   webSessionHashes,
 } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { closeWebSessionAtHub, hubFor } from "../hub/api";
 import { ADMIN_ROLES, mayGrant, mayManage } from "../roles";
@@ -49,9 +50,13 @@ const byUser = (w: WebIdentity, at = Date.now()): AuditContext => ({
   at,
 });
 
-/** Roles decide who gets pushed and may decide: the team's hub reads them again. */
+/**
+ * Roles decide who gets pushed and may decide: the team's hub reads them again. A hub that does
+ * not answer in time: `503` (the change stands in D1; the hub vouches for decisions from D1 within
+ * VOUCH_DIRECTORY_MS and pushes from it within DIRECTORY_MAX_AGE_MS).
+ */
 async function membersChanged(env: Env, teamId: string): Promise<void> {
-  await hubFor(env, teamId).forgetDirectory();
+  await withDeadline(hubFor(env, teamId).forgetDirectory(), REQUEST_BUDGET_MS, "hub.forgetDirectory");
 }
 
 /** A new invite (its token is shown once, as a link); 403 for a role above the inviter's. */
@@ -155,7 +160,7 @@ export async function removeMember(env: Env, w: WebIdentity, userId: string): Pr
   // Ended at the hub too, so a quick re-invite does not bring a removed session back. One that
   // fails keeps nothing else from running (the directory, the keys): the route answers after (503 service_unavailable when the hub was late).
   const endedAtHub = await Promise.allSettled([
-    ...removed.deviceIds.map((id) => hub.deviceRemoved(id)),
+    ...removed.deviceIds.map((id) => withDeadline(hub.deviceRemoved(id), REQUEST_BUDGET_MS, "hub.deviceRemoved")),
     ...removed.tokenHashes.map((tokenHash) => closeWebSessionAtHub(env, w.teamId, tokenHash)),
   ]);
   await finishRemoval(env, w, target.userId, removed.removal);
@@ -187,10 +192,13 @@ async function finishRemoval(env: Env, w: WebIdentity, userId: string, removal: 
   const actor = userActor(w.userId);
   const keyIds = await keysRevokedByRemoval(env.DB, { teamId: w.teamId, userId, removedAt: removal.removedAt });
   // The hub's directory drops them even if a key's revocation fails: it vouches for decisions.
-  await Promise.all([
-    hub.closeSocketsOf(userId),
+  // Each runs to its end before the route answers (the first failure, as a 503 when late).
+  const steps = await Promise.allSettled([
+    withDeadline(hub.closeSocketsOf(userId), REQUEST_BUDGET_MS, "hub.closeSocketsOf"),
     membersChanged(env, w.teamId),
     ...keyIds.map((keyId) => revokeKey(env, { teamId: w.teamId, userId, keyId, actor })),
   ]);
+  const failed = steps.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
   return keyIds;
 }

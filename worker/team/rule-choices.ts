@@ -17,6 +17,7 @@ import {
 } from "../../sdk/src/human/rules";
 import { ruleFacts, ruleMatches, type StandingRule } from "../../sdk/src/rules";
 import { type PastRequest, pastRequestsPage } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import type { GateRuleChoices } from "../gate/api";
 import { allowingRule, highRiskTest } from "../gate/rule-allow";
 import type { Env } from "../types";
@@ -31,10 +32,10 @@ export async function ruleChoicesFor(
   approvalId: string,
 ): Promise<RuleChoices> {
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
-  const offered = (await approvalGate(env, approvalId).ruleChoices(
-    who.teamId,
-    approvalId,
-    who.userId,
+  const offered = (await withDeadline(
+    approvalGate(env, approvalId).ruleChoices(who.teamId, approvalId, who.userId),
+    REQUEST_BUDGET_MS,
+    "gate.ruleChoices",
   )) as unknown as GateRuleChoices | null;
   if (!offered) throw noSuchApproval();
   const now = Date.now();

@@ -13,6 +13,7 @@
 import type { AgentSession } from "../../sdk/src/approval";
 import type { ReplayAnswer, StopAnswer } from "../../sdk/src/human/sessions";
 import { getSession, listSessions } from "../db";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { type StopInput, type StopResult, sessionGate } from "../gate/api";
 import { type DeadLetteredSession, hubFor, SESSION_LIVE_MS } from "../hub/api";
@@ -26,7 +27,7 @@ export async function listTeamSessions(
 ): Promise<{ sessions: AgentSession[]; deadLettered: DeadLetteredSession[] }> {
   const [sessions, deadLettered] = await Promise.all([
     listSessions(env.DB, { ...q, liveSince: Date.now() - SESSION_LIVE_MS }),
-    hubFor(env, q.teamId).deadLettered(q.teamId),
+    withDeadline(hubFor(env, q.teamId).deadLettered(q.teamId), REQUEST_BUDGET_MS, "hub.deadLettered"),
   ]);
   return { sessions: withDeadLetters(sessions, deadLettered), deadLettered };
 }
@@ -35,7 +36,7 @@ export async function listTeamSessions(
 export async function teamSession(env: Env, teamId: string, sessionId: string): Promise<AgentSession | null> {
   const [session, deadLettered] = await Promise.all([
     getSession(env.DB, teamId, sessionId),
-    hubFor(env, teamId).deadLettered(teamId),
+    withDeadline(hubFor(env, teamId).deadLettered(teamId), REQUEST_BUDGET_MS, "hub.deadLettered"),
   ]);
   return session ? (withDeadLetters([session], deadLettered)[0] ?? null) : null;
 }

@@ -30,6 +30,7 @@ import {
   type StepUpChallengeRow,
   useStepUpChallenge,
 } from "../db";
+import { orFallback, REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { gateFor, type VerifiedStepUp } from "../gate/api";
 import { editedInputHash } from "../gate/edit";
@@ -126,7 +127,11 @@ export async function stepUpOptions(
   approvalId: string,
   { optionId, updatedInput }: { optionId: string; updatedInput?: Record<string, unknown> | undefined },
 ): Promise<StepUpOptionsAnswer> {
-  const approval = (await gateOf(env, approvalId).getApproval(who.teamId, approvalId)) as Approval | null;
+  const approval = (await withDeadline(
+    gateOf(env, approvalId).getApproval(who.teamId, approvalId),
+    REQUEST_BUDGET_MS,
+    "gate.getApproval",
+  )) as Approval | null;
   if (!approval) throw notFound();
   if (approval.state !== "pending") refused("step_up_not_needed", "this request is no longer pending");
   // Whether an edit makes the request high-risk is the gate's to say when it is sent: `403 step_up_required`.
@@ -320,7 +325,13 @@ export async function repeatedStepUp(
 
 /** The approval and its kept step-ups: from the gate while it keeps the request, else from D1. */
 async function stepUpsOf(env: Env, teamId: string, approvalId: string) {
-  const held = (await gateOf(env, approvalId).stepUps(teamId, approvalId)) as {
+  // A gate that does not answer in time: D1's record, as for a request the gate no longer keeps.
+  const held = (await orFallback(
+    gateOf(env, approvalId).stepUps(teamId, approvalId),
+    REQUEST_BUDGET_MS,
+    "gate.stepUps",
+    null,
+  )) as {
     approval: Approval;
     stepUps: VerifiedStepUp[];
   } | null;
