@@ -18,6 +18,7 @@ import {
   api,
   connectAgent,
   createKey,
+  decide,
   hubStub,
   json,
   type Member,
@@ -126,6 +127,33 @@ describe("a revocation one gate misses", () => {
     expect((await missed.closed).code).toBe(4001);
     expect(gate.failures).toBe(1);
     expect((await hubKnows(owner.teamId, keyId)).waiting).toBe(0);
+  });
+
+  it("leaves a request the key had held there no allow: a human's allow ends it key_revoked, answered 410", async () => {
+    const owner = await signUp();
+    const { id: keyId, key } = await createKey(owner);
+    const sessionId = unique("held");
+    const agent = await connectAgent(key, sessionId);
+    await agent.ask(1, permissionParams(sessionId));
+    const [approval] = await pendingApprovals(owner, sessionId);
+    if (!approval) throw new Error("not pending");
+
+    const gate = failingGate(sessionId, () => gate.failures === 0);
+    expect(await revoke(owner, keyId)).toMatchObject({ unreachedSessions: 1 });
+    expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
+
+    // The card is still there; a teammate taps Allow before the hub's alarm reaches the gate.
+    const allow = await decide(owner, approval, "allow");
+    expect(allow.status).toBe(410);
+    expect(await json(allow)).toMatchObject({
+      error: "already_resolved",
+      approval: { state: "denied", reason: "key_revoked" },
+    });
+    expect(await agent.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { outcome: "selected", optionId: "deny" }, _meta: { tapgate: { reason: "key_revoked" } } },
+    });
+    expect((await agent.closed).code).toBe(4001);
   });
 
   it("is remembered past its memory while a gate is not told, and forgotten once every gate has it", async () => {

@@ -151,6 +151,15 @@ export async function keysRevokedAfter(
  */
 export const AGENT_KEY_CACHE_MS = 10_000;
 
+/** Whether key `keyId` of the team is live in D1: not revoked, its user still a member. */
+export async function keyLive(db: D1Database, teamId: string, keyId: string): Promise<boolean> {
+  const row = await db
+    .prepare(`SELECT 1 FROM api_keys WHERE id = ? AND team_id = ? AND revoked_at IS NULL AND ${KEY_OWNER_IS_MEMBER}`)
+    .bind(keyId, teamId)
+    .first();
+  return row !== null;
+}
+
 /** The identity of a live key whose user is still a member of its team, or null. */
 export async function findAgentKey(db: D1Database, keyHash: string): Promise<AgentIdentity | null> {
   const row = await db

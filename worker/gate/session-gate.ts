@@ -40,6 +40,7 @@ import { ClosedSockets } from "./closed-sockets";
 import { Escalation } from "./escalation";
 import { HttpAgents } from "./http-agents";
 import { type GateNews, gateHub, HubMail } from "./hub";
+import { type KeyCheckHost, withdrawnKey } from "./key-check";
 import { LadderStore } from "./ladder-store";
 import { migrate } from "./migrations";
 import { Outbox, type ReplayResult } from "./outbox";
@@ -65,6 +66,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
   private readonly escalation: Escalation;
   /** Stopping and resuming the session (the stop is kept in `meta('stopped')`). */
   private readonly stops: SessionStops;
+  private readonly keyCheck: KeyCheckHost;
   /** The outbox to D1 and the audit chain (a field, not exposed over RPC). */
   readonly outbox: Outbox;
   /** News for the team's hub, sent at each change's end (with the outbox's rows when they flush). */
@@ -81,6 +83,7 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
     migrate(ctx.storage);
     const store = new GateStore(ctx.storage.sql);
     const hubOf = (teamId: string) => gateHub(env, teamId);
+    this.keyCheck = { hub: hubOf, db: env.DB };
     // The hub knows a newer team policy than the session's: from a report's or an admission's answer.
     const newerPolicy = (teamId: string, policy: VersionedPolicy) => this.presence.applyPolicy(teamId, policy);
     this.mail = new HubMail({
@@ -243,6 +246,11 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   async decide(d: DecisionInput): Promise<DecisionResult> {
     await this.admission.settled(d.approvalId);
+    // A key withdrawn where this gate was not told yet: its requests end before any allow is claimed.
+    const meta = this.store.meta();
+    const row = meta?.teamId === d.teamId ? this.store.row(d.approvalId) : null;
+    const withdrawn = meta && row ? await withdrawnKey(this.keyCheck, meta, row, d) : null;
+    if (withdrawn) await this.revokeKey(d.teamId, withdrawn);
     return this.change(() => this.machine.decide(d, Date.now()));
   }
 
