@@ -29,8 +29,12 @@ export type Action =
   | { kind: "allowWithRule"; pick: number; byColleague: boolean }
   /** `DELETE /v1/rules/:id` of a rule the run made: the owner ends it, the colleague (an approver) may not. */
   | { kind: "endRule"; pick: number; byColleague: boolean }
-  /** The agent's key is revoked; the agent goes on with a new key. */
-  | { kind: "revokeKey" }
+  /**
+   * The agent's key is revoked; the agent goes on with a new key. With `gateFails`, the session's
+   * gate fails the hub's one telling: then a human allows the picked request of the key
+   * (`allowPick`), or the hub's alarm tells the gate again.
+   */
+  | { kind: "revokeKey"; gateFails: boolean; allowPick: number | null }
   /** The gate's alarm wakes `wakes` times: the escalation ladder climbs (nobody has a push device). */
   | { kind: "escalate"; wakes: number }
   /** A human decides an HTTP-held request while the agent's long poll waits for it. */
@@ -107,7 +111,14 @@ export const action: fc.Arbitrary<Action> = fc.oneof(
   ),
   of(fc.record({ kind: fc.constant("allowWithRule" as const), pick: fc.nat(), byColleague: fc.boolean() }), 1),
   of(fc.record({ kind: fc.constant("endRule" as const), pick: fc.nat(), byColleague: fc.boolean() }), 1),
-  of(fc.constant({ kind: "revokeKey" as const }), 1),
+  of(
+    fc.record({
+      kind: fc.constant("revokeKey" as const),
+      gateFails: fc.boolean(),
+      allowPick: fc.option(fc.nat(), { nil: null }),
+    }),
+    1,
+  ),
   of(fc.record({ kind: fc.constant("escalate" as const), wakes: fc.integer({ min: 1, max: 3 }) }), 1),
   of(fc.record({ kind: fc.constant("longPoll" as const), pick: fc.nat(), option: allowOrDeny }), 1),
   of(fc.record({ kind: fc.constant("cancel" as const), pick: fc.nat() }), 1),

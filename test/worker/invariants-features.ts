@@ -5,15 +5,24 @@
  * standing rules made from a card and ended, key revocation, and the escalation ladder climbed
  * by the gate's alarm. Each predicts only what the invariants (invariants-checks.ts) need.
  */
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/server";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import type { Approval } from "../../sdk/src/approval";
 import { stepUpOptionsAnswerSchema } from "../../sdk/src/human/step-up";
-import { api, createKey, gateStub, json, type Member, permissionParams, unique } from "./helpers";
+import { SessionGate } from "../../worker/gate/session-gate";
+import { api, createKey, gateStub, hubStub, json, type Member, permissionParams, unique } from "./helpers";
 import type { Action } from "./invariants-actions";
 import { ladderOf } from "./invariants-checks";
-import { type Choice, decisionBody, expectedDecision, FORM, failClosed, pickFrom } from "./invariants-expect";
+import {
+  type Choice,
+  decisionBody,
+  expectedDecision,
+  FORM,
+  failClosed,
+  type Modelled,
+  pickFrom,
+} from "./invariants-expect";
 import type { Run } from "./invariants-model";
 import type { Approver } from "./team-helpers";
 
@@ -104,7 +113,7 @@ export async function featureStep(run: Run, a: FeatureAction) {
       return;
     }
     case "revokeKey":
-      return revokeKey(run);
+      return revokeKey(run, a);
     case "escalate": {
       const gate = gateStub(run.owner.teamId, run.sessionId);
       for (let i = 0; i < a.wakes; i++) await runDurableObjectAlarm(gate);
@@ -160,16 +169,28 @@ async function batch(run: Run, a: Extract<Action, { kind: "batch" }>, who: Membe
 /**
  * The run's key is revoked: its pending requests end `denied` / `key_revoked` (the socket's
  * agent hears the fail-closed answer, then the socket closes 4001), the key is refused from then
- * on, and the agent goes on with a new key in the same session.
+ * on, and the agent goes on with a new key in the same session. When the session's gate fails
+ * the hub's telling, its requests stay pending until a human's allow of one finds the key
+ * withdrawn (`410 already_resolved`, every one of them ended) or the hub's alarm tells it again.
  */
-async function revokeKey(run: Run) {
+async function revokeKey(run: Run, a: Extract<FeatureAction, { kind: "revokeKey" }>) {
   const { keyId, key } = run.cast;
+  const told = SessionGate.prototype.revokeKey;
+  const failing = a.gateFails
+    ? vi.spyOn(SessionGate.prototype, "revokeKey").mockRejectedValueOnce(new Error("gate down"))
+    : null;
   const response = await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: run.owner.cookie });
   expect(response.status).toBe(200);
   run.revoked.set(keyId, run.tick);
   const old = run.socket;
-  for (const item of run.pending((i) => i.keyId === keyId))
-    run.resolve(item, "denied", "key_revoked", failClosed(item));
+  const pending = run.pending((i) => i.keyId === keyId);
+  if (failing) {
+    expect(await json(response)).toMatchObject({ unreachedSessions: 1 });
+    failing.mockImplementation(told);
+    await tellAgainOrAllow(run, pending, a.allowPick);
+    failing.mockRestore();
+  }
+  for (const item of pending) run.resolve(item, "denied", "key_revoked", failClosed(item));
   expect((await old.closed).code).toBe(4001);
   await run.drain(old, false);
   const refused = await run.asAgent(
@@ -181,4 +202,23 @@ async function revokeKey(run: Run) {
   const fresh = await createKey(run.owner, "property");
   Object.assign(run.cast, { key: fresh.key, keyId: fresh.id });
   await run.connect();
+}
+
+/** A human allows the picked request of a withdrawn key its gate was not told of, or the hub's alarm tells the gate. */
+async function tellAgainOrAllow(run: Run, pending: Modelled[], allowPick: number | null) {
+  const item = allowPick === null ? undefined : pickFrom(pending, allowPick);
+  if (item) {
+    const choice: Choice = item.type === "elicitation" ? { action: "accept" } : { optionId: "allow" };
+    const allow = await post(run.owner, `/v1/approvals/${item.approval.id}/decision`, decisionBody(item, choice));
+    expect(allow.status).toBe(410);
+    expect(await json(allow)).toMatchObject({
+      error: "already_resolved",
+      approval: { state: "denied", reason: "key_revoked" },
+    });
+    return;
+  }
+  await runInDurableObject(hubStub(run.owner.teamId), (_hub, state) => {
+    state.storage.sql.exec("UPDATE revocation_fanout SET next_at = ?", Date.now() - 1);
+  });
+  await runDurableObjectAlarm(hubStub(run.owner.teamId));
 }
