@@ -4,8 +4,9 @@
  * named budget, then gives up with `DeadlineExceeded` and takes its stated fallback. A stuck hub
  * then costs a caller one budget, never its heartbeat, expiry or lease sweeps (the gate's alarm)
  * or a request's answer. A route's call that *is* the change, to the session's own gate (a
- * decision, a stop, an HTTP hold and its poll, a replay of dead letters), is not given up on: the gate is the record, an
- * answer before it committed could say neither yes nor no, and the platform bounds the request.
+ * decision, a stop, an HTTP hold and its poll, a replay of dead letters), is not given up on:
+ * the gate is the record, an answer before it committed could say neither yes nor no, and the
+ * platform bounds the request.
  *
  * The call given up on is not cancelled (an RPC cannot be): it may still finish later, so each
  * call site's work is idempotent or its late answer is ignored.

@@ -60,6 +60,9 @@ export const metaSchema = z.record(z.string(), z.unknown()).nullish();
 export const permissionOptionKindSchema = z.enum(["allow_once", "allow_always", "reject_once", "reject_always"]);
 export type PermissionOptionKind = z.infer<typeof permissionOptionKindSchema>;
 
+/** Whether an option of this kind allows the tool call (`allow_once`, `allow_always`). */
+export const isAllowKind = (kind: string): boolean => kind.startsWith("allow");
+
 /**
  * ACP v2 reserves `_`-prefixed values for implementation-specific kinds: kept as sent, shown as
  * the agent's own option, never counted as an allow by Tapgate. Other unknown kinds are refused.

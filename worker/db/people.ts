@@ -237,7 +237,8 @@ export interface DevMessage {
 export async function saveDevMessage(db: D1Database, m: DevMessage): Promise<void> {
   await db
     .prepare(
-      "INSERT OR IGNORE INTO dev_outbox (recipient, subject, body, link, sent_at, idempotency_key) VALUES (?, ?, ?, ?, ?, ?)",
+      `INSERT OR IGNORE INTO dev_outbox (recipient, subject, body, link, sent_at, idempotency_key)
+       VALUES (?, ?, ?, ?, ?, ?)`,
     )
     .bind(m.to, m.subject, m.text, m.link, m.sentAt, m.idempotencyKey ?? null)
     .run();

@@ -17,6 +17,7 @@ import type { Role } from "../../sdk/src/human/roles";
 import type { RuleChoice, RuleMatch } from "../../sdk/src/human/rules";
 import type { BoundStepUpAssertion } from "../../sdk/src/human/step-up";
 import type { HelloParams, Progress, RequestPermissionResponse } from "../../sdk/src/protocol";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import type { TeamPolicy, VersionedPolicy } from "../policy";
 
 /** The longest an HTTP agent's poll may wait: under the 60 s idle timeout of common proxies. */
@@ -249,6 +250,20 @@ export function sessionGate(env: GateNamespace, teamId: string, sessionId: strin
 
 /** Approval ids name their Durable Object, so a decision is routed without a D1 lookup. */
 const APPROVAL_ID_PATTERN = /^apr_([0-9a-f]{64})_[0-9A-Za-z]{22}$/;
+
+/**
+ * A route's read of one request as its gate keeps it (null: not this team's), bounded: a gate
+ * that does not answer within REQUEST_BUDGET_MS is a `DeadlineExceeded` (`503`).
+ */
+export async function approvalAtGate(
+  gate: DurableObjectStub<SessionGateApi>,
+  teamId: string,
+  approvalId: string,
+): Promise<Approval | null> {
+  // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
+  const read = gate.getApproval(teamId, approvalId) as Promise<unknown> as Promise<Approval | null>;
+  return withDeadline(read, REQUEST_BUDGET_MS, "gate.getApproval");
+}
 
 /** The SessionGate an approval id names, or null for ids that cannot be ours. */
 export function gateFor(env: GateNamespace, approvalId: string) {

@@ -12,6 +12,7 @@
  */
 import type { Approval, Risk } from "../../sdk/src/approval";
 import { acceptsEdits, EDITED_INPUT_BYTES, editableInput, editProblem, type ToolInput } from "../../sdk/src/edit-input";
+import { isAllowKind } from "../../sdk/src/protocol";
 import { canonicalJson, sha256Hex } from "../crypto";
 import { highRiskOf } from "../policy";
 import { riskOf } from "./risk";
@@ -47,7 +48,7 @@ export function checkEdit(
   optionKind: string,
   updatedInput: ToolInput,
 ): EditCheck {
-  if (!optionKind.startsWith("allow")) {
+  if (!isAllowKind(optionKind)) {
     return { ok: false, error: "edit_needs_allow", message: "updatedInput goes only with an allow option" };
   }
   // A sealed request's input is ciphertext: nobody could check an edit against it (sealed.ts).

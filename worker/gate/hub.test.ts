@@ -49,7 +49,7 @@ function harness() {
   const hub: GateHub = {
     admitRequest: () => Promise.reject(new Error("not in this test")),
     escalate: () => Promise.reject(new Error("not in this test")),
-    keyInUse: () => Promise.reject(new Error("not in this test")),
+    keyRevokedLately: () => Promise.reject(new Error("not in this test")),
     gateReport: (_teamId, report) =>
       new Promise((resolve, reject) =>
         calls.push({ report, answer: (a = { policy: null }) => resolve(a), fail: () => reject(new Error("D1 down")) }),

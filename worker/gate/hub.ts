@@ -34,8 +34,8 @@ export interface GateHub {
   admitRequest(teamId: string, ask: QuotaAsk): Promise<QuotaVerdict>;
   /** Runs one escalation step of a request (escalation.ts); once per step and phase. */
   escalate(teamId: string, order: EscalationOrder): Promise<EscalationOutcome>;
-  /** Whether an agent key is in use: not revoked lately (nor still being fanned out), its holder a member (key-check.ts). */
-  keyInUse(keyId: string, userId: string): Promise<boolean>;
+  /** Whether an agent key was revoked lately, or its revocation is still being fanned out (key-check.ts). */
+  keyRevokedLately(keyId: string): Promise<boolean>;
   /** A change's news and (when the outbox flushes) its rows; resolves once D1 has every row. */
   gateReport(teamId: string, report: GateReport): Promise<GateReportAnswer>;
 }

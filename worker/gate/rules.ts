@@ -23,6 +23,7 @@ import { agentPromptOf } from "../../sdk/src/permission-prompt";
 import {
   failClosedAnswer,
   type HelloParams,
+  isAllowKind,
   type PermissionOption,
   type RequestPermissionParams,
   type RequestPermissionResponse,
@@ -258,7 +259,7 @@ export function checkDecision(
   const checked = d.updatedInput === undefined ? null : checkEdit(meta, pending, option.kind, d.updatedInput);
   if (checked && !checked.ok) return checked;
   const edit = checked?.edit;
-  const state = option.kind.startsWith("allow") ? "allowed" : "denied";
+  const state = isAllowKind(option.kind) ? "allowed" : "denied";
   const decidedBy = decidedByOf(d);
   const resolution: Resolution = {
     state,

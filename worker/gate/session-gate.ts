@@ -246,11 +246,10 @@ export class SessionGate extends DurableObject<Env> implements SessionGateApi {
 
   async decide(d: DecisionInput): Promise<DecisionResult> {
     await this.admission.settled(d.approvalId);
-    // A key withdrawn where this gate was not told yet: its requests end before any allow is claimed.
-    const meta = this.store.meta();
-    const row = meta?.teamId === d.teamId ? this.store.row(d.approvalId) : null;
-    const withdrawn = meta && row ? await withdrawnKey(this.keyCheck, meta, row, d) : null;
-    if (withdrawn) await this.revokeKey(d.teamId, withdrawn);
+    // A key revoked where this gate was not told yet: its requests end before any allow is claimed.
+    const row = this.store.meta()?.teamId === d.teamId ? this.store.row(d.approvalId) : null;
+    const revoked = row ? await withdrawnKey(this.keyCheck, d.teamId, row, d) : null;
+    if (revoked) await this.revokeKey(d.teamId, revoked);
     return this.change(() => this.machine.decide(d, Date.now()));
   }
 

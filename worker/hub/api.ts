@@ -283,6 +283,11 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * still a member. False when the hub cannot vouch for it: the Worker reads D1.
    */
   keyInUse(keyId: string, userId: string): Promise<boolean>;
+  /**
+   * Whether key `keyId` was revoked within REVOKED_MEMORY_MS or its revocation is still being
+   * fanned out: asked by a gate before a human's allow is claimed (`gate/key-check.ts`).
+   */
+  keyRevokedLately(keyId: string): Promise<boolean>;
 
   /**
    * A session connected, disconnected or changed its metadata. Answers the team's policy when

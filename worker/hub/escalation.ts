@@ -386,7 +386,13 @@ export class Escalations {
   /** Forgets the steps and cards of requests the feed forgets (resolved before `before`). */
   prune(before: number): void {
     this.channels.prune(before);
-    for (const table of ["escalations", "escalation_starts", "escalation_mails", "live_cards"]) {
+    for (const table of [
+      "escalations",
+      "escalation_starts",
+      "escalation_mails",
+      "escalation_mail_runs",
+      "live_cards",
+    ]) {
       this.host.sql.exec(
         `DELETE FROM ${table} WHERE approval_id IN (SELECT id FROM approvals WHERE state <> 'pending' AND updated_at < ?)`,
         before,

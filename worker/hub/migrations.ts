@@ -99,10 +99,13 @@ const MIGRATIONS: MigrationStep[] = [
   // them, so a key it was told of is not fanned out again.
   `CREATE TABLE IF NOT EXISTS revocations_heard (key_id TEXT PRIMARY KEY, heard_at INTEGER NOT NULL);
    CREATE INDEX IF NOT EXISTS revocations_heard_at ON revocations_heard (heard_at);`,
-  // Each person an escalation step's mail reached (escalation-mail.ts): a step whose mail failed
-  // for some is run again and mails only the rest.
-  `CREATE TABLE IF NOT EXISTS escalation_mails (approval_id TEXT NOT NULL, step INTEGER NOT NULL, phase TEXT NOT NULL,
-     user_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (approval_id, step, phase, user_id));`,
+  // Each person an escalation step's mail was sent to or refused for (escalation-mail.ts), and
+  // how often the step ran: a step whose mail failed for some runs again, a few times, for the rest.
+  `CREATE TABLE IF NOT EXISTS escalation_mails (approval_id TEXT NOT NULL, step INTEGER NOT NULL,
+     phase TEXT NOT NULL, user_id TEXT NOT NULL, at INTEGER NOT NULL, outcome TEXT NOT NULL,
+     PRIMARY KEY (approval_id, step, phase, user_id));
+   CREATE TABLE IF NOT EXISTS escalation_mail_runs (approval_id TEXT NOT NULL, step INTEGER NOT NULL,
+     phase TEXT NOT NULL, runs INTEGER NOT NULL, PRIMARY KEY (approval_id, step, phase));`,
 ];
 
 /** The version every hub reaches on its next start. */

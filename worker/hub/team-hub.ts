@@ -251,6 +251,10 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     return this.parts.vouching.keyInUse(keyId, userId, Date.now());
   }
 
+  async keyRevokedLately(keyId: string): Promise<boolean> {
+    return this.parts.vouching.revokedLately(keyId, Date.now());
+  }
+
   /** Closes the live sockets whose web session expired by `now` (also before every event; tests pick `now`). */
   closeExpired(now = Date.now()): void {
     this.parts.feed.closeExpired(now);

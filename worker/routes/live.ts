@@ -21,5 +21,7 @@ export const liveRoutes = new Hono<AppEnv>().get("/v1/live", requireFreshWeb, re
     tokenHash: w.tokenHash,
     validUntil: w.validUntil,
   });
+  // A hub that accepts after the budget keeps a socket nobody holds, until its own checks close it
+  // (the web session's expiry, or the next event to a socket gone).
   return withDeadline(hubFor(c.env, w.teamId).fetch(join), REQUEST_BUDGET_MS, "hub.live");
 });

@@ -13,7 +13,7 @@ import type { Claim } from "../../sdk/src/human/approvals";
 import { getApprovalOwner, getApprovalRecord, listMembers } from "../db";
 import { orFallback, REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
-import { type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
+import { approvalAtGate, type DecisionInput, type DecisionResult, gateFor } from "../gate/api";
 import { lateDecisionError } from "../gate/rules";
 import { type ClaimResult, hubFor } from "../hub/api";
 import { DECIDER_ROLES } from "../roles";
@@ -181,11 +181,7 @@ async function verifiedOrRepeat(
  * feed; not a lock (anyone may still decide). An ended request is refused as a decision would be.
  */
 export async function claimApproval(env: Env, teamId: string, approvalId: string, by: Owner): Promise<Claim> {
-  const approval = (await withDeadline(
-    approvalGate(env, approvalId).getApproval(teamId, approvalId),
-    REQUEST_BUDGET_MS,
-    "gate.getApproval",
-  )) as Approval | null;
+  const approval = await approvalAtGate(approvalGate(env, approvalId), teamId, approvalId);
   if (!approval) throw noSuchApproval();
   // RPC stub types reject `unknown` JSON fields as unserialisable; the values are plain JSON.
   const result =

@@ -10,13 +10,12 @@
  * (`decideApproval` → the gate), the links (`channel-links.ts`), any platform's reply format.
  */
 
-import type { Approval } from "../../sdk/src/approval";
 import type { ErrorCode } from "../../sdk/src/errors";
 import { CHANNEL_NAMES, type Channel } from "../../sdk/src/human/channels";
 import { channelAllowRefusal, HIGH_RISK_LINE } from "../channels/card-allow";
 import { channelLinkRemoved, getTeamPolicy } from "../db";
-import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
+import { approvalAtGate } from "../gate/api";
 import type { Env } from "../types";
 import { approvalGate, decideApproval } from "./approvals";
 import { linkedMember } from "./channel-links";
@@ -56,11 +55,7 @@ export async function decideFromChannel(env: Env, tap: ChannelTap): Promise<Chan
   const member = await linkedMember(env, tap.channel, tap.teamId, tap.externalUserId);
   if (!member) return refusal(await notLinkedSentence(env, tap));
   try {
-    const pending = (await withDeadline(
-      approvalGate(env, tap.approvalId).getApproval(tap.teamId, tap.approvalId),
-      REQUEST_BUDGET_MS,
-      "gate.getApproval",
-    )) as Approval | null;
+    const pending = await approvalAtGate(approvalGate(env, tap.approvalId), tap.teamId, tap.approvalId);
     if (!pending) return refusal(REFUSALS.not_found ?? "");
     // A high-risk allow needs the passkey, and an allow only of what the card showed: the card's
     // own rule, applied again to the tap (a forged one, or a policy made stricter since the post).

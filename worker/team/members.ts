@@ -26,7 +26,7 @@ import {
   setMemberRole,
   webSessionHashes,
 } from "../db";
-import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
+import { REQUEST_BUDGET_MS, waitAtMost, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
 import { closeWebSessionAtHub, hubFor } from "../hub/api";
 import { ADMIN_ROLES, mayGrant, mayManage } from "../roles";
@@ -52,8 +52,9 @@ const byUser = (w: WebIdentity, at = Date.now()): AuditContext => ({
 
 /**
  * Roles decide who gets pushed and may decide: the team's hub reads them again. A hub that does
- * not answer in time: `503` (the change stands in D1; the hub vouches for decisions from D1 within
- * VOUCH_DIRECTORY_MS and pushes from it within DIRECTORY_MAX_AGE_MS).
+ * not answer in time: `503` (the change stands in D1, and sending it again tells the hub again;
+ * meanwhile the hub vouches for decisions from D1 within VOUCH_DIRECTORY_MS and addresses pushes
+ * from it within DIRECTORY_MAX_AGE_MS).
  */
 async function membersChanged(env: Env, teamId: string): Promise<void> {
   await withDeadline(hubFor(env, teamId).forgetDirectory(), REQUEST_BUDGET_MS, "hub.forgetDirectory");
@@ -114,7 +115,9 @@ export async function acceptInvite(env: Env, w: WebIdentity, token: string) {
   }
   if (accepted.outcome !== "joined") throw badInvite();
   const { teamId, role } = accepted;
-  await membersChanged(env, teamId);
+  // A join only adds: a hub that misses it reads the newcomer from D1 within its copy's maximum
+  // age, so the join goes on (a 503 here would leave it half done, its retry `already_member`).
+  await waitAtMost(hubFor(env, teamId).forgetDirectory(), REQUEST_BUDGET_MS, "hub.forgetDirectory");
   await chainQueued(env, teamId);
   await switchTeam(env, w, teamId);
   return { teamId, role };

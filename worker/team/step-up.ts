@@ -20,6 +20,7 @@ import type { Approval } from "../../sdk/src/approval";
 import { acceptsEdits } from "../../sdk/src/edit-input";
 import type { ErrorCode } from "../../sdk/src/errors";
 import { type StepUpOptionsAnswer, type StepUpProof, stepUpChallenge } from "../../sdk/src/human/step-up";
+import { isAllowKind } from "../../sdk/src/protocol";
 import {
   createStepUpChallenge,
   findPasskey,
@@ -30,9 +31,9 @@ import {
   type StepUpChallengeRow,
   useStepUpChallenge,
 } from "../db";
-import { orFallback, REQUEST_BUDGET_MS, withDeadline } from "../deadline";
+import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
 import { DomainError } from "../errors";
-import { gateFor, type VerifiedStepUp } from "../gate/api";
+import { approvalAtGate, gateFor, type VerifiedStepUp } from "../gate/api";
 import { editedInputHash } from "../gate/edit";
 import type { Env } from "../types";
 import { publicKeyForms } from "./step-up-key";
@@ -127,11 +128,7 @@ export async function stepUpOptions(
   approvalId: string,
   { optionId, updatedInput }: { optionId: string; updatedInput?: Record<string, unknown> | undefined },
 ): Promise<StepUpOptionsAnswer> {
-  const approval = (await withDeadline(
-    gateOf(env, approvalId).getApproval(who.teamId, approvalId),
-    REQUEST_BUDGET_MS,
-    "gate.getApproval",
-  )) as Approval | null;
+  const approval = await approvalAtGate(gateOf(env, approvalId), who.teamId, approvalId);
   if (!approval) throw notFound();
   if (approval.state !== "pending") refused("step_up_not_needed", "this request is no longer pending");
   // Whether an edit makes the request high-risk is the gate's to say when it is sent: `403 step_up_required`.
@@ -146,7 +143,7 @@ export async function stepUpOptions(
   }
   const option = approval.options.find((o) => o.optionId === optionId);
   if (!option) refused("option_not_offered", `option ${JSON.stringify(optionId)} was not offered`);
-  if (!option?.kind.startsWith("allow")) refused("step_up_not_needed", "only an allow needs a step-up");
+  if (!option || !isAllowKind(option.kind)) refused("step_up_not_needed", "only an allow needs a step-up");
   if (approval.quorum?.allowedBy.some((p) => p.userId === who.userId)) {
     throw new DomainError("second_approver_required", undefined, { extra: { approval } });
   }
@@ -323,14 +320,16 @@ export async function repeatedStepUp(
   return same ? found.approval : null;
 }
 
-/** The approval and its kept step-ups: from the gate while it keeps the request, else from D1. */
+/**
+ * The approval and its kept step-ups: from the gate while it keeps the request, else from D1. A
+ * gate that does not answer in time is a `503`, never D1's copy, which may lag it by a flush: a
+ * retried allow would be refused `step_up_replayed` for an allow that went through.
+ */
 async function stepUpsOf(env: Env, teamId: string, approvalId: string) {
-  // A gate that does not answer in time: D1's record, as for a request the gate no longer keeps.
-  const held = (await orFallback(
+  const held = (await withDeadline(
     gateOf(env, approvalId).stepUps(teamId, approvalId),
     REQUEST_BUDGET_MS,
     "gate.stepUps",
-    null,
   )) as {
     approval: Approval;
     stepUps: VerifiedStepUp[];
