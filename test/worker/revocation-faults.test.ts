@@ -201,6 +201,31 @@ const revokedAtHub = (teamId: string, keyId: string) =>
     return row?.revoked_at as number | undefined;
   });
 
+/**
+ * A key revoked that the team's hub never hears of: its session asked once (request 1 held) and
+ * the hub read D1 back (none yet); then the route cannot tell the hub, and the session's gate
+ * fails the one call the route makes itself (`500`).
+ */
+async function revokedUnheard(name: string) {
+  const owner = await signUp();
+  const { id: keyId, key } = await createKey(owner);
+  const sessionId = unique(name);
+  const agent = await connectAgent(key, sessionId);
+  await agent.ask(1, permissionParams(sessionId));
+  await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).not.toBeNull());
+  unreachableHub();
+  const gate = failingGate(sessionId, () => gate.failures === 0);
+  const response = await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie });
+  expect(response.status).toBe(500);
+  return { owner, keyId, sessionId, agent, gate };
+}
+
+/** The key's revocation is REVOCATIONS_MAX_AGE_MS older in D1: past the route's grace, for the read back. */
+const ageRevocation = (keyId: string) =>
+  env.DB.prepare("UPDATE api_keys SET revoked_at = revoked_at - ? WHERE id = ?")
+    .bind(REVOCATIONS_MAX_AGE_MS, keyId)
+    .run();
+
 /** Where the hub's next read back of D1's revocations starts. */
 const readBackCursor = (teamId: string) =>
   runInDurableObject(hubStub(teamId), (_hub, state) => {
@@ -264,19 +289,7 @@ describe("a revocation one gate never answers", () => {
 
 describe("a revocation the hub never hears", () => {
   it("is read back from D1 once the hub's last read is 30 s old: the key refused, its gate told", async () => {
-    const owner = await signUp();
-    const { id: keyId, key } = await createKey(owner);
-    const sessionId = unique("unheard");
-    const agent = await connectAgent(key, sessionId);
-    // The session's report or its admission: the hub reads D1's revocations back (none yet).
-    await agent.ask(1, permissionParams(sessionId));
-    await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).not.toBeNull());
-
-    // The route cannot tell the hub, and the session's gate fails the one call the route makes itself.
-    unreachableHub();
-    const gate = failingGate(sessionId, () => gate.failures === 0);
-    const response = await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie });
-    expect(response.status).toBe(500);
+    const { owner, keyId, sessionId, agent, gate } = await revokedUnheard("unheard");
     expect(gate.failures).toBe(1);
     expect(await hubKnows(owner.teamId, keyId)).toEqual({ waiting: 0, remembered: false });
 
@@ -286,9 +299,7 @@ describe("a revocation the hub never hears", () => {
 
     // 30 s on, the next admission has the hub read D1 back: it takes the key up and tells the gate.
     await ageReadBack(owner.teamId, REVOCATIONS_MAX_AGE_MS);
-    await env.DB.prepare("UPDATE api_keys SET revoked_at = revoked_at - ? WHERE id = ?")
-      .bind(REVOCATIONS_MAX_AGE_MS, keyId)
-      .run();
+    await ageRevocation(keyId);
     await agent.ask(3, permissionParams(sessionId));
     const answers = [await agent.next(), await agent.next(), await agent.next()];
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3]);
@@ -299,21 +310,9 @@ describe("a revocation the hub never hears", () => {
   });
 
   it("is read again 30 s after D1 fails the read back, from where it was: the key then refused", async () => {
-    const owner = await signUp();
-    const { id: keyId, key } = await createKey(owner);
-    const sessionId = unique("d1-down");
-    const agent = await connectAgent(key, sessionId);
-    await agent.ask(1, permissionParams(sessionId));
-    await vi.waitFor(async () => expect(await readBackAt(owner.teamId)).not.toBeNull());
+    const { owner, keyId, sessionId, agent } = await revokedUnheard("d1-down");
     const cursor = await readBackCursor(owner.teamId);
-
-    unreachableHub();
-    const gate = failingGate(sessionId, () => gate.failures === 0);
-    const response = await api(`/v1/keys/${keyId}`, { method: "DELETE", cookie: owner.cookie });
-    expect(response.status).toBe(500);
-    await env.DB.prepare("UPDATE api_keys SET revoked_at = revoked_at - ? WHERE id = ?")
-      .bind(REVOCATIONS_MAX_AGE_MS, keyId)
-      .run();
+    await ageRevocation(keyId);
 
     // D1 fails the read back: the admission that started it is held all the same, the failure logged.
     let d1Down = true;
