@@ -6,7 +6,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Role } from "../sdk/src/human/roles";
-import { API_KEY_PATTERN, randomToken, sha256Hex } from "./crypto";
+import { API_KEY_PATTERN, digestHex, randomToken, sha256Hex } from "./crypto";
 import {
   AGENT_KEY_CACHE_MS,
   createWebSession,
@@ -21,7 +21,7 @@ import {
 import { orFallback, REQUEST_BUDGET_MS } from "./deadline";
 import { DomainError } from "./errors";
 import { appOrigin } from "./http";
-import { closeWebSessionAtHub, hubFor } from "./hub/api";
+import { closeWebSessionAtHub, type DeciderVouch, hubFor } from "./hub/api";
 import { IsolateCache } from "./isolate-cache";
 import { chainQueued } from "./team/audit";
 import { auditEvents, userActor } from "./team/audit-events";
@@ -33,7 +33,7 @@ export const SESSION_COOKIE = "__Host-tapgate";
  * Session lookups are cached briefly per isolate so a request does not wait on D1. Sign-out and
  * member changes made through this isolate take effect at once; elsewhere within
  * WEB_IDENTITY_CACHE_MS. What must not wait that long either asks the team's hub, which hears of
- * every such change (a decision: `requireCurrentWeb`), or reads D1 itself (the live feed, a
+ * every such change (a decision: `requireCurrentDecider`, `requireCurrentWeb`), or reads D1 itself (the live feed, a
  * passkey change, minting a key: `requireFreshWeb`, `requireRecentSignIn`).
  */
 const sessionCache = new IsolateCache<WebIdentity>(WEB_IDENTITY_CACHE_MS);
@@ -109,7 +109,7 @@ export async function webSessionTeams(db: D1Database, web: WebIdentity): Promise
 /** Who is signed in, or null: for routes that serve both the signed-in and the signed-out. */
 export async function currentWeb(c: Context<AppEnv>): Promise<WebIdentity | null> {
   const token = getCookie(c, SESSION_COOKIE);
-  return token ? lookupWebSession(c.env.DB, sha256Hex(token)) : null;
+  return token ? lookupWebSession(c.env.DB, await digestHex(token)) : null;
 }
 
 /** Humans only. An agent key here is refused with 403: agent keys never decide or administer. */
@@ -136,7 +136,7 @@ export const requireFreshWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 async function freshWeb(c: Context<AppEnv>): Promise<WebIdentity> {
   const token = getCookie(c, SESSION_COOKIE);
-  const identity = token ? await findWebSession(c.env.DB, sha256Hex(token), Date.now()) : null;
+  const identity = token ? await findWebSession(c.env.DB, await digestHex(token), Date.now()) : null;
   if (!identity) throw new DomainError("unauthenticated", "sign in first");
   return identity;
 }
@@ -148,20 +148,35 @@ async function freshWeb(c: Context<AppEnv>): Promise<WebIdentity> {
  * nothing, and a decision waits on no D1 read. When the hub cannot vouch for it (or does not
  * answer within REQUEST_BUDGET_MS), D1 decides.
  */
-export const requireCurrentWeb: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const cached = c.get("web");
-  const role =
-    cached.validUntil > Date.now()
-      ? await orFallback(
-          hubFor(c.env, cached.teamId).currentRole(cached.tokenHash, cached.userId),
-          REQUEST_BUDGET_MS,
-          "hub.currentRole",
-          null,
-        )
-      : null;
-  c.set("web", role ? { ...cached, role } : await freshWeb(c));
-  return next();
-};
+export const requireCurrentWeb = vouchedWeb("hub.currentRole", async (hub, w) => ({
+  role: await hub.currentRole(w.tokenHash, w.userId),
+  key: null,
+}));
+
+/**
+ * `requireCurrentWeb` for a decision on the route's `:id`: the same call to the hub also answers
+ * the standing of the key that asked the request (`keyStanding`), which the gate checks before
+ * an allow (`gate/key-check.ts`) instead of asking the hub again.
+ */
+export const requireCurrentDecider = vouchedWeb("hub.vouchDecider", (hub, w, c) =>
+  hub.vouchDecider(w.tokenHash, w.userId, c.req.param("id") ?? ""),
+);
+
+function vouchedWeb(
+  label: string,
+  ask: (hub: ReturnType<typeof hubFor>, cached: WebIdentity, c: Context<AppEnv>) => Promise<DeciderVouch>,
+): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const cached = c.get("web");
+    const vouched =
+      cached.validUntil > Date.now()
+        ? await orFallback(ask(hubFor(c.env, cached.teamId), cached, c), REQUEST_BUDGET_MS, label, null)
+        : null;
+    if (vouched?.key) c.set("keyStanding", vouched.key);
+    c.set("web", vouched?.role ? { ...cached, role: vouched.role } : await freshWeb(c));
+    return next();
+  };
+}
 
 /**
  * The session's last real sign-in (read fresh) is within REAUTH_WINDOW_MS, else 401
@@ -243,7 +258,7 @@ export async function agentOf(c: Context<AppEnv>): Promise<AgentIdentity> {
     ?.replace(/^Bearer\s+/i, "")
     .trim();
   if (!key) throw new DomainError("no_api_key", "send Authorization: Bearer <API key>; create one with POST /v1/keys");
-  const agent = API_KEY_PATTERN.test(key) ? await lookupAgentKey(c.env, sha256Hex(key)) : null;
+  const agent = API_KEY_PATTERN.test(key) ? await lookupAgentKey(c.env, await digestHex(key)) : null;
   if (!agent) throw new DomainError("bad_api_key", "the API key is unknown or revoked");
   return agent;
 }

@@ -5,7 +5,7 @@
  * no import cycle through it.
  */
 import type { Role } from "../sdk/src/human/roles";
-import type { SessionGateApi } from "./gate/api";
+import type { KeyStanding, SessionGateApi } from "./gate/api";
 import type { TeamHubApi } from "./hub/api";
 
 export interface Env {
@@ -88,5 +88,6 @@ export interface AgentIdentity {
 
 export type AppEnv = {
   Bindings: Env;
-  Variables: { web: WebIdentity; agent: AgentIdentity };
+  /** `keyStanding`: set by `requireCurrentDecider`, the hub's word on the decided request's key. */
+  Variables: { web: WebIdentity; agent: AgentIdentity; keyStanding?: KeyStanding };
 };

@@ -7,6 +7,8 @@
  */
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Approval } from "../../sdk/src/approval";
+import type { DecisionBatchAnswer, DecisionBatchResult } from "../../sdk/src/human/approvals";
 import type { SessionGate } from "../../worker/gate/session-gate";
 import { SessionGate as Gate } from "../../worker/gate/session-gate";
 import type { GateStore } from "../../worker/gate/store";
@@ -73,6 +75,25 @@ const revoke = async (owner: Member, keyId: string) => {
   return json(response);
 };
 
+/** A human's allow of `approval`, decided alone: its status and answer. */
+async function allowAlone(owner: Member, approval: Approval) {
+  const response = await decide(owner, approval, "allow");
+  return { status: response.status, body: await json(response) };
+}
+
+/** The same allow as a batch's one item: the item's status and answer. */
+async function allowInBatch(owner: Member, approval: Approval) {
+  const decisions = [{ approvalId: approval.id, optionId: "allow", requestHash: approval.requestHash }];
+  const response = await api("/v1/approvals/decisions", {
+    method: "POST",
+    cookie: owner.cookie,
+    body: JSON.stringify({ decisions }),
+  });
+  expect(response.status).toBe(200);
+  const [{ status, ...body }] = (await json<DecisionBatchAnswer>(response)).results as [DecisionBatchResult];
+  return { status, body };
+}
+
 /** The next answer must be the hub's refusal of a revoked key. */
 async function expectRefused(agent: AgentSocket, id: number) {
   expect(await agent.next()).toMatchObject({ id, error: { data: { reason: "key_revoked" } } });
@@ -129,32 +150,38 @@ describe("a revocation one gate misses", () => {
     expect((await hubKnows(owner.teamId, keyId)).waiting).toBe(0);
   });
 
-  it("leaves a request the key had held there no allow: a human's allow ends it key_revoked, answered 410", async () => {
-    const owner = await signUp();
-    const { id: keyId, key } = await createKey(owner);
-    const sessionId = unique("held");
-    const agent = await connectAgent(key, sessionId);
-    await agent.ask(1, permissionParams(sessionId));
-    const [approval] = await pendingApprovals(owner, sessionId);
-    if (!approval) throw new Error("not pending");
+  // A single decision hands the gate the hub's word on the key, asked with the decider's role; a
+  // batch's items do not, and the gate asks the hub itself.
+  it.each([
+    ["one decision", allowAlone],
+    ["a batch's item", allowInBatch],
+  ])(
+    "leaves a request the key had held there no allow: a human's allow (%s) ends it key_revoked, answered 410",
+    async (_, allow) => {
+      const owner = await signUp();
+      const { id: keyId, key } = await createKey(owner);
+      const sessionId = unique("held");
+      const agent = await connectAgent(key, sessionId);
+      await agent.ask(1, permissionParams(sessionId));
+      const [approval] = await pendingApprovals(owner, sessionId);
+      if (!approval) throw new Error("not pending");
 
-    const gate = failingGate(sessionId, () => gate.failures === 0);
-    expect(await revoke(owner, keyId)).toMatchObject({ unreachedSessions: 1 });
-    expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
+      const gate = failingGate(sessionId, () => gate.failures === 0);
+      expect(await revoke(owner, keyId)).toMatchObject({ unreachedSessions: 1 });
+      expect(await pendingApprovals(owner, sessionId)).toHaveLength(1);
 
-    // The card is still there; a teammate taps Allow before the hub's alarm reaches the gate.
-    const allow = await decide(owner, approval, "allow");
-    expect(allow.status).toBe(410);
-    expect(await json(allow)).toMatchObject({
-      error: "already_resolved",
-      approval: { state: "denied", reason: "key_revoked" },
-    });
-    expect(await agent.next()).toMatchObject({
-      id: 1,
-      result: { outcome: { outcome: "selected", optionId: "deny" }, _meta: { tapgate: { reason: "key_revoked" } } },
-    });
-    expect((await agent.closed).code).toBe(4001);
-  });
+      // The card is still there; a teammate taps Allow before the hub's alarm reaches the gate.
+      expect(await allow(owner, approval)).toMatchObject({
+        status: 410,
+        body: { error: "already_resolved", approval: { state: "denied", reason: "key_revoked" } },
+      });
+      expect(await agent.next()).toMatchObject({
+        id: 1,
+        result: { outcome: { outcome: "selected", optionId: "deny" }, _meta: { tapgate: { reason: "key_revoked" } } },
+      });
+      expect((await agent.closed).code).toBe(4001);
+    },
+  );
 
   it("is remembered past its memory while a gate is not told, and forgotten once every gate has it", async () => {
     const owner = await signUp();

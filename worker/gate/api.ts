@@ -74,6 +74,17 @@ export interface DecisionInput {
   deciders?: string[];
   /** Where the decision was taken: `"app"` (the default) or a channel's card (`team/channel-decision.ts`). */
   via?: DecisionVia;
+  /**
+   * The hub's word on the request's agent key, asked with the decider's role (`vouchDecider`):
+   * for that key, the gate asks the hub nothing more before an allow (`key-check.ts`).
+   */
+  keyStanding?: KeyStanding;
+}
+
+/** Whether an agent key was revoked lately or is still being fanned out, as the team's hub knows it. */
+export interface KeyStanding {
+  keyId: string;
+  revoked: boolean;
 }
 
 export type DecisionVia = NonNullable<DecidedBy["via"]>;

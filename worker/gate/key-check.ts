@@ -5,7 +5,9 @@
  * allow of a request the key had held already is refused the same way: the shell ends the key's
  * requests `key_revoked` before the decision is taken, which then finds the request ended (`410
  * already_resolved`). The hub's memory alone is asked (one lookup, no D1): a key it never heard
- * of is the read back's (`hub/revocations.ts`).
+ * of is the read back's (`hub/revocations.ts`). A single decision's route has already asked it,
+ * with the decider's role (`vouchDecider`), and hands its word on the key in (`keyStanding`):
+ * for that key the gate asks nothing more.
  *
  * Owns: which decisions are checked (those that could allow) and the check's fallback (D1's
  * record of the key, when the hub does not answer within REQUEST_BUDGET_MS). Does not own:
@@ -30,6 +32,8 @@ export async function withdrawnKey(
   d: DecisionInput,
 ): Promise<string | null> {
   if (row.state !== "pending" || !mayAllow(row.agent_options, d)) return null;
+  // The hub's word, when the decision's route asked it with the decider's role (`vouchDecider`).
+  if (d.keyStanding?.keyId === row.key_id) return d.keyStanding.revoked ? row.key_id : null;
   const revoked = await withDeadline(
     host.hub(teamId).keyRevokedLately(row.key_id),
     REQUEST_BUDGET_MS,

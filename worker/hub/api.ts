@@ -17,6 +17,7 @@ import type { AuditAnchors, AuditEvent } from "../audit-chain";
 import type { OutboxOp } from "../db/approvals";
 import type { DeviceRow } from "../db/devices";
 import { REQUEST_BUDGET_MS, withDeadline } from "../deadline";
+import type { KeyStanding } from "../gate/api";
 import type { VersionedPolicy } from "../policy";
 
 export type { AuditAnchors, AuditEvent, OutboxOp };
@@ -190,6 +191,15 @@ export interface KeyRevocation {
   unreachedSessions: number;
 }
 
+/**
+ * A decider vouched for: the role they hold now (null: the route reads D1), and the standing of
+ * the key that asked the request (null: this hub holds no slot for it, the gate asks itself).
+ */
+export interface DeciderVouch {
+  role: Role | null;
+  key: KeyStanding | null;
+}
+
 /** A claim taken, or the request as the hub knows it when it has already ended. */
 export type ClaimResult = { ok: true; claim: Claim } | { ok: false; approval: Approval };
 
@@ -269,6 +279,13 @@ export interface TeamHubApi extends Rpc.DurableObjectBranded {
    * vouch for it (the session ended here lately, or they are no member): the route reads D1.
    */
   currentRole(tokenHash: string, userId: string): Promise<Role | null>;
+  /**
+   * `currentRole`, for a decision on `approvalId`, with the standing of the key that asked it in
+   * the same call (`key`: whether it was revoked lately or is still being fanned out; null when
+   * this hub holds no slot for the request): the gate then needs no call of its own before an
+   * allow (`gate/key-check.ts`).
+   */
+  vouchDecider(tokenHash: string, userId: string, approvalId: string): Promise<DeciderVouch>;
   /**
    * An agent key of the team was revoked in D1: the hub vouches for no cached copy of it
    * (`keyInUse`), refuses it at admission, and tells every session of `sessionIds` (the ones it

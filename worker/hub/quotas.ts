@@ -91,6 +91,16 @@ export class Quotas {
     this.released.set(approvalId, now + LATE_ADMIT_MS);
   }
 
+  /** The key holding `approvalId`'s slot, or null when none is held for it. */
+  keyOf(approvalId: string): string | null {
+    const unwritten = this.unwritten.get(approvalId);
+    if (unwritten) return unwritten.keyId;
+    const [row] = this.host.sql
+      .exec<{ key_id: string }>("SELECT key_id FROM quota_pending WHERE approval_id = ?", approvalId)
+      .toArray();
+    return row?.key_id ?? null;
+  }
+
   /** Writes what was admitted since the last write, and forgets what expired. */
   private write(now = Date.now()): void {
     this.writeQueued = false;

@@ -27,6 +27,7 @@ import type {
   AuditEvent,
   ClaimResult,
   DeadLetteredSession,
+  DeciderVouch,
   DeviceHealth,
   DisplayReport,
   EscalationOrder,
@@ -240,6 +241,13 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
 
   async currentRole(tokenHash: string, userId: string): Promise<Role | null> {
     return this.parts.vouching.currentRole(tokenHash, userId, Date.now());
+  }
+
+  async vouchDecider(tokenHash: string, userId: string, approvalId: string): Promise<DeciderVouch> {
+    const { vouching, quotas } = this.parts;
+    const role = await vouching.currentRole(tokenHash, userId, Date.now());
+    const keyId = quotas.keyOf(approvalId);
+    return { role, key: keyId === null ? null : { keyId, revoked: vouching.revokedLately(keyId, Date.now()) } };
   }
 
   async keyRevoked(teamId: string, keyId: string, sessionIds: string[]): Promise<KeyRevocation> {

@@ -7,7 +7,14 @@ import {
   approvalListQuerySchema,
   decisionBatchBodySchema,
 } from "../../sdk/src/human/approvals";
-import { requireCurrentWeb, requireFreshWeb, requireRole, requireSameOrigin, requireWeb } from "../auth";
+import {
+  requireCurrentDecider,
+  requireCurrentWeb,
+  requireFreshWeb,
+  requireRole,
+  requireSameOrigin,
+  requireWeb,
+} from "../auth";
 import { listApprovals } from "../db";
 import { cursorParam, deviceOf, nextCursor, relyingParty, validate } from "../http";
 import { DECIDER_ROLES } from "../roles";
@@ -43,7 +50,7 @@ export const approvalRoutes = new Hono<AppEnv>()
   .post(
     "/v1/approvals/:id/decision",
     // The role as it is now, not as cached: a member removed or demoted a moment ago decides nothing.
-    requireCurrentWeb,
+    requireCurrentDecider,
     requireRole(...DECIDER_ROLES),
     validate("json", anyDecisionBodySchema),
     async (c) => {
@@ -89,5 +96,6 @@ function decisionRequest(c: Context<AppEnv>, approvalId: string, body: AnyDecisi
     name: w.name,
     role: w.role,
     device: deviceOf(c),
+    keyStanding: c.get("keyStanding"),
   };
 }
