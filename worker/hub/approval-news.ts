@@ -17,6 +17,7 @@ import type { Escalations } from "./escalation";
 import { KEEP_RESOLVED_MS, type LiveFeed } from "./live-feed";
 import type { PushQueue } from "./push-queue";
 import type { Quotas } from "./quotas";
+import type { ReceiptReports } from "./receipt-reports";
 import type { Revocations } from "./revocations";
 import type { StandingRules } from "./rules";
 import type { Sessions } from "./sessions";
@@ -32,6 +33,7 @@ export interface NewsParts {
   quotas: Quotas;
   claims: Claims;
   escalations: Escalations;
+  reports: ReceiptReports;
   channels: ChannelPosts;
   revocations: Revocations;
   rules: StandingRules;
@@ -62,13 +64,13 @@ export class ApprovalNewsDesk {
   }
 
   async resolved(approval: Approval, ownerUserId: string): Promise<void> {
-    const { directory, feed, push, quotas, claims, escalations, channels } = this.parts;
+    const { directory, feed, push, quotas, claims, reports, channels } = this.parts;
     // The same end again (its news, then its replayed row: gate-report.ts) changes nothing.
     if (feed.ended(approval.id)) return;
     const now = Date.now();
     quotas.release(approval.id);
     claims.end(approval.id, now);
-    escalations.resolved(approval.id);
+    reports.resolved(approval.id);
     // Each channel post is marked to update now (durably, before any await); the updates go behind.
     this.parts.background(channels.ended(approval, now));
     // Remembered only once it can be shown: an end the directory failed is taken again from its row.

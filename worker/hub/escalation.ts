@@ -1,21 +1,19 @@
 /**
  * The hub's half of the escalation ladder: running one step a SessionGate asks for (push the
  * people it names, mail them a link to the card, or post it to a channel), presence (a person
- * whose visible page is open gets the card there and no push), the receipts a gate is told
- * about (who the request reached, who saw it), and each request's timeline of steps.
+ * whose visible page is open gets the card there and no push), and each request's timeline of
+ * steps.
  *
  * Owns: the `escalations` table (each step and phase run once, with its outcome: the timeline),
  * `escalation_starts` (a push or channel step marked started before its pushes and posts leave,
- * so a hub evicted mid-step sends none of them twice), `live_cards` (cards shown on, and seen from,
- * visible pages) and the receipts report to the request's gate. Does not own: when a step runs
- * (the gate's `escalation.ts`, by its alarm), pushes and their budget (`push-queue.ts`,
- * `push-budget.ts`), the mail (`escalation-mail.ts`), channel posts (`channel-posts.ts`), who is
- * visible (`live-feed.ts`), or who is in the team (`directory.ts`).
+ * so a hub evicted mid-step sends none of them twice) and `live_cards` (cards shown on, and seen
+ * from, visible pages). Does not own: the receipts and their reports to the gate
+ * (`receipt-reports.ts`), when a step runs (the gate's `escalation.ts`, by its alarm), pushes and
+ * their budget (`push-queue.ts`, `push-budget.ts`), the mail (`escalation-mail.ts`), channel
+ * posts (`channel-posts.ts`), who is visible (`live-feed.ts`), or who is in the team
+ * (`directory.ts`).
  */
 import type { EscalationEvent } from "../../sdk/src/approval";
-import { CLAIM_MS, type Claim } from "../../sdk/src/human/approvals";
-import { ALARM_BUDGET_MS, withDeadline } from "../deadline";
-import { type DeliveryReceipts, gateFor } from "../gate/api";
 import { seenAtOf } from "../gate/escalation-rules";
 import type { ApprovalNews, EscalationOrder, EscalationOutcome, StepOutcome } from "./api";
 import type { ChannelPosts } from "./channel-posts";
@@ -24,8 +22,7 @@ import { mailStep } from "./escalation-mail";
 import type { HubHost } from "./host";
 import type { LiveFeed } from "./live-feed";
 import type { PushQueue } from "./push-queue";
-
-type Receipts = DeliveryReceipts;
+import type { ReceiptReports } from "./receipt-reports";
 
 const NOBODY: StepOutcome = { reached: 0, to: [], held: false };
 
@@ -35,25 +32,7 @@ interface RanStep {
   fresh: boolean;
 }
 
-/** The device name a card shown on an open page goes by in `deliveredTo`. */
-export const LIVE_DEVICE = "app";
-
-export interface EscalationHooks {
-  /** Runs work after the answer (the hub's waitUntil). */
-  background(work: Promise<unknown>): void;
-  /** The claim running on a request now (claims.ts), for the agent's progress. */
-  claimOf(approvalId: string): Claim | null;
-}
-
 export class Escalations {
-  /**
-   * The receipts each pending request's gate was last told (JSON), so a report that changes
-   * nothing is not sent. In memory: a restarted hub tells each gate once more.
-   */
-  private readonly told = new Map<string, string>();
-  /** Requests whose receipts report is on its way to the gate, and those to report again after it. */
-  private readonly reporting = new Set<string>();
-  private readonly reportAgain = new Set<string>();
   /** Steps running now, by `approvalId:step:phase`. */
   private readonly running = new Map<string, Promise<RanStep | null>>();
 
@@ -62,8 +41,8 @@ export class Escalations {
     private readonly directory: Directory,
     private readonly feed: LiveFeed,
     private readonly push: PushQueue,
-    private readonly hooks: EscalationHooks,
     private readonly channels: ChannelPosts,
+    private readonly reports: ReceiptReports,
   ) {}
 
   /**
@@ -95,14 +74,14 @@ export class Escalations {
       // Also when a later step failed: the steps that ran are on the card all the same.
       if (fresh) {
         this.feed.broadcast("approval", order.approval.id);
-        this.report(order.approval.id);
+        this.reports.report(order.approval.id);
       }
     }
   }
 
   /** Whether someone whose seeing counts (the gate's rule, `seenAtOf`) saw the request. */
   private seen(order: EscalationOrder): boolean {
-    return seenAtOf(this.receipts(order.approval.id), order, order.ownerUserId) !== null;
+    return seenAtOf(this.reports.receipts(order.approval.id), order, order.ownerUserId) !== null;
   }
 
   /**
@@ -251,7 +230,7 @@ export class Escalations {
         .toArray();
       if (changed.length === 0) continue;
       this.feed.broadcast("approval", id);
-      this.report(id);
+      this.reports.report(id);
     }
   }
 
@@ -270,96 +249,6 @@ export class Escalations {
         .exec("SELECT 1 FROM live_cards WHERE approval_id = ? AND user_id = ? AND seen_at IS NULL", approvalId, userId)
         .toArray().length > 0
     );
-  }
-
-  /** Where a request stands: devices the push service took it for, pages shown it, people who saw it. */
-  receipts(approvalId: string): Receipts {
-    const deliveredTo: Receipts["deliveredTo"] = [];
-    const seen = new Map<string, number>();
-    const saw = (userId: string, at: number | null | undefined) => {
-      if (at === null || at === undefined || !this.directory.isDecider(userId)) return;
-      seen.set(userId, Math.min(seen.get(userId) ?? at, at));
-    };
-    for (const d of this.push.deliveries(approvalId)) {
-      const shownAt = d.displayedAt ?? d.seenAt ?? undefined;
-      if (d.deliveredAt !== null) {
-        const name = this.directory.nameOf(d.userId);
-        deliveredTo.push({
-          userId: d.userId,
-          name,
-          device: d.deviceName,
-          at: d.deliveredAt,
-          ...(shownAt ? { shownAt } : {}),
-        });
-      }
-      saw(d.userId, d.seenAt);
-      saw(d.userId, d.openedAt);
-    }
-    deliveredTo.push(...this.channels.delivered(approvalId));
-    const cards = this.host.sql
-      .exec("SELECT user_id, shown_at, seen_at FROM live_cards WHERE approval_id = ? ORDER BY shown_at", approvalId)
-      .toArray();
-    for (const c of cards) {
-      const userId = c.user_id as string;
-      const at = c.shown_at as number;
-      deliveredTo.push({ userId, name: this.directory.nameOf(userId), device: LIVE_DEVICE, at, shownAt: at });
-      saw(userId, c.seen_at as number | null);
-    }
-    const seenBy = [...seen].map(([userId, at]) => ({ userId, name: this.directory.nameOf(userId), at }));
-    const claim = this.hooks.claimOf(approvalId);
-    const claimedBy = claim && { name: claim.by.name, at: claim.until - CLAIM_MS };
-    return { deliveredTo, seenBy: seenBy.sort((a, b) => a.at - b.at), ...(claimedBy && { claimedBy }) };
-  }
-
-  /**
-   * Tells the request's gate where it stands, in the background, while it is pending; only when
-   * that changed since it was last told. Each step that reached nobody reports the same empty
-   * receipts, and each telling costs the gate a storage commit.
-   */
-  report(approvalId: string): void {
-    const teamId = this.host.teamId();
-    const gate = gateFor(this.host.env, approvalId);
-    if (!teamId || !gate || !this.isPending(approvalId)) return;
-    // One report at a time per request, each with the receipts as they are when it leaves: two
-    // never cross on the way, so the gate ends with the latest. A report asked for meanwhile is
-    // sent by the one on its way (in its own request, whose stub it uses), after it.
-    if (this.reporting.has(approvalId)) {
-      this.reportAgain.add(approvalId);
-      return;
-    }
-    this.reporting.add(approvalId);
-    const work = (async () => {
-      do {
-        this.reportAgain.delete(approvalId);
-        await this.tell(teamId, approvalId, gate);
-      } while (this.reportAgain.has(approvalId));
-    })().finally(() => this.reporting.delete(approvalId));
-    this.hooks.background(work);
-  }
-
-  /** Sends the gate the request's receipts unless it was last told the same; a failure is retried by the next report. */
-  private async tell(teamId: string, approvalId: string, gate: NonNullable<ReturnType<typeof gateFor>>) {
-    if (!this.isPending(approvalId)) return;
-    const receipts = this.receipts(approvalId);
-    const text = JSON.stringify(receipts);
-    if (this.told.get(approvalId) === text) return;
-    try {
-      await withDeadline(gate.deliveryChanged(teamId, approvalId, receipts), ALARM_BUDGET_MS, "gate.deliveryChanged");
-      if (this.isPending(approvalId)) this.told.set(approvalId, text);
-    } catch {
-      this.told.delete(approvalId);
-    }
-  }
-
-  private isPending(approvalId: string): boolean {
-    return (
-      this.host.sql.exec("SELECT 1 FROM approvals WHERE id = ? AND state = 'pending'", approvalId).toArray().length > 0
-    );
-  }
-
-  /** A resolved request's gate is told nothing more. */
-  resolved(approvalId: string): void {
-    this.told.delete(approvalId);
   }
 
   timeline(approvalId: string): EscalationEvent[] {

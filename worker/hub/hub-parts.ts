@@ -17,6 +17,7 @@ import { LiveFeed } from "./live-feed";
 import { PushBudget } from "./push-budget";
 import { PushQueue } from "./push-queue";
 import { Quotas } from "./quotas";
+import { ReceiptReports } from "./receipt-reports";
 import { Revocations } from "./revocations";
 import { StandingRules } from "./rules";
 import { Sessions } from "./sessions";
@@ -34,6 +35,7 @@ export interface HubParts {
   quotas: Quotas;
   rules: StandingRules;
   escalations: Escalations;
+  reports: ReceiptReports;
   channels: ChannelPosts;
   claims: Claims;
   news: ApprovalNewsDesk;
@@ -48,7 +50,7 @@ export function hubParts(
   // A push or a channel post reached someone: the card shows it and the ladder hears of it.
   const delivered = (approvalId: string) => {
     feed.broadcast("approval", approvalId);
-    escalations.report(approvalId);
+    reports.report(approvalId);
   };
   const directory = new Directory(host);
   const push = new PushQueue(host, directory, { onDelivery: delivered, onGone });
@@ -61,7 +63,8 @@ export function hubParts(
   );
   const channels = new ChannelPosts(host, directory, new PushBudget(host), delivered);
   const claimOf = (approvalId: string) => claims.of(approvalId, Date.now());
-  const escalations: Escalations = new Escalations(host, directory, feed, push, { background, claimOf }, channels);
+  const reports = new ReceiptReports(host, directory, push, channels, { background, claimOf });
+  const escalations = new Escalations(host, directory, feed, push, channels, reports);
   const sessions = new Sessions(host, directory, feed);
   const vouching = new Vouching(host, directory);
   const revocations = new Revocations(host, vouching, background);
@@ -79,6 +82,7 @@ export function hubParts(
     quotas,
     claims,
     escalations,
+    reports,
     channels,
     revocations,
     rules,
@@ -97,6 +101,7 @@ export function hubParts(
     quotas,
     rules,
     escalations,
+    reports,
     channels,
     claims,
     news,

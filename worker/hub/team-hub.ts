@@ -276,7 +276,7 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
     if (!result.ok) return result;
     this.parts.feed.send({ type: "claimed", ...result.claim });
     // The agent's progress says who is looking (`claimedBy`).
-    this.parts.escalations.report(approval.id);
+    this.parts.reports.report(approval.id);
     return result;
   }
 
