@@ -302,6 +302,34 @@ describe("a device removal the hub never hears", () => {
     expect(fake.to(gone)).toHaveLength(1);
     expect(fake.to(kept)).toHaveLength(2);
   });
+
+  it("is sent no more retries of a queued push once the hub's directory is 30 s old", async () => {
+    const owner = await signUp();
+    const gone = await fake.addPhone(owner, "Lost phone");
+    const { key } = await createKey(owner);
+    const sessionId = unique("lost-retry");
+    const agent = await connectAgent(key, sessionId);
+    fake.state.answer = () => 503; // the push service asks for a retry
+    await agent.ask(1, permissionParams(sessionId));
+    await fake.untilPushes(1);
+
+    vi.spyOn(TeamHubClass.prototype, "deviceRemoved").mockRejectedValue(new Error("hub down"));
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    expect((await api(`/v1/devices/${gone.deviceId}`, { method: "DELETE", cookie: owner.cookie })).status).toBe(200);
+
+    // The retry is due and the copy 30 s old: the hub's alarm reads D1 again before it sends.
+    const queued = () =>
+      runInDurableObject(hubStub(owner.teamId), (_hub, state) => {
+        const { sql } = state.storage;
+        sql.exec("UPDATE meta SET v = CAST(v AS INTEGER) - ? WHERE k = 'directory'", DIRECTORY_MAX_AGE_MS + 1);
+        sql.exec("UPDATE push_queue SET next_at = ?", Date.now() - 1);
+        return sql.exec("SELECT COUNT(*) AS n FROM push_queue WHERE device_id = ?", gone.deviceId).one().n;
+      });
+    expect(await queued()).toBe(1);
+    await runDurableObjectAlarm(hubStub(owner.teamId));
+    expect(await queued()).toBe(0);
+    expect(fake.to(gone)).toHaveLength(1);
+  });
 });
 
 describe("an approval read whose gate never answers", () => {

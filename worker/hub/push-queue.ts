@@ -256,6 +256,11 @@ export class PushQueue {
   }
 
   /** Sends what is due at `now`; failures wait with backoff, until their message would be too late. */
+  /** Whether any push is queued (sent or not yet). */
+  waiting(): boolean {
+    return this.host.sql.exec("SELECT 1 FROM push_queue LIMIT 1").toArray().length > 0;
+  }
+
   async drain(now = Date.now()): Promise<void> {
     const { sql } = this.host;
     const vapid = this.vapid();

@@ -44,6 +44,7 @@ import type {
   TeamHubApi,
 } from "./api";
 import { devicesHealth, HEALTH_WINDOW } from "./device-health";
+import { DIRECTORY_MAX_AGE_MS } from "./directory";
 import { readGateReport } from "./gate-report";
 import { type HubHost, hubHost } from "./host";
 import { type HubParts, hubParts } from "./hub-parts";
@@ -188,6 +189,9 @@ export class TeamHub extends DurableObject<Env> implements TeamHubApi {
    */
   async wake(now = Date.now()): Promise<void> {
     try {
+      // A push's retries go to devices in a copy at most DIRECTORY_MAX_AGE_MS old: a device
+      // removed where the hub missed the notice is sent no more of them after that.
+      if (this.parts.push.waiting()) await this.parts.directory.refresh(DIRECTORY_MAX_AGE_MS);
       await this.parts.push.drain(now);
     } finally {
       await Promise.all([
