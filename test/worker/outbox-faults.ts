@@ -42,6 +42,12 @@ export function refuseApprovalRow(approvalId: string): Promise<() => Promise<voi
   return withTriggers([(n) => `CREATE TRIGGER ${n} BEFORE UPDATE ON approvals ${when} ${refuse("row refused")}`]);
 }
 
+/** D1 refuses to mark one session disconnected (its `session` op, alone): every other write goes through. */
+export function refuseSessionDisconnect(sessionId: string): Promise<() => Promise<void>> {
+  const when = `WHEN NEW.session_id = '${sessionId}' AND NEW.disconnected_at IS NOT NULL`;
+  return withTriggers([(n) => `CREATE TRIGGER ${n} BEFORE UPDATE ON agent_sessions ${when} ${refuse("row refused")}`]);
+}
+
 /** Every hub's `gateReport` throws (the hub down or erring) until restored. */
 export function hubThrows(): () => void {
   const spy = vi.spyOn(TeamHub.prototype, "gateReport").mockRejectedValue(new Error("hub unavailable"));

@@ -35,6 +35,7 @@ import {
   hubThrows,
   outboxRows,
   refuseApprovalRow,
+  refuseSessionDisconnect,
   refuseTeamWrites,
   runAlarmsFor,
   simulatedClock,
@@ -321,6 +322,41 @@ describe("dead letters: a row that fails alone", () => {
     expect(await json(replayed)).toEqual({ replayed: 1, deadLetters: 0 });
     expect(await d1State(approval.id)).toBe("denied");
     expect(await deadLetters(stub)).toEqual([]);
+  });
+});
+
+describe("a session's state replayed late", () => {
+  it("does not overwrite a newer one: a disconnect set aside behind a reconnect leaves the session connected", async () => {
+    const { owner, key, sessionId, agent } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const clock = simulatedClock();
+    const lift = await refuseSessionDisconnect(sessionId);
+    let reconnectedAt: number;
+    try {
+      // The socket drops: its request's end lands, the session's disconnect alone is refused.
+      agent.ws.close();
+      await vi.waitFor(
+        async () => expect((await outboxRows(stub)).map((r) => JSON.parse(r.op).connected)).toEqual([false]),
+        { timeout: 5_000, interval: 20 },
+      );
+      // The agent is back before the retry: the disconnect is set aside while the reconnect behind it lands.
+      await connectAgent(key, sessionId);
+      const queued = (await outboxRows(stub)).map((r) => JSON.parse(r.op) as { connected: boolean; at: number });
+      expect(queued.map((o) => o.connected)).toEqual([false, true]);
+      reconnectedAt = (queued[1] as { at: number }).at;
+      await runAlarmsFor(stub, clock, MINUTE);
+      expect(await outboxRows(stub)).toEqual([]);
+    } finally {
+      await lift();
+      clock.restore();
+    }
+    // Whatever is still set aside is replayed now: the older state changes nothing.
+    expect((await replay(owner, sessionId)).status).toBe(200);
+    expect(await deadLetters(stub)).toEqual([]);
+    const row = await env.DB.prepare("SELECT disconnected_at, session_at FROM agent_sessions WHERE session_id = ?")
+      .bind(sessionId)
+      .first();
+    expect(row).toEqual({ disconnected_at: null, session_at: reconnectedAt });
   });
 });
 

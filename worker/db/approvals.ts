@@ -175,6 +175,7 @@ export async function pastRequestsPage(
 export type OutboxOp =
   /** `stepUps`: the verified step-up assertions the approval's allows carried so far. */
   | { op: "approval"; teamId: string; ownerUserId: string; approval: Approval; stepUps?: BoundStepUpAssertion[] }
+  /** `at`: the gate's time of it; D1 keeps the newest (an older one replayed late changes nothing). */
   | { op: "session"; teamId: string; sessionId: string; info: SessionInfo; connected: boolean; at: number }
   /** The session was stopped (who, when, why) or resumed (null): the sessions row's `stopped`. */
   | { op: "session_stop"; teamId: string; sessionId: string; stopped: SessionStop | null }
@@ -192,8 +193,8 @@ export function outboxStatement(db: D1Database, o: D1OutboxOp): D1PreparedStatem
         .prepare(
           `UPDATE agent_sessions SET title = ?3, agent = ?4, host = ?5, cwd = ?6, last_seen_at = ?7,
                   connected_at = CASE WHEN ?8 THEN ?7 ELSE connected_at END,
-                  disconnected_at = CASE WHEN ?8 THEN NULL ELSE ?7 END, parent = ?9
-            WHERE team_id = ?1 AND session_id = ?2`,
+                  disconnected_at = CASE WHEN ?8 THEN NULL ELSE ?7 END, parent = ?9, session_at = ?7
+            WHERE team_id = ?1 AND session_id = ?2 AND (session_at IS NULL OR session_at <= ?7)`,
         )
         .bind(
           o.teamId,
