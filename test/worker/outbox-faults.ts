@@ -48,6 +48,12 @@ export function refuseSessionDisconnect(sessionId: string): Promise<() => Promis
   return withTriggers([(n) => `CREATE TRIGGER ${n} BEFORE UPDATE ON agent_sessions ${when} ${refuse("row refused")}`]);
 }
 
+/** D1 refuses to mark one session stopped (its `session_stop` op): every other write goes through. */
+export function refuseSessionStop(sessionId: string): Promise<() => Promise<void>> {
+  const when = `WHEN NEW.session_id = '${sessionId}' AND NEW.stopped IS NOT NULL`;
+  return withTriggers([(n) => `CREATE TRIGGER ${n} BEFORE UPDATE ON agent_sessions ${when} ${refuse("row refused")}`]);
+}
+
 /** Every hub's `gateReport` throws (the hub down or erring) until restored. */
 export function hubThrows(): () => void {
   const spy = vi.spyOn(TeamHub.prototype, "gateReport").mockRejectedValue(new Error("hub unavailable"));

@@ -36,6 +36,7 @@ import {
   outboxRows,
   refuseApprovalRow,
   refuseSessionDisconnect,
+  refuseSessionStop,
   refuseTeamWrites,
   runAlarmsFor,
   simulatedClock,
@@ -357,6 +358,30 @@ describe("a session's state replayed late", () => {
       .bind(sessionId)
       .first();
     expect(row).toEqual({ disconnected_at: null, session_at: reconnectedAt });
+  });
+});
+
+describe("a session's stop replayed late", () => {
+  it("does not undo a newer resume: the stop set aside, then replayed after the resume landed, leaves it running", async () => {
+    const { owner, sessionId } = await askOnce();
+    const stub = gateStub(owner.teamId, sessionId);
+    const post = (action: "stop" | "resume") =>
+      api(`/v1/sessions/${sessionId}/${action}`, { method: "POST", cookie: owner.cookie, body: "{}" });
+    const lift = await refuseSessionStop(sessionId);
+    try {
+      // The stop's row alone is refused; its audit event and the request it denied land behind it.
+      expect((await post("stop")).status).toBe(200);
+      await vi.waitFor(async () =>
+        expect(await deadLetters(stub)).toEqual([expect.objectContaining({ op: "session_stop" })]),
+      );
+      expect((await post("resume")).status).toBe(200);
+      await vi.waitFor(async () => expect(await outboxRows(stub)).toEqual([]));
+    } finally {
+      await lift();
+    }
+    expect(await json(await replay(owner, sessionId))).toEqual({ replayed: 1, deadLetters: 0 });
+    const row = await env.DB.prepare("SELECT stopped FROM agent_sessions WHERE session_id = ?").bind(sessionId).first();
+    expect(row).toEqual({ stopped: null });
   });
 });
 

@@ -177,8 +177,11 @@ export type OutboxOp =
   | { op: "approval"; teamId: string; ownerUserId: string; approval: Approval; stepUps?: BoundStepUpAssertion[] }
   /** `at`: the gate's time of it; D1 keeps the newest (an older one replayed late changes nothing). */
   | { op: "session"; teamId: string; sessionId: string; info: SessionInfo; connected: boolean; at: number }
-  /** The session was stopped (who, when, why) or resumed (null): the sessions row's `stopped`. */
-  | { op: "session_stop"; teamId: string; sessionId: string; stopped: SessionStop | null }
+  /**
+   * The session was stopped (who, when, why) or resumed (null) at `at`: the sessions row's
+   * `stopped`; D1 keeps the newest. (Ops queued before `at` was added carry none: they apply.)
+   */
+  | { op: "session_stop"; teamId: string; sessionId: string; stopped: SessionStop | null; at?: number }
   | ({ op: "audit" } & AuditEvent);
 
 /** The outbox ops D1 takes directly; audit ops go through the team's TeamHub instead. */
@@ -209,8 +212,11 @@ export function outboxStatement(db: D1Database, o: D1OutboxOp): D1PreparedStatem
         );
     case "session_stop":
       return db
-        .prepare("UPDATE agent_sessions SET stopped = ?3 WHERE team_id = ?1 AND session_id = ?2")
-        .bind(o.teamId, o.sessionId, o.stopped ? JSON.stringify(o.stopped) : null);
+        .prepare(
+          `UPDATE agent_sessions SET stopped = ?3, stop_at = COALESCE(?4, stop_at)
+            WHERE team_id = ?1 AND session_id = ?2 AND (?4 IS NULL OR stop_at IS NULL OR stop_at <= ?4)`,
+        )
+        .bind(o.teamId, o.sessionId, o.stopped ? JSON.stringify(o.stopped) : null, o.at ?? null);
   }
 }
 

@@ -61,7 +61,7 @@ export class SessionStops {
     if (stopped) {
       this.host.machine.atomically(() => {
         this.host.store.setStopped(null);
-        this.host.outbox.enqueue(stopRow(meta, null));
+        this.host.outbox.enqueue(stopRow(meta, null, now));
         this.host.outbox.enqueue(
           stopAudit(meta, `user:${by.userId}`, "session.resumed", now, { stoppedAt: stopped.at }),
         );
@@ -80,7 +80,7 @@ export class SessionStops {
   private record(meta: Readonly<ServedSession>, stop: SessionStop): SessionStop {
     this.host.machine.atomically(() => {
       this.host.store.setStopped(stop);
-      this.host.outbox.enqueue(stopRow(meta, stop));
+      this.host.outbox.enqueue(stopRow(meta, stop, stop.at));
       this.host.outbox.enqueue(
         stopAudit(meta, `user:${stop.by.userId}`, "session.stopped", stop.at, { reason: stop.reason }),
       );
@@ -90,8 +90,8 @@ export class SessionStops {
 }
 
 /** D1's copy of the stop (the sessions row's `stopped`), replayed in order with the session's other rows. */
-function stopRow(meta: Readonly<ServedSession>, stopped: SessionStop | null): OutboxOp {
-  return { op: "session_stop", teamId: meta.teamId, sessionId: meta.sessionId, stopped };
+function stopRow(meta: Readonly<ServedSession>, stopped: SessionStop | null, at: number): OutboxOp {
+  return { op: "session_stop", teamId: meta.teamId, sessionId: meta.sessionId, stopped, at };
 }
 
 /** The audit event of a stop or a resume: who, when, and the stopper's words. */

@@ -27,7 +27,7 @@ export async function listTeamSessions(
 ): Promise<{ sessions: AgentSession[]; deadLettered: DeadLetteredSession[] }> {
   const [sessions, deadLettered] = await Promise.all([
     listSessions(env.DB, { ...q, liveSince: Date.now() - SESSION_LIVE_MS }),
-    withDeadline(hubFor(env, q.teamId).deadLettered(q.teamId), REQUEST_BUDGET_MS, "hub.deadLettered"),
+    deadLetteredAtHub(env, q.teamId),
   ]);
   return { sessions: withDeadLetters(sessions, deadLettered), deadLettered };
 }
@@ -36,9 +36,14 @@ export async function listTeamSessions(
 export async function teamSession(env: Env, teamId: string, sessionId: string): Promise<AgentSession | null> {
   const [session, deadLettered] = await Promise.all([
     getSession(env.DB, teamId, sessionId),
-    withDeadline(hubFor(env, teamId).deadLettered(teamId), REQUEST_BUDGET_MS, "hub.deadLettered"),
+    deadLetteredAtHub(env, teamId),
   ]);
   return session ? (withDeadLetters([session], deadLettered)[0] ?? null) : null;
+}
+
+/** The team's sessions with dead letters, as its hub counts them (503 when it does not answer in time). */
+function deadLetteredAtHub(env: Env, teamId: string): Promise<DeadLetteredSession[]> {
+  return withDeadline(hubFor(env, teamId).deadLettered(teamId), REQUEST_BUDGET_MS, "hub.deadLettered");
 }
 
 function withDeadLetters(sessions: AgentSession[], deadLettered: DeadLetteredSession[]): AgentSession[] {
