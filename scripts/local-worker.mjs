@@ -40,6 +40,14 @@ function run(args, stdio) {
   });
 }
 
+/**
+ * Runs one SQL command on the local D1 database kept in `persistTo`, beside a Worker serving it
+ * (a test's fault, such as a trigger that refuses a row, as production's D1 would refuse it).
+ */
+export function executeD1(persistTo, sql) {
+  return run(["d1", "execute", "tapgate", "--local", "--persist-to", persistTo, "--command", sql], "pipe");
+}
+
 /** Applies `migrations/` to the local D1 database kept in `persistTo`. */
 export function applyMigrations(persistTo, stdio = "pipe") {
   const persist = persistTo ? ["--persist-to", persistTo] : [];

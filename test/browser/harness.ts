@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect, vi } from "vitest";
-import { ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
+import { executeD1, ROOT, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { Approval, Delivery } from "../../sdk/src/approval";
 import { Tapgate } from "../../sdk/src/index";
 
@@ -57,6 +57,8 @@ export interface LocalApp {
   origin: string;
   /** Where Node connects: the same Worker on 127.0.0.1 (wrangler dev listens there only). */
   direct: string;
+  /** Runs one SQL command on the app's local D1, while it serves (a fault a test injects). */
+  d1: (sql: string) => Promise<void>;
   stop: () => Promise<void>;
 }
 
@@ -77,6 +79,7 @@ export async function startApp(settings: Record<string, string> = {}): Promise<L
   return {
     origin: worker.url.replace("127.0.0.1", "localhost"),
     direct: worker.url,
+    d1: (sql) => executeD1(worker.persistTo, sql),
     stop: async () => {
       await worker.stop();
       await rm(assets, { recursive: true, force: true });

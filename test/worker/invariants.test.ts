@@ -131,6 +131,24 @@ const REGRESSIONS: Record<string, Action[] | Case> = {
     { kind: "decide", pick: 4, option: "allow", staleHash: false, byColleague: true, device: "phone" },
     { kind: "revokeKey", gateFails: false, allowPick: null },
   ],
+  // Found by the seeded run (seed 20261206, case 20 of its slice) on 86008ca, beside a CI run:
+  // the harness's one failed telling went to the hub's alarm telling the gate of the first key
+  // (an allow had ended that key's requests first); only the revoked key's telling fails now.
+  "a second key revoked while its gate fails, after a first one, a rule, a cancel and an elicitation": {
+    quorum: 1,
+    actions: [
+      { kind: "revokeKey", gateFails: true, allowPick: 158963145 },
+      { kind: "allowWithRule", pick: 1122821473, byColleague: true },
+      { kind: "decideWhileClosing", pick: 15, option: "allow", closeFirst: false },
+      { kind: "repeat", pick: 4, sameOption: false, sameDecider: false, device: "phone" },
+      { kind: "sessionCancel" },
+      { kind: "elicit" },
+      { kind: "decide", pick: 2131454156, option: "bogus", staleHash: true, byColleague: false, device: "laptop" },
+      { kind: "endRule", pick: 1253949948, byColleague: true },
+      { kind: "revokeKey", gateFails: true, allowPick: 1171335215 },
+      { kind: "httpRequest" },
+    ],
+  },
   "a revocation its gate misses: an allow of the key's request finds it withdrawn, or the hub's alarm tells the gate": [
     { kind: "request" },
     { kind: "httpRequest" },
