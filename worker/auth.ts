@@ -33,8 +33,8 @@ export const SESSION_COOKIE = "__Host-tapgate";
  * Session lookups are cached briefly per isolate so a request does not wait on D1. Sign-out and
  * member changes made through this isolate take effect at once; elsewhere within
  * WEB_IDENTITY_CACHE_MS. What must not wait that long either asks the team's hub, which hears of
- * every such change (a decision: `requireCurrentDecider`, `requireCurrentWeb`), or reads D1 itself (the live feed, a
- * passkey change, minting a key: `requireFreshWeb`, `requireRecentSignIn`).
+ * every such change (a decision: `requireCurrentDecider`, `requireCurrentWeb`), or reads D1
+ * itself (the live feed, a passkey change, minting a key: `requireFreshWeb`, `requireRecentSignIn`).
  */
 const sessionCache = new IsolateCache<WebIdentity>(WEB_IDENTITY_CACHE_MS);
 
