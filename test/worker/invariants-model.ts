@@ -58,6 +58,26 @@ export interface Cast {
   quorum: 1 | 2;
 }
 
+/** How long the runtime gets to close an agent's socket after `abortAllDurableObjects`. */
+const ABORT_CLOSE_MS = 10_000;
+
+/**
+ * Waits for the runtime to close `socket` after the abort. After one sequence (a revocation that
+ * the hub's alarm fanned out to the gate, then a hub outage: the regression "a restart after…")
+ * the test runtime's abort leaves it open with no gate holding it (the gate's next instance
+ * lists no socket; the runtime's auto-response still answers its pings), so then the agent
+ * closes it, as it would a socket that stopped carrying answers.
+ */
+async function closedAfterAbort(socket: AgentSocket): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), ABORT_CLOSE_MS);
+  });
+  const outcome = await Promise.race([socket.closed, late]);
+  clearTimeout(timer);
+  if (outcome === "late") socket.ws.close(1000);
+}
+
 export class Run {
   items: Modelled[] = [];
   rules: ModelRule[] = [];
@@ -331,7 +351,7 @@ export class Run {
         // Socket-held requests end service_restart; HTTP-held ones survive (their lease holds them).
         const old = this.socket;
         await abortAllDurableObjects();
-        await old.closed;
+        await closedAfterAbort(old);
         for (const item of this.pending((i) => i.socket !== null))
           this.resolve(item, "denied", "service_restart", null);
         await this.drain(old, false);

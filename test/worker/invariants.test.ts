@@ -199,6 +199,14 @@ const REGRESSIONS: Record<string, Action[] | Case> = {
     { kind: "timePasses" },
     { kind: "escalate", wakes: 1 },
   ],
+  // Seed 20261207's case 24 (2026-12-06), cut by hand to the three steps it needs: the restart's
+  // abort left the agent's socket open with no gate holding it, and the run waited for its close
+  // without end (a slice stopped at vitest's limit, twice). Every step is bounded now.
+  "a restart after a revocation the hub's alarm fanned out, then a hub outage": [
+    { kind: "revokeKey", gateFails: true, allowPick: null },
+    { kind: "outage", of: "hub", wakes: 1, decide: null },
+    { kind: "restart" },
+  ],
 };
 
 let reported = false;
@@ -215,16 +223,35 @@ async function newCast(quorum: 1 | 2): Promise<Cast> {
   return { owner, colleague, key, keyId, quorum };
 }
 
+/**
+ * A step that has not finished in this long fails its case, naming the step: a wait without an
+ * end (an answer that never comes, a socket never closed) is a finding, not a slice stopped
+ * silently at vitest's limit. Far above a slow step (20 s on the shared 2-core machine).
+ */
+const STEP_BOUND_MS = 90_000;
+
+async function bounded<T>(work: Promise<T>, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish in ${STEP_BOUND_MS / 1000} s`)), STEP_BOUND_MS);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function play({ quorum, actions }: Case) {
   const run = new Run(await newCast(quorum), unique("prop"));
   await run.connect();
   try {
     for (const a of actions) {
       run.tick++;
-      await (isFeature(a) ? featureStep(run, a) : run.step(a));
+      await bounded(isFeature(a) ? featureStep(run, a) : run.step(a), `step ${run.tick} (${a.kind})`);
       await check(run);
     }
-    await run.finish();
+    await bounded(run.finish(), "the run's finish");
     await check(run, true);
     await checkChain(run);
   } catch (error) {
