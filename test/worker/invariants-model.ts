@@ -9,6 +9,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { expect, vi } from "vitest";
 import type { Approval, ApprovalState, ResolutionReason } from "../../sdk/src/approval";
+import { withDeadline } from "../../worker/deadline";
 import {
   type AgentSocket,
   api,
@@ -69,13 +70,7 @@ const ABORT_CLOSE_MS = 10_000;
  * closes it, as it would a socket that stopped carrying answers.
  */
 async function closedAfterAbort(socket: AgentSocket): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<"late">((resolve) => {
-    timer = setTimeout(() => resolve("late"), ABORT_CLOSE_MS);
-  });
-  const outcome = await Promise.race([socket.closed, late]);
-  clearTimeout(timer);
-  if (outcome === "late") socket.ws.close(1000);
+  await withDeadline(socket.closed, ABORT_CLOSE_MS, "the socket's close").catch(() => socket.ws.close(1000));
 }
 
 export class Run {

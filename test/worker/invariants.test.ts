@@ -17,6 +17,7 @@
 import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { withDeadline } from "../../worker/deadline";
 import { api, createKey, signUp, unique } from "./helpers";
 import { type Action, type Case, testCase } from "./invariants-actions";
 import { check, checkChain } from "./invariants-checks";
@@ -230,28 +231,20 @@ async function newCast(quorum: 1 | 2): Promise<Cast> {
  */
 const STEP_BOUND_MS = 90_000;
 
-async function bounded<T>(work: Promise<T>, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish in ${STEP_BOUND_MS / 1000} s`)), STEP_BOUND_MS);
-  });
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 async function play({ quorum, actions }: Case) {
   const run = new Run(await newCast(quorum), unique("prop"));
   await run.connect();
   try {
     for (const a of actions) {
       run.tick++;
-      await bounded(isFeature(a) ? featureStep(run, a) : run.step(a), `step ${run.tick} (${a.kind})`);
+      await withDeadline(
+        isFeature(a) ? featureStep(run, a) : run.step(a),
+        STEP_BOUND_MS,
+        `step ${run.tick} (${a.kind})`,
+      );
       await check(run);
     }
-    await bounded(run.finish(), "the run's finish");
+    await withDeadline(run.finish(), STEP_BOUND_MS, "the run's finish");
     await check(run, true);
     await checkChain(run);
   } catch (error) {
