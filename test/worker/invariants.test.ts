@@ -200,9 +200,9 @@ const REGRESSIONS: Record<string, Action[] | Case> = {
     { kind: "timePasses" },
     { kind: "escalate", wakes: 1 },
   ],
-  // Seed 20261207's case 24 (2026-12-06), cut by hand to the three steps it needs: the restart's
-  // abort left the agent's socket open with no gate holding it, and the run waited for its close
-  // without end (a slice stopped at vitest's limit, twice). Every step is bounded now.
+  // A case of seed 20261207's slice (2026-12-06), cut by hand to the three steps it needs: the
+  // restart's abort left the agent's socket open with no gate holding it, and the run waited for
+  // its close without end (a slice stopped at vitest's limit, twice). Every step is bounded now.
   "a restart after a revocation the hub's alarm fanned out, then a hub outage": [
     { kind: "revokeKey", gateFails: true, allowPick: null },
     { kind: "outage", of: "hub", wakes: 1, decide: null },
