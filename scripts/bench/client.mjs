@@ -66,7 +66,7 @@ export function openLiveFeed(url, cookie) {
 }
 
 /** Every pending request of mine. Outside any measured interval, so a connection reset is retried (and counted). */
-export async function listPending(human) {
+async function listPending(human) {
   const all = [];
   let cursor = null;
   do {
@@ -86,7 +86,7 @@ let resets = 0;
 export const resetsRetried = () => resets;
 
 /** Runs a read (safe to repeat) again when its connection was reset under it. */
-export async function retried(get) {
+async function retried(get) {
   for (let attempt = 1; ; attempt++) {
     try {
       return await get();
@@ -97,7 +97,7 @@ export async function retried(get) {
   }
 }
 
-export const keyOf = (sessionId, toolCallId) => `${sessionId}|${toolCallId}`;
+const keyOf = (sessionId, toolCallId) => `${sessionId}|${toolCallId}`;
 
 /**
  * Polls the D1 index (written just after the request) until each ask is visible, or already answered
