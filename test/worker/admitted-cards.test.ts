@@ -91,11 +91,13 @@ describe("cards shown at admission", () => {
     const ruled = await live.next((f) => f.type === "resolved");
     expect(ruled.approval).toMatchObject({ reason: "rule" });
 
-    // A request no rule matches is still shown, once, for a human to decide.
+    // A request no rule matches is still shown, for a human to decide; the rule's never was. (How
+    // many frames show it depends on when its ladder climbs, so they are not counted.)
     await agent.ask(2, permissionParams(sessionId));
     const [approval] = await pendingApprovals(owner, sessionId);
     if (!approval) throw new Error("not held");
     await live.next(cardOf(approval.id));
-    expect(live.frames.filter((f) => f.type === "approval")).toHaveLength(1);
+    const shown = live.frames.filter((f) => f.type === "approval").map((f) => (f.approval as Approval).id);
+    expect(new Set(shown)).toEqual(new Set([approval.id]));
   });
 });

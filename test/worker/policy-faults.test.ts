@@ -78,7 +78,8 @@ describe("a policy change one gate misses", () => {
     const ours = (f: Record<string, unknown>) =>
       f.type === "approval" && (f.approval as Approval).sessionId === sessionId;
     await live.next((f) => ours(f) && (f.approval as Approval).risk === "high");
-    expect(live.frames.filter(ours).map((f) => (f.approval as Approval).risk)).toEqual(["high"]);
+    // Every frame of its card (the ladder's steps re-send it when the test runs long) says high.
+    expect(new Set(live.frames.filter(ours).map((f) => (f.approval as Approval).risk))).toEqual(new Set(["high"]));
     live.ws.close();
   });
 });
